@@ -1,0 +1,1 @@
+"""Bundled BERT configs (presets), installed as kerasbert.configs."""

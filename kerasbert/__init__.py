@@ -1,0 +1,26 @@
+"""kerasbert: BERT in Keras 3 the bert4keras way.
+
+Example:
+>>> from kerasbert import build_transformer_model
+>>> bert = build_transformer_model("tiny", verbose=False)   # a bundled preset, random weights
+>>> bert.get_layer("Transformer-1-FeedForward-Norm").name
+'Transformer-1-FeedForward-Norm'
+"""
+
+from kerasbert.checkpoint import LoadReport, load_google_checkpoint, save_google_checkpoint
+from kerasbert.config import BertConfig
+from kerasbert.errors import CheckpointError, ConfigError, KerasBertError, ModelError
+from kerasbert.models import build_transformer_model
+
+__all__ = [
+    "BertConfig",
+    "CheckpointError",
+    "ConfigError",
+    "KerasBertError",
+    "LoadReport",
+    "ModelError",
+    "build_transformer_model",
+    "load_google_checkpoint",
+    "save_google_checkpoint",
+]
+__version__ = "0.1.0"

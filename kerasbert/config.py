@@ -1,0 +1,205 @@
+"""BertConfig: read, validate and write a Google ``bert_config.json`` or a Hugging Face ``config.json``.
+
+Symbols used across kerasbert (and in the annotated summary):
+
+    V vocab_size   H hidden_size   L num_hidden_layers   A num_attention_heads
+    I intermediate_size   P max_position_embeddings   T type_vocab_size
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from importlib import resources
+from typing import Any
+
+from kerasbert.errors import ConfigError, fail
+
+# hidden_act spellings accepted in configs -> the activation kerasbert uses.
+# "gelu" is the exact erf form (Google BERT, bert4keras, HF); the tanh approximation has
+# several names across libraries (HF "gelu_new", "gelu_pytorch_tanh").
+ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_erf": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_tanh": "gelu_tanh",
+    "gelu_approximate": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "relu": "relu",
+    "swish": "swish",
+    "silu": "swish",
+}
+
+@dataclasses.dataclass
+class BertConfig:
+    """The hyper-parameters of a BERT encoder, as in Google's ``bert_config.json``.
+
+    Args:
+        vocab_size: int. V, rows of the word-piece embedding.
+        hidden_size: int. H, width of every hidden state.
+        num_hidden_layers: int. L, number of transformer blocks.
+        num_attention_heads: int. A, heads per attention layer; must divide H.
+        intermediate_size: int. I, width of the feed-forward inner layer.
+        hidden_act: str. feed-forward activation: gelu (erf), gelu_tanh, relu or swish.
+        hidden_dropout_prob: float. dropout after embeddings, attention and feed-forward.
+        attention_probs_dropout_prob: float. dropout on the attention probabilities.
+        max_position_embeddings: int. P, the longest sequence the model accepts.
+        type_vocab_size: int. T, number of segment ids.
+        initializer_range: float. stddev of the truncated-normal initializer.
+        layer_norm_eps: float. epsilon of every LayerNormalization (Google uses 1e-12).
+        extra: dict. keys of the source file kerasbert does not use, kept for `to_json`.
+
+    Example:
+    >>> cfg = BertConfig.from_preset("tiny")
+    >>> cfg.hidden_size % cfg.num_attention_heads
+    0
+    """
+
+    vocab_size: int
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    extra: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    source: str = dataclasses.field(default="<dict>", repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ---------------------------------------------------------------- reading
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], source: str = "<dict>") -> "BertConfig":
+        """Build a config from a dict with Google or Hugging Face keys."""
+        if not isinstance(values, dict):
+            raise fail(ConfigError, source, "a JSON object of BERT hyper-parameters", type(values).__name__)
+        values = dict(values)
+        model_type = values.pop("model_type", "bert")
+        if model_type != "bert":
+            raise fail(ConfigError, f"{source}: model_type", '"bert"', repr(model_type),
+                       "kerasbert builds BERT encoders only")
+        fields = {f.name for f in dataclasses.fields(cls)} - {"extra", "source"}
+        known = {k: values.pop(k) for k in list(values) if k in fields}
+        if "vocab_size" not in known:
+            raise fail(ConfigError, source, "a 'vocab_size' key", f"keys {sorted(known) + sorted(values)}",
+                       "is this a BERT config file?")
+        return cls(**known, extra=values, source=source)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike) -> "BertConfig":
+        """Read a Google ``bert_config.json`` or a Hugging Face ``config.json``."""
+        path = os.fspath(path)
+        if os.path.isdir(path):
+            for candidate in ("bert_config.json", "config.json"):
+                if os.path.isfile(os.path.join(path, candidate)):
+                    path = os.path.join(path, candidate)
+                    break
+        if not os.path.isfile(path):
+            raise fail(ConfigError, path, "a bert_config.json file", "no such file",
+                       "pass the path of the config that came with the checkpoint")
+        try:
+            with open(path, encoding="utf-8") as f:
+                values = json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise fail(ConfigError, path, "valid UTF-8 JSON", f"{type(e).__name__}: {e}") from None
+        return cls.from_dict(values, source=path)
+
+    @classmethod
+    def from_preset(cls, name: str) -> "BertConfig":
+        """Load a bundled preset: tiny, bert_base_chinese, bert_base_uncased, bert_large_chinese."""
+        names = preset_names()
+        if name not in names:
+            raise fail(ConfigError, "preset", f"one of {names}", repr(name))
+        with resources.as_file(resources.files("kerasbert.configs") / f"{name}.json") as path:
+            return cls.from_json(path)
+
+    # ---------------------------------------------------------------- checking
+    def validate(self) -> None:
+        """Raise ConfigError on the first inconsistent value."""
+        where = self.source
+        for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                    "intermediate_size", "max_position_embeddings"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise fail(ConfigError, f"{where}: {key}", "a positive integer", repr(value))
+        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) \
+                or self.type_vocab_size < 0:
+            raise fail(ConfigError, f"{where}: type_vocab_size", "an integer >= 0", repr(self.type_vocab_size))
+        if self.hidden_size % self.num_attention_heads:
+            raise fail(ConfigError, f"{where}: num_attention_heads",
+                       f"a divisor of hidden_size {self.hidden_size}", str(self.num_attention_heads),
+                       "each head gets hidden_size / num_attention_heads dimensions")
+        if self.hidden_act not in ACTIVATIONS:
+            raise fail(ConfigError, f"{where}: hidden_act", f"one of {sorted(ACTIVATIONS)}", repr(self.hidden_act))
+        for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise fail(ConfigError, f"{where}: {key}", "a number in [0, 1)", repr(value))
+        if not isinstance(self.layer_norm_eps, (int, float)) or self.layer_norm_eps <= 0:
+            raise fail(ConfigError, f"{where}: layer_norm_eps", "a positive number", repr(self.layer_norm_eps))
+
+    # ---------------------------------------------------------------- derived
+    @property
+    def head_size(self) -> int:
+        """H / A: the width of one attention head."""
+        return self.hidden_size // self.num_attention_heads
+
+    @property
+    def activation(self) -> str:
+        """The canonical activation name: gelu (erf), gelu_tanh, relu or swish."""
+        return ACTIVATIONS[self.hidden_act]
+
+    def replace(self, **changes: Any) -> "BertConfig":
+        """A copy with some fields changed (validated again)."""
+        fields = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - fields)
+        if unknown:
+            raise fail(ConfigError, "config override", f"one of {sorted(fields - {'extra', 'source'})}",
+                       ", ".join(unknown))
+        return dataclasses.replace(self, **changes)
+
+    # ---------------------------------------------------------------- writing
+    def to_dict(self) -> dict[str, Any]:
+        """Google's key set (plus layer_norm_eps and any extra keys read in)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "source")}
+        out.update({k: v for k, v in self.extra.items() if k not in out})
+        return out
+
+    def to_json(self, path: str | os.PathLike | None = None) -> str:
+        """Return the JSON text; also write it (atomically) when ``path`` is given."""
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+        if path is not None:
+            path = os.fspath(path)
+            tmp = f"{path}.tmp-{os.getpid()}"
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        return text
+
+
+def preset_names() -> list[str]:
+    """Names of the bundled presets in ``configs/``."""
+    files = resources.files("kerasbert.configs").iterdir()
+    return sorted(p.name[:-5] for p in files if p.name.endswith(".json"))
+
+
+def resolve_config(config: "BertConfig | str | os.PathLike | dict | None") -> BertConfig:
+    """Accept a BertConfig, a dict, a preset name or a path to a config file."""
+    if isinstance(config, BertConfig):
+        return config
+    if isinstance(config, dict):
+        return BertConfig.from_dict(config)
+    if config is None:
+        raise fail(ConfigError, "config_path", "a bert_config.json path, a preset name or a BertConfig", "None")
+    text = os.fspath(config)
+    if text in preset_names() and not os.path.exists(text):
+        return BertConfig.from_preset(text)
+    return BertConfig.from_json(text)
+

@@ -1,0 +1,325 @@
+"""The custom layers of a BERT encoder, written with `keras.ops` only.
+
+Each layer states its own parameter formula next to its `build`, in symbols and in numbers
+(`param_formula()` returns a :class:`Formula`); the annotated summary asks the layers and never
+re-derives a count. Symbols: V vocab, H hidden, I intermediate, P positions, A heads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import keras
+from keras import ops
+
+from kerasbert.errors import ModelError, fail
+
+_SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
+
+
+@dataclasses.dataclass(frozen=True)
+class Formula:
+    """A parameter count as a formula: ``symbols`` (``4·(H·H+H)``), ``numbers`` and ``value``.
+
+    Example:
+    >>> Formula.of("4·(H·H+H)", H=768)
+    Formula(symbols='4·(H·H+H)', numbers='4·(768·768+768)', value=2362368)
+    """
+
+    symbols: str
+    numbers: str
+    value: int
+
+    @classmethod
+    def of(cls, symbols: str, **sizes: int) -> "Formula":
+        """Substitute ``sizes`` into ``symbols`` and evaluate (only digits, + · ( ) are allowed)."""
+        numbers = re.sub(r"[A-Za-z]+", lambda m: str(sizes[m.group(0)]), symbols)
+        if not re.fullmatch(r"[0-9+·() ]+", numbers):
+            raise ValueError(f"formula {symbols!r} has symbols not in {sorted(sizes)}")
+        value = eval(numbers.replace("·", "*"), {"__builtins__": {}}, {})  # digits and + * ( ) only
+        return cls(symbols, numbers, int(value))
+
+    def __str__(self) -> str:
+        return f"{self.symbols} = {self.numbers}"
+
+
+@_SERIALIZABLE
+def gelu_erf(x):
+    """GELU, exact form ``0.5·x·(1+erf(x/√2))`` (Hendrycks & Gimpel 2016), as Google BERT and bert4keras."""
+    return keras.activations.gelu(x, approximate=False)
+
+
+@_SERIALIZABLE
+def gelu_tanh(x):
+    """GELU, tanh approximation ``0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³)))`` (HF "gelu_new")."""
+    return keras.activations.gelu(x, approximate=True)
+
+
+def get_activation(name: str):
+    """Map a canonical activation name (see `BertConfig.activation`) to a serializable function."""
+    table = {"gelu": gelu_erf, "gelu_tanh": gelu_tanh, "relu": keras.activations.relu, "swish": keras.activations.silu}
+    return table[name] if name in table else keras.activations.get(name)
+
+
+@_SERIALIZABLE
+class TokenEmbedding(keras.layers.Embedding):
+    """Word-piece embedding that can also project back onto the vocabulary (tied MLM output).
+
+    ``layer(ids)`` looks up ``[B, S] -> [B, S, H]``; ``layer(x, reverse=True)`` computes
+    ``x · Eᵀ`` (``[B, S, H] -> [B, S, V]``), as bert4keras's ``Embedding(mode='dense')``.
+
+    Example:
+    >>> emb = TokenEmbedding(100, 8)
+    >>> tuple(emb(ops.ones((2, 5), "int32")).shape), tuple(emb(ops.ones((2, 5, 8)), reverse=True).shape)
+    ((2, 5, 8), (2, 5, 100))
+    """
+
+    def call(self, inputs, reverse: bool = False):
+        if reverse:
+            return ops.matmul(inputs, ops.transpose(ops.cast(self.embeddings, inputs.dtype)))
+        return super().call(inputs)
+
+    def compute_output_spec(self, inputs, reverse: bool = False):
+        if reverse:
+            return keras.KerasTensor((*inputs.shape[:-1], self.input_dim), dtype=self.compute_dtype)
+        return super().compute_output_spec(inputs)
+
+    def param_formula(self) -> Formula:
+        return Formula.of("V·H", V=self.input_dim, H=self.output_dim)
+
+
+@_SERIALIZABLE
+class PositionEmbedding(keras.layers.Layer):
+    """Adds a learned absolute position embedding: ``x + E[:S]`` for ``x`` of shape ``[B, S, H]``.
+
+    Args:
+        input_dim: int. P, the number of positions (max_position_embeddings).
+        output_dim: int. H, the embedding width.
+        embeddings_initializer: initializer of the ``[P, H]`` table.
+
+    Example:
+    >>> layer = PositionEmbedding(16, 8)
+    >>> tuple(layer(ops.zeros((2, 5, 8))).shape)
+    (2, 5, 8)
+    """
+
+    def __init__(self, input_dim: int, output_dim: int, embeddings_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        self.input_dim = input_dim
+        self.output_dim = output_dim
+        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+
+    def build(self, input_shape):
+        # P·H parameters
+        self.embeddings = self.add_weight(
+            shape=(self.input_dim, self.output_dim), initializer=self.embeddings_initializer, name="embeddings"
+        )
+
+    def param_formula(self) -> Formula:
+        return Formula.of("P·H", P=self.input_dim, H=self.output_dim)
+
+    def call(self, inputs):
+        length = inputs.shape[1]
+        if length is not None and length > self.input_dim:
+            raise fail(ModelError, "Input-Token", f"at most {self.input_dim} tokens (max_position_embeddings)",
+                       f"sequences of {length}", "truncate with maxlen when encoding")
+        positions = ops.slice(self.embeddings, (0, 0), (ops.shape(inputs)[1], self.output_dim))
+        return inputs + ops.cast(positions, inputs.dtype)[None]
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "input_dim": self.input_dim,
+            "output_dim": self.output_dim,
+            "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
+        }
+
+
+@_SERIALIZABLE
+class PaddingMask(keras.layers.Layer):
+    """``token_ids != 0``: the key mask every attention layer uses, computed once per batch.
+
+    bert4keras masks exactly these keys (its token embedding has ``mask_zero=True``).
+
+    Example:
+    >>> PaddingMask()(ops.array([[5, 7, 0]])).tolist()
+    [[True, True, False]]
+    """
+
+    def call(self, token_ids):
+        return ops.not_equal(token_ids, 0)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def compute_output_spec(self, token_ids):
+        return keras.KerasTensor(token_ids.shape, dtype="bool")
+
+    def param_formula(self) -> Formula:
+        return Formula.of("0")
+
+
+@_SERIALIZABLE
+class TakeToken(keras.layers.Layer):
+    """``x[:, index]``: the hidden state of one position (index 0 is ``[CLS]``).
+
+    A registered layer rather than a ``Lambda`` so that a saved model loads in safe mode.
+
+    Example:
+    >>> tuple(TakeToken()(ops.zeros((2, 5, 8))).shape)
+    (2, 8)
+    """
+
+    def __init__(self, index: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.index = index
+
+    def call(self, inputs):
+        return inputs[:, self.index]
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], *input_shape[2:])
+
+    def param_formula(self) -> Formula:
+        return Formula.of("0")
+
+    def get_config(self):
+        return {**super().get_config(), "index": self.index}
+
+
+@_SERIALIZABLE
+class Bias(keras.layers.Layer):
+    """Adds a learned bias over the last axis (``MLM-Bias``: one logit offset per vocabulary entry).
+
+    Example:
+    >>> tuple(Bias()(ops.zeros((2, 5, 10))).shape)
+    (2, 5, 10)
+    """
+
+    def build(self, input_shape):
+        # V parameters
+        self.bias = self.add_weight(shape=(input_shape[-1],), initializer="zeros", name="bias")
+
+    def call(self, inputs):
+        return inputs + ops.cast(self.bias, inputs.dtype)
+
+    def param_formula(self) -> Formula:
+        return Formula.of("V", V=int(self.bias.shape[0]))
+
+
+@_SERIALIZABLE
+class MultiHeadSelfAttention(keras.layers.Layer):
+    """Multi-head self-attention over ``[x, key_mask]`` with one fused Q/K/V projection.
+
+    ``softmax(Q·Kᵀ/√d + mask)·V`` per head (Vaswani et al. 2017, eq. 1), padding keys set to -inf
+    as bert4keras does. Weights: ``qkv_kernel [H, 3H]`` (Google's query, key and value kernels
+    side by side), ``qkv_bias [3H]``, ``output_kernel [H, H]``, ``output_bias [H]``.
+
+    Args:
+        num_heads: int. A, the number of heads; must divide the input width H.
+        dropout: float. dropout on the attention probabilities.
+        kernel_initializer: initializer of both kernels.
+
+    Example:
+    >>> layer = MultiHeadSelfAttention(num_heads=2)
+    >>> x, mask = ops.ones((2, 5, 8)), ops.array([[1, 1, 1, 0, 0]] * 2) > 0
+    >>> tuple(layer([x, mask]).shape)
+    (2, 5, 8)
+    """
+
+    def __init__(self, num_heads: int, dropout: float = 0.0, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+
+    def build(self, input_shape):
+        hidden = input_shape[0][-1]
+        if hidden % self.num_heads:
+            raise fail(ModelError, self.name, f"a width divisible by {self.num_heads} heads", str(hidden))
+        self.head_size = hidden // self.num_heads
+        # 4·(H·H+H) parameters: Q, K, V and output projections with biases
+        add = self.add_weight
+        self.qkv_kernel = add(shape=(hidden, 3 * hidden), initializer=self.kernel_initializer, name="qkv_kernel")
+        self.qkv_bias = add(shape=(3 * hidden,), initializer="zeros", name="qkv_bias")
+        self.output_kernel = add(shape=(hidden, hidden), initializer=self.kernel_initializer, name="output_kernel")
+        self.output_bias = add(shape=(hidden,), initializer="zeros", name="output_bias")
+
+    def param_formula(self) -> Formula:
+        return Formula.of("4·(H·H+H)", H=int(self.output_bias.shape[0]))
+
+    def call(self, inputs, training=None):
+        x, key_mask = inputs
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        qkv = ops.matmul(x, self.qkv_kernel) + self.qkv_bias  # (batch, seq, 3·H)
+        qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_size))  # (batch, seq, 3, heads, d)
+        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # each (batch, seq, heads, d)
+        scores = ops.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.head_size)  # (batch, heads, seq, seq)
+        scores = ops.where(key_mask[:, None, None, :], ops.cast(scores, "float32"), -math.inf)
+        probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)  # softmax in float32 under mixed precision
+        probs = self.dropout_layer(probs, training=training)
+        out = ops.einsum("bhqk,bkhd->bqhd", probs, v)  # (batch, seq, heads, d)
+        out = ops.reshape(out, (batch, length, self.num_heads * self.head_size))
+        return ops.matmul(out, self.output_kernel) + self.output_bias
+
+    def compute_output_shape(self, input_shape):
+        return input_shape[0]
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "dropout": self.dropout,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        }
+
+
+@_SERIALIZABLE
+class FeedForward(keras.layers.Layer):
+    """Position-wise feed-forward block ``act(x·W1 + b1)·W2 + b2``.
+
+    Weights: ``intermediate_kernel [H, I]``, ``intermediate_bias [I]``, ``output_kernel [I, H]``,
+    ``output_bias [H]``.
+
+    Args:
+        units: int. I, the inner width.
+        activation: str. gelu (erf form), gelu_tanh, relu, swish, or any Keras activation name.
+        kernel_initializer: initializer of both kernels.
+
+    Example:
+    >>> tuple(FeedForward(units=16)(ops.ones((2, 5, 8))).shape)
+    (2, 5, 8)
+    """
+
+    def __init__(self, units: int, activation: str = "gelu", kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.activation = activation
+        self.activation_fn = get_activation(activation)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, input_shape):
+        hidden, add, init = input_shape[-1], self.add_weight, self.kernel_initializer
+        # H·I+I+I·H+H parameters
+        self.intermediate_kernel = add(shape=(hidden, self.units), initializer=init, name="intermediate_kernel")
+        self.intermediate_bias = add(shape=(self.units,), initializer="zeros", name="intermediate_bias")
+        self.output_kernel = add(shape=(self.units, hidden), initializer=init, name="output_kernel")
+        self.output_bias = add(shape=(hidden,), initializer="zeros", name="output_bias")
+
+    def param_formula(self) -> Formula:
+        return Formula.of("H·I+I+I·H+H", H=int(self.output_bias.shape[0]), I=self.units)
+
+    def call(self, inputs):
+        x = self.activation_fn(ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias)
+        return ops.matmul(x, self.output_kernel) + self.output_bias
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "units": self.units,
+            "activation": self.activation,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        }

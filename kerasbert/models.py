@@ -1,0 +1,185 @@
+"""build_transformer_model(): the functional BERT graph, with bert4keras's layer names.
+
+The graph reads top to bottom in three steps, as in bert4keras: embeddings, one transformer
+block per layer index, then the optional pooler / NSP / MLM layers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import keras
+
+from kerasbert.checkpoint import load_google_checkpoint
+from kerasbert.config import BertConfig, resolve_config
+from kerasbert.errors import ConfigError, ModelError, fail
+from kerasbert.layers import (
+    Bias,
+    FeedForward,
+    MultiHeadSelfAttention,
+    PaddingMask,
+    PositionEmbedding,
+    TakeToken,
+    TokenEmbedding,
+    get_activation,
+)
+
+# bert4keras keyword arguments that name a BertConfig field differently.
+_BERT4KERAS_ALIASES = {
+    "max_position": "max_position_embeddings",
+    "segment_vocab_size": "type_vocab_size",
+    "attention_dropout_rate": "attention_probs_dropout_prob",
+}
+
+
+def _embeddings(token_ids, segment_ids, cfg: BertConfig, init, dropout_rate: float, dtype):
+    """Token + segment + position embeddings, normalized: ``[B, S] -> [B, S, H]``.
+
+    Returns the output and the token embedding layer (the MLM head reuses its weights).
+    """
+    embedding = TokenEmbedding(cfg.vocab_size, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
+                               name="Embedding-Token")
+    x = embedding(token_ids)
+    if segment_ids is not None:
+        s = keras.layers.Embedding(cfg.type_vocab_size, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
+                                   name="Embedding-Segment")(segment_ids)
+        x = keras.layers.Add(dtype=dtype, name="Embedding-Token-Segment")([x, s])
+    x = PositionEmbedding(cfg.max_position_embeddings, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
+                          name="Embedding-Position")(x)
+    x = keras.layers.LayerNormalization(epsilon=cfg.layer_norm_eps, dtype=dtype, name="Embedding-Norm")(x)
+    return keras.layers.Dropout(dropout_rate, dtype=dtype, name="Embedding-Dropout")(x), embedding
+
+
+def _residual(x, y, name: str, cfg: BertConfig, dropout_rate: float, dtype):
+    """``Norm(x + Dropout(y))``, the post-norm residual of BERT (Devlin et al. 2019, §3)."""
+    y = keras.layers.Dropout(dropout_rate, dtype=dtype, name=f"{name}-Dropout")(y)
+    x = keras.layers.Add(dtype=dtype, name=f"{name}-Add")([x, y])
+    return keras.layers.LayerNormalization(epsilon=cfg.layer_norm_eps, dtype=dtype, name=f"{name}-Norm")(x)
+
+
+def _transformer_block(x, mask, index: int, cfg: BertConfig, init, dropout_rate: float, dtype):
+    """Attention -> Dropout -> Add -> Norm -> FeedForward -> Dropout -> Add -> Norm."""
+    name = f"Transformer-{index}-MultiHeadSelfAttention"
+    y = MultiHeadSelfAttention(cfg.num_attention_heads, dropout=cfg.attention_probs_dropout_prob,
+                               kernel_initializer=init, dtype=dtype, name=name)([x, mask])
+    x = _residual(x, y, name, cfg, dropout_rate, dtype)
+    name = f"Transformer-{index}-FeedForward"
+    y = FeedForward(cfg.intermediate_size, activation=cfg.activation, kernel_initializer=init, dtype=dtype,
+                    name=name)(x)
+    return _residual(x, y, name, cfg, dropout_rate, dtype)
+
+
+def _final_layers(x, embedding, cfg: BertConfig, init, with_pool, with_nsp, with_mlm, dtype) -> list:
+    """Pooler (+ NSP) and MLM outputs; bert4keras's order: pooled/NSP first, then MLM."""
+    outputs = []
+    if with_pool or with_nsp:
+        pooled = TakeToken(0, dtype=dtype, name="Pooler")(x)
+        activation = "tanh" if with_pool in (True, False) else with_pool
+        pooled = keras.layers.Dense(cfg.hidden_size, activation=activation, kernel_initializer=init, dtype=dtype,
+                                    name="Pooler-Dense")(pooled)
+        if with_nsp:
+            pooled = keras.layers.Dense(2, activation="softmax", kernel_initializer=init, dtype=dtype,
+                                        name="NSP-Proba")(pooled)
+        outputs.append(pooled)
+    if with_mlm:
+        y = keras.layers.Dense(cfg.hidden_size, activation=get_activation(cfg.activation), kernel_initializer=init,
+                               dtype=dtype, name="MLM-Dense")(x)
+        y = keras.layers.LayerNormalization(epsilon=cfg.layer_norm_eps, dtype=dtype, name="MLM-Norm")(y)
+        y = embedding(y, reverse=True)  # tied to Embedding-Token: [B, S, H] -> [B, S, V]
+        y = Bias(dtype=dtype, name="MLM-Bias")(y)
+        activation = "softmax" if with_mlm is True else with_mlm
+        outputs.append(keras.layers.Activation(activation, dtype=dtype, name="MLM-Activation")(y))
+    return outputs
+
+
+def _resolve(config_path, config, keep_tokens, dropout_rate, overrides) -> tuple[BertConfig, float]:
+    """Merge config file, overrides (bert4keras aliases allowed) and keep_tokens into one BertConfig."""
+    if config is not None and config_path is not None:
+        raise fail(ConfigError, "build_transformer_model", "config_path or config, not both", "both")
+    cfg = resolve_config(config if config is not None else config_path)
+    changes = {_BERT4KERAS_ALIASES.get(k, k): v for k, v in overrides.items()}
+    if keep_tokens is not None:
+        keep_tokens = [int(t) for t in keep_tokens]
+        bad = [t for t in keep_tokens if not 0 <= t < cfg.vocab_size]
+        if bad or not keep_tokens:
+            raise fail(ModelError, "keep_tokens", f"a non-empty list of ids in [0, {cfg.vocab_size})",
+                       f"{len(bad)} ids out of range, e.g. {bad[:5]}" if bad else "an empty list",
+                       "keep_tokens indexes the vocabulary of the checkpoint's config")
+        changes["vocab_size"] = len(keep_tokens)
+    cfg = cfg.replace(**changes) if changes else cfg
+    return cfg, cfg.hidden_dropout_prob if dropout_rate is None else dropout_rate
+
+
+def build_transformer_model(
+    config_path: str | os.PathLike | None = None,
+    checkpoint_path: str | os.PathLike | None = None,
+    model: str = "bert",
+    *,
+    config: BertConfig | dict | None = None,
+    with_pool: bool | str = False,
+    with_nsp: bool = False,
+    with_mlm: bool | str = False,
+    sequence_length: int | None = None,
+    keep_tokens: Sequence[int] | None = None,
+    dropout_rate: float | None = None,
+    name: str | None = None,
+    allow_missing: bool = False,
+    verbose: bool = True,
+    dtype: str | None = None,
+    **overrides,
+) -> keras.Model:
+    """Build a functional Keras BERT from a Google config, optionally loading a Google checkpoint.
+
+    Same arguments and meaning as bert4keras's ``build_transformer_model``.
+
+    Args:
+        config_path: str. a ``bert_config.json`` (or HF ``config.json``) path, or a preset name.
+        checkpoint_path: str. a Google TF1 checkpoint (prefix, folder, ``.index`` or ``.data-*``).
+        model: str. the architecture; only ``"bert"`` is available.
+        config: BertConfig or dict. instead of ``config_path``.
+        with_pool: bool or str. add ``Pooler``/``Pooler-Dense`` (tanh, or the activation given).
+        with_nsp: bool. add ``NSP-Proba`` (implies the pooler).
+        with_mlm: bool or str. add the masked-LM head tied to ``Embedding-Token`` (softmax or the activation).
+        sequence_length: int. fix the input length; ``None`` accepts any length up to P.
+        keep_tokens: list of int. keep only these vocabulary rows (word embeddings and MLM bias).
+        dropout_rate: float. overrides ``hidden_dropout_prob``.
+        name: str. the model's name.
+        allow_missing: bool. load even when the checkpoint lacks some variables (they stay *NEW*).
+        verbose: bool. print the per-variable load log.
+        dtype: str. a Keras dtype policy for every layer, e.g. ``"mixed_float16"``.
+        **overrides: BertConfig fields to change (bert4keras's ``max_position``,
+            ``segment_vocab_size``, ``attention_dropout_rate`` are accepted too).
+
+    Returns:
+        A ``keras.Model`` with inputs ``[Input-Token, Input-Segment]``. Its output is the sequence
+        output ``[B, S, H]`` when no head flag is set; otherwise the pooled (or NSP) output and/or
+        the MLM probabilities, in that order, as bert4keras returns them.
+
+    Example:
+    >>> bert = build_transformer_model("tiny", with_pool=True, verbose=False)
+    >>> [t.name for t in bert.inputs], tuple(bert.output.shape)
+    (['Input-Token', 'Input-Segment'], (None, 32))
+    """
+    if model.lower() != "bert":
+        raise fail(ModelError, "model", '"bert"', repr(model), "kerasbert builds BERT encoders")
+    cfg, dropout_rate = _resolve(config_path, config, keep_tokens, dropout_rate, overrides)
+    if sequence_length is not None and not 0 < sequence_length <= cfg.max_position_embeddings:
+        raise fail(ModelError, "sequence_length", f"1 to {cfg.max_position_embeddings} (max_position_embeddings)",
+                   str(sequence_length))
+    init = keras.initializers.TruncatedNormal(stddev=cfg.initializer_range)
+
+    inputs = [keras.Input((sequence_length,), dtype="int32", name="Input-Token")]
+    if cfg.type_vocab_size:
+        inputs.append(keras.Input((sequence_length,), dtype="int32", name="Input-Segment"))
+    mask = PaddingMask(name="Attention-Mask")(inputs[0])  # [B, S] bool, shared by every attention layer
+    segment_ids = inputs[1] if cfg.type_vocab_size else None
+    x, embedding = _embeddings(inputs[0], segment_ids, cfg, init, dropout_rate, dtype)
+    for index in range(cfg.num_hidden_layers):
+        x = _transformer_block(x, mask, index, cfg, init, dropout_rate, dtype)
+    outputs = _final_layers(x, embedding, cfg, init, with_pool, with_nsp, with_mlm, dtype) or [x]
+    bert = keras.Model(inputs, outputs[0] if len(outputs) == 1 else outputs, name=name or "bert")
+    if checkpoint_path is not None:
+        load_google_checkpoint(bert, checkpoint_path, keep_tokens=keep_tokens, allow_missing=allow_missing,
+                               verbose=verbose)
+    return bert

@@ -1,0 +1,105 @@
+"""Shared test helpers: tiny configs, random Google checkpoints, the bert4keras oracle."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TINY = {
+    "vocab_size": 128, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+    "intermediate_size": 64, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 64, "type_vocab_size": 2,
+    "initializer_range": 0.02,
+}
+
+
+def google_shapes(cfg: dict, heads: bool = True) -> dict[str, tuple[int, ...]]:
+    """Every variable of a Google BERT checkpoint for ``cfg``, with its shape (DESIGN.md's list)."""
+    V, H, inner = cfg["vocab_size"], cfg["hidden_size"], cfg["intermediate_size"]
+    shapes = {
+        "bert/embeddings/word_embeddings": (V, H),
+        "bert/embeddings/token_type_embeddings": (cfg["type_vocab_size"], H),
+        "bert/embeddings/position_embeddings": (cfg["max_position_embeddings"], H),
+        "bert/embeddings/LayerNorm/gamma": (H,), "bert/embeddings/LayerNorm/beta": (H,),
+        "bert/pooler/dense/kernel": (H, H), "bert/pooler/dense/bias": (H,),
+    }
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"bert/encoder/layer_{i}/"
+        for part in ("query", "key", "value"):
+            shapes[p + f"attention/self/{part}/kernel"] = (H, H)
+            shapes[p + f"attention/self/{part}/bias"] = (H,)
+        shapes.update({
+            p + "attention/output/dense/kernel": (H, H), p + "attention/output/dense/bias": (H,),
+            p + "attention/output/LayerNorm/gamma": (H,), p + "attention/output/LayerNorm/beta": (H,),
+            p + "intermediate/dense/kernel": (H, inner), p + "intermediate/dense/bias": (inner,),
+            p + "output/dense/kernel": (inner, H), p + "output/dense/bias": (H,),
+            p + "output/LayerNorm/gamma": (H,), p + "output/LayerNorm/beta": (H,),
+        })
+    if heads:
+        shapes.update({
+            "cls/predictions/transform/dense/kernel": (H, H), "cls/predictions/transform/dense/bias": (H,),
+            "cls/predictions/transform/LayerNorm/gamma": (H,), "cls/predictions/transform/LayerNorm/beta": (H,),
+            "cls/predictions/output_bias": (V,),
+            "cls/seq_relationship/output_weights": (2, H), "cls/seq_relationship/output_bias": (2,),
+        })
+    return shapes
+
+
+def random_google_weights(cfg: dict, seed: int = 0, heads: bool = True, extra=None) -> dict[str, np.ndarray]:
+    """Random float32 values for every Google variable; LayerNorm gammas near 1."""
+    rng = np.random.default_rng(seed)
+    values = {}
+    for name, shape in google_shapes(cfg, heads).items():
+        value = rng.normal(0.0, 0.2, shape)
+        values[name] = (value + 1.0 if name.endswith("gamma") else value).astype(np.float32)
+    values.update(extra or {})
+    return values
+
+
+def write_checkpoint(folder: str, values: dict[str, np.ndarray], cfg: dict | None = None) -> str:
+    """Write a TF1-format checkpoint (``bert_model.ckpt``) with exactly these names, plus bert_config.json."""
+    import tensorflow as tf
+
+    os.makedirs(folder, exist_ok=True)
+    prefix = os.path.join(folder, "bert_model.ckpt")
+    names = sorted(values)
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(values[n]) for n in names])
+    with open(os.path.join(folder, "checkpoint"), "w") as f:
+        f.write('model_checkpoint_path: "bert_model.ckpt"\n')
+    if cfg is not None:
+        with open(os.path.join(folder, "bert_config.json"), "w") as f:
+            json.dump(cfg, f)
+    return prefix
+
+
+def random_batch(vocab_size: int, batch: int = 4, length: int = 12, seed: int = 0) -> dict[str, np.ndarray]:
+    """Token ids with ragged padding (0) and two segments; row 0 unpadded, others shorter."""
+    rng = np.random.default_rng(seed)
+    token_ids = rng.integers(1, vocab_size, (batch, length)).astype(np.int32)
+    segment_ids = np.zeros((batch, length), np.int32)
+    for row in range(batch):
+        n = length - (row * length) // (batch + 1)
+        token_ids[row, n:] = 0
+        segment_ids[row, n // 2:n] = 1
+    return {"token_ids": token_ids, "segment_ids": segment_ids}
+
+
+def run_oracle(tasks: list[dict], workdir: str) -> dict[str, np.ndarray]:
+    """Run bert4keras on tf-keras in a subprocess; return its npz as a dict."""
+    job = os.path.join(workdir, "oracle_job.json")
+    out = os.path.join(workdir, "oracle_out.npz")
+    with open(job, "w") as f:
+        json.dump({"out": out, "tasks": tasks}, f)
+    env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "oracle_bert4keras.py"), job], env=env,
+                          capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"bert4keras oracle failed:\n{proc.stderr[-4000:]}")
+    with np.load(out) as data:
+        return dict(data)
