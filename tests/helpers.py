@@ -50,12 +50,12 @@ def google_shapes(cfg: dict, heads: bool = True) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def random_google_weights(cfg: dict, seed: int = 0, heads: bool = True, extra=None) -> dict[str, np.ndarray]:
+def random_google_weights(cfg: dict, seed: int = 0, heads: bool = True, extra=None, std: float = 0.2) -> dict[str, np.ndarray]:
     """Random float32 values for every Google variable; LayerNorm gammas near 1."""
     rng = np.random.default_rng(seed)
     values = {}
     for name, shape in google_shapes(cfg, heads).items():
-        value = rng.normal(0.0, 0.2, shape)
+        value = rng.normal(0.0, std, shape)
         values[name] = (value + 1.0 if name.endswith("gamma") else value).astype(np.float32)
     values.update(extra or {})
     return values

@@ -27,7 +27,15 @@ def bert_outputs(task):
     return out
 
 
-KINDS = {"bert": bert_outputs}
+def vocab(task):
+    """bert4keras's load_vocab(simplified=True, startswith=...): the kept tokens and their ids."""
+    from bert4keras.tokenizers import load_vocab
+
+    token_dict, keep_tokens = load_vocab(task["path"], simplified=True, startswith=task["startswith"])
+    return {"tokens": np.array(sorted(token_dict, key=token_dict.get)), "keep_tokens": np.array(keep_tokens)}
+
+
+KINDS = {"bert": bert_outputs, "vocab": vocab}
 
 
 def main(job_path):

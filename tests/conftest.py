@@ -1,0 +1,78 @@
+"""Session fixtures: random Google checkpoints and one bert4keras oracle run for the parity tests."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import helpers
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+BASE2 = dict(helpers.TINY, vocab_size=21128, hidden_size=768, num_attention_heads=12, intermediate_size=3072,
+             max_position_embeddings=512)
+HEAD_FLAGS = [{}, {"with_pool": True}, {"with_pool": "linear"}, {"with_nsp": True}, {"with_mlm": True},
+              {"with_pool": True, "with_mlm": True}, {"with_nsp": True, "with_mlm": True}]
+KEEP_TOKENS = [0, 100, 101, 102, 7, 9, 11, 13, 50, 51, 52, 53, 120, 127]
+
+
+@pytest.fixture(scope="session")
+def tiny_ckpt(tmp_path_factory) -> str:
+    """A random Google-format checkpoint (with cls/ heads) for the tiny config; returns its folder."""
+    folder = str(tmp_path_factory.mktemp("tiny_ckpt"))
+    helpers.write_checkpoint(folder, helpers.random_google_weights(helpers.TINY, seed=1), helpers.TINY)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def base2_ckpt(tmp_path_factory) -> str:
+    """BERT-base Chinese shapes with 2 layers; returns its folder."""
+    folder = str(tmp_path_factory.mktemp("base2_ckpt"))
+    helpers.write_checkpoint(folder, helpers.random_google_weights(BASE2, seed=2, std=0.02), BASE2)
+    return folder
+
+
+def parity_cases(tiny_ckpt: str, base2_ckpt: str, saved_ckpt: str) -> dict[str, dict]:
+    """Every (checkpoint, build arguments) pair compared with bert4keras."""
+    cases = {f"tiny-{i}": {"folder": tiny_ckpt, "kwargs": flags, "vocab": 128} for i, flags in enumerate(HEAD_FLAGS)}
+    for i, flags in enumerate([{}, {"with_pool": True}, {"with_nsp": True, "with_mlm": True}]):
+        cases[f"base2-{i}"] = {"folder": base2_ckpt, "kwargs": flags, "vocab": 21128}
+    cases["tiny-keep_tokens"] = {"folder": tiny_ckpt, "kwargs": {"keep_tokens": KEEP_TOKENS, "with_mlm": True},
+                                 "vocab": len(KEEP_TOKENS)}
+    cases["saved-by-kerasbert"] = {"folder": saved_ckpt, "kwargs": {"with_nsp": True, "with_mlm": True}, "vocab": 128}
+    return cases
+
+
+@pytest.fixture(scope="session")
+def saved_ckpt(tmp_path_factory, tiny_ckpt) -> str:
+    """A checkpoint written by save_google_checkpoint from a model with other weights."""
+    import kerasbert
+
+    folder = str(tmp_path_factory.mktemp("saved_ckpt"))
+    model = kerasbert.build_transformer_model(os.path.join(tiny_ckpt, "bert_config.json"), with_nsp=True,
+                                              with_mlm=True, verbose=False)
+    rng = np.random.default_rng(3)
+    for weight in model.weights:
+        weight.assign(rng.normal(0, 0.3, weight.shape).astype("float32") + (weight.name == "gamma"))
+    kerasbert.save_google_checkpoint(model, os.path.join(folder, "bert_model.ckpt"))
+    with open(os.path.join(folder, "bert_config.json"), "w") as f:
+        f.write(open(os.path.join(tiny_ckpt, "bert_config.json")).read())
+    return folder
+
+
+@pytest.fixture(scope="session")
+def oracle(tmp_path_factory, tiny_ckpt, base2_ckpt, saved_ckpt):
+    """bert4keras's outputs and layer names for every parity case, from one subprocess."""
+    work = str(tmp_path_factory.mktemp("oracle"))
+    cases = parity_cases(tiny_ckpt, base2_ckpt, saved_ckpt)
+    tasks = []
+    for index, (name, case) in enumerate(cases.items()):
+        inputs = os.path.join(work, f"inputs-{index}.npz")
+        np.savez(inputs, **helpers.random_batch(case["vocab"], seed=index))
+        case.update(index=index, inputs=inputs)
+        tasks.append({"kind": "bert", "config": os.path.join(case["folder"], "bert_config.json"),
+                      "checkpoint": os.path.join(case["folder"], "bert_model.ckpt"), "kwargs": case["kwargs"],
+                      "inputs": inputs})
+    return cases, helpers.run_oracle(tasks, work)

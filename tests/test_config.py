@@ -1,0 +1,86 @@
+"""BertConfig: Google and HF files, validation errors, presets, to_json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kerasbert import BertConfig, ConfigError
+from kerasbert.config import preset_names
+
+GOOGLE = {"attention_probs_dropout_prob": 0.1, "directionality": "bidi", "hidden_act": "gelu",
+          "hidden_dropout_prob": 0.1, "hidden_size": 768, "initializer_range": 0.02, "intermediate_size": 3072,
+          "max_position_embeddings": 512, "num_attention_heads": 12, "num_hidden_layers": 12,
+          "pooler_fc_size": 768, "pooler_num_attention_heads": 12, "pooler_num_fc_layers": 3,
+          "pooler_size_per_head": 128, "pooler_type": "first_token_transform", "type_vocab_size": 2,
+          "vocab_size": 21128}
+
+
+def write(tmp_path, values, name="bert_config.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(values) if isinstance(values, dict) else values, encoding="utf-8")
+    return str(path)
+
+
+def test_google_config(tmp_path):
+    cfg = BertConfig.from_json(write(tmp_path, GOOGLE))
+    assert (cfg.vocab_size, cfg.hidden_size, cfg.head_size, cfg.activation) == (21128, 768, 64, "gelu")
+    assert cfg.layer_norm_eps == 1e-12
+    assert cfg.extra["pooler_type"] == "first_token_transform"
+    assert BertConfig.from_json(str(tmp_path)) == cfg  # a folder holding bert_config.json
+
+
+def test_hugging_face_config(tmp_path):
+    hf = dict(GOOGLE, model_type="bert", layer_norm_eps=1e-5, hidden_act="gelu_new", vocab_size=30522,
+              architectures=["BertForMaskedLM"], pad_token_id=0)
+    cfg = BertConfig.from_json(write(tmp_path, hf, "config.json"))
+    assert (cfg.layer_norm_eps, cfg.activation, cfg.vocab_size) == (1e-5, "gelu_tanh", 30522)
+
+
+@pytest.mark.parametrize("act,canonical", [("gelu", "gelu"), ("gelu_new", "gelu_tanh"), ("gelu_tanh", "gelu_tanh"),
+                                           ("gelu_approximate", "gelu_tanh"), ("relu", "relu"), ("swish", "swish")])
+def test_activations(act, canonical):
+    assert BertConfig.from_dict(dict(GOOGLE, hidden_act=act)).activation == canonical
+
+
+def test_to_json_round_trip(tmp_path):
+    cfg = BertConfig.from_dict(GOOGLE)
+    path = str(tmp_path / "out.json")
+    text = cfg.to_json(path)
+    assert json.loads(text)["pooler_type"] == "first_token_transform"
+    assert BertConfig.from_json(path) == cfg
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temp file left
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"num_attention_heads": 7}, "num_attention_heads: expected a divisor of hidden_size 768, found 7"),
+    ({"hidden_size": 0}, "hidden_size: expected a positive integer, found 0"),
+    ({"num_hidden_layers": "12"}, "num_hidden_layers: expected a positive integer, found '12'"),
+    ({"hidden_act": "mish"}, "hidden_act: expected one of .*found 'mish'"),
+    ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob: expected a number in \[0, 1\), found 1.5"),
+    ({"model_type": "roberta"}, "model_type: expected \"bert\", found 'roberta'"),
+])
+def test_invalid_values_name_the_file_and_key(tmp_path, change, message):
+    path = write(tmp_path, dict(GOOGLE, **change))
+    with pytest.raises(ConfigError, match=f"^{path}: {message}"):
+        BertConfig.from_json(path)
+
+
+def test_missing_file_bad_json_missing_key(tmp_path):
+    with pytest.raises(ConfigError, match="nope.json: expected a bert_config.json file, found no such file"):
+        BertConfig.from_json(str(tmp_path / "nope.json"))
+    with pytest.raises(ConfigError, match="expected valid UTF-8 JSON, found JSONDecodeError"):
+        BertConfig.from_json(write(tmp_path, "{hidden_size: 3"))
+    with pytest.raises(ConfigError, match="expected a 'vocab_size' key, found keys"):
+        BertConfig.from_json(write(tmp_path, {"hidden_size": 768}))
+
+
+def test_presets():
+    assert preset_names() == ["bert_base_chinese", "bert_base_uncased", "bert_large_chinese", "tiny"]
+    large = BertConfig.from_preset("bert_large_chinese")
+    assert (large.vocab_size, large.hidden_size, large.num_hidden_layers, large.num_attention_heads,
+            large.intermediate_size) == (21128, 1024, 24, 16, 4096)
+    assert BertConfig.from_preset("bert_base_uncased").vocab_size == 30522
+    with pytest.raises(ConfigError, match="preset: expected one of"):
+        BertConfig.from_preset("bert_huge")

@@ -1,0 +1,123 @@
+"""The custom layers: numbers against NumPy written from the formulas, formulas, config round trips."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from kerasbert.layers import (
+    Bias,
+    FeedForward,
+    Formula,
+    MultiHeadSelfAttention,
+    PaddingMask,
+    PositionEmbedding,
+    TakeToken,
+    TokenEmbedding,
+    gelu_erf,
+    gelu_tanh,
+)
+
+rng = np.random.default_rng(0)
+
+
+def np_softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_formula():
+    f = Formula.of("4·(H·H+H)", H=768)
+    assert (f.numbers, f.value, str(f)) == ("4·(768·768+768)", 2362368, "4·(H·H+H) = 4·(768·768+768)")
+    assert Formula.of("H·I+I+I·H+H", H=768, I=3072).value == 4722432
+    with pytest.raises(KeyError):
+        Formula.of("V·H", H=3)
+
+
+def test_gelu_forms():
+    x = np.linspace(-4, 4, 17).astype("float32")
+    erf = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x])
+    tanh = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(gelu_erf(x), erf, atol=1e-6)
+    np.testing.assert_allclose(gelu_tanh(x), tanh, atol=1e-6)
+    assert np.abs(erf - tanh).max() > 1e-4  # the two forms really differ
+
+
+def test_attention_equals_numpy_reference():
+    batch, length, hidden, heads = 2, 5, 8, 2
+    layer = MultiHeadSelfAttention(num_heads=heads)
+    x = rng.normal(size=(batch, length, hidden)).astype("float32")
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)
+    layer([x, mask])
+    for w in layer.weights:
+        w.assign(rng.normal(0, 0.5, w.shape).astype("float32"))
+    got = keras.ops.convert_to_numpy(layer([x, mask]))
+    wq, wk, wv = np.split(layer.qkv_kernel.numpy(), 3, axis=1)
+    bq, bk, bv = np.split(layer.qkv_bias.numpy(), 3)
+    d = hidden // heads
+    for b in range(batch):
+        q, k, v = x[b] @ wq + bq, x[b] @ wk + bk, x[b] @ wv + bv
+        heads_out = []
+        for h in range(heads):
+            cols = slice(h * d, (h + 1) * d)
+            scores = q[:, cols] @ k[:, cols].T / math.sqrt(d)
+            scores[:, ~mask[b]] = -np.inf
+            heads_out.append(np_softmax(scores) @ v[:, cols])
+        expected = np.concatenate(heads_out, axis=1) @ layer.output_kernel.numpy() + layer.output_bias.numpy()
+        np.testing.assert_allclose(got[b], expected, atol=1e-5)
+
+
+def test_feed_forward_and_position_embedding_equal_numpy():
+    ff = FeedForward(units=6, activation="relu")
+    x = rng.normal(size=(2, 3, 4)).astype("float32")
+    ff(x)
+    expected = np.maximum(x @ ff.intermediate_kernel.numpy() + ff.intermediate_bias.numpy(), 0)
+    expected = expected @ ff.output_kernel.numpy() + ff.output_bias.numpy()
+    np.testing.assert_allclose(ff(x), expected, atol=1e-5)
+    pe = PositionEmbedding(10, 4, embeddings_initializer="random_normal")
+    np.testing.assert_allclose(pe(x), x + pe.embeddings.numpy()[None, :3], atol=1e-6)
+
+
+def test_token_embedding_reverse_is_tied_projection():
+    emb = TokenEmbedding(7, 4, embeddings_initializer="random_normal")
+    ids = np.array([[1, 2, 6]])
+    looked_up = keras.ops.convert_to_numpy(emb(ids))
+    np.testing.assert_array_equal(looked_up, emb.embeddings.numpy()[ids])
+    np.testing.assert_allclose(emb(looked_up, reverse=True), looked_up @ emb.embeddings.numpy().T, atol=1e-6)
+
+
+def test_small_layers():
+    np.testing.assert_array_equal(PaddingMask()(np.array([[3, 0, 4, 0]])), [[True, False, True, False]])
+    x = rng.normal(size=(2, 3, 4)).astype("float32")
+    np.testing.assert_array_equal(TakeToken(1)(x), x[:, 1])
+    bias = Bias()
+    bias(x)
+    bias.bias.assign(np.arange(4, dtype="float32"))
+    np.testing.assert_allclose(bias(x), x + np.arange(4))
+
+
+LAYERS = [
+    (lambda: TokenEmbedding(21128, 768), np.zeros((1, 2), "int32"), "V·H", 16226304),
+    (lambda: PositionEmbedding(512, 768), np.zeros((1, 2, 768), "float32"), "P·H", 393216),
+    (lambda: MultiHeadSelfAttention(12), [np.zeros((1, 2, 768), "float32"), np.ones((1, 2), bool)], "4·(H·H+H)",
+     2362368),
+    (lambda: FeedForward(3072), np.zeros((1, 2, 768), "float32"), "H·I+I+I·H+H", 4722432),
+    (lambda: Bias(), np.zeros((1, 2, 21128), "float32"), "V", 21128),
+    (lambda: TakeToken(), np.zeros((1, 2, 768), "float32"), "0", 0),
+    (lambda: PaddingMask(), np.zeros((1, 2), "int32"), "0", 0),
+]
+
+
+@pytest.mark.parametrize("make,inputs,symbols,count", LAYERS)
+def test_formula_matches_count_and_config_round_trips(make, inputs, symbols, count):
+    layer = make()
+    out = layer(inputs)
+    formula = layer.param_formula()
+    assert (formula.symbols, formula.value, layer.count_params()) == (symbols, count, count)
+    clone = layer.__class__.from_config(layer.get_config())
+    clone(inputs)
+    clone.set_weights(layer.get_weights())
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(clone(inputs)), keras.ops.convert_to_numpy(out))
