@@ -68,7 +68,7 @@ def oracle(tmp_path_factory, tiny_ckpt, base2_ckpt, saved_ckpt):
     work = str(tmp_path_factory.mktemp("oracle"))
     cases = parity_cases(tiny_ckpt, base2_ckpt, saved_ckpt)
     tasks = []
-    for index, (name, case) in enumerate(cases.items()):
+    for index, case in enumerate(cases.values()):
         inputs = os.path.join(work, f"inputs-{index}.npz")
         np.savez(inputs, **helpers.random_batch(case["vocab"], seed=index))
         case.update(index=index, inputs=inputs)

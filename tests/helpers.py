@@ -50,7 +50,8 @@ def google_shapes(cfg: dict, heads: bool = True) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def random_google_weights(cfg: dict, seed: int = 0, heads: bool = True, extra=None, std: float = 0.2) -> dict[str, np.ndarray]:
+def random_google_weights(cfg: dict, seed: int = 0, heads: bool = True, extra=None,
+                          std: float = 0.2) -> dict[str, np.ndarray]:
     """Random float32 values for every Google variable; LayerNorm gammas near 1."""
     rng = np.random.default_rng(seed)
     values = {}

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import helpers
 from kerasbert import CheckpointError, build_transformer_model, load_google_checkpoint, save_google_checkpoint
 from kerasbert.checkpoint import resolve_checkpoint
+
+import helpers
 
 
 @pytest.fixture

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import helpers
 from kerasbert import ConfigError
 from kerasbert.compat import build_transformer_model, load_vocab
+
+import helpers
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "的", "中", "国", "中国", "##国", "hello", "##llo", "，",
          "##，", "a", "##b", "ab", "!", "x!", "é", "##é", "：）", "二〇"]

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import kerasbert
-from conftest import HEAD_FLAGS
 from kerasbert import ModelError, build_transformer_model
+
+from conftest import HEAD_FLAGS
 
 CASES = [f"tiny-{i}" for i in range(len(HEAD_FLAGS))] + ["base2-0", "base2-1", "base2-2", "tiny-keep_tokens",
                                                           "saved-by-kerasbert"]
@@ -69,8 +70,8 @@ def test_with_nsp_implies_pooler_and_pool_activation():
 
 
 def test_keras_save_load_same_outputs(tmp_path, tiny_ckpt):
-    model = build_transformer_model(os.path.join(tiny_ckpt, "bert_config.json"), os.path.join(tiny_ckpt, "bert_model.ckpt"),
-                                    with_nsp=True, with_mlm=True, verbose=False)
+    model = build_transformer_model(os.path.join(tiny_ckpt, "bert_config.json"), tiny_ckpt, with_nsp=True,
+                                    with_mlm=True, verbose=False)
     path = str(tmp_path / "bert.keras")
     model.save(path)
     loaded = keras.saving.load_model(path)  # no custom_objects: every layer is registered
@@ -98,6 +99,8 @@ def test_sequence_longer_than_max_positions_is_a_clear_error():
     model = build_transformer_model("tiny", verbose=False)
     with pytest.raises(ModelError, match=r"Input-Token: expected at most 64 tokens .* found sequences of 65"):
         model([np.ones((1, 65), "int32"), np.zeros((1, 65), "int32")])
+    with pytest.raises(ModelError, match="found sequences of 70"):
+        model.predict([np.ones((2, 70)), np.zeros((2, 70))], verbose=0)
     with pytest.raises(ModelError, match="sequence_length: expected 1 to 64"):
         build_transformer_model("tiny", sequence_length=65, verbose=False)
 
