@@ -7,10 +7,15 @@ Example:
 'Transformer-1-FeedForward-Norm'
 """
 
+from kerasbert import heads
 from kerasbert.checkpoint import LoadReport, load_google_checkpoint, save_google_checkpoint
 from kerasbert.config import BertConfig
 from kerasbert.errors import CheckpointError, ConfigError, KerasBertError, ModelError
 from kerasbert.models import build_transformer_model
+from kerasbert.summary import Summary, annotate, summary
+
+# `kerasbert.summary` is the function; `kerasbert.summary.annotate(model)` keeps working as well.
+summary.annotate = annotate
 
 __all__ = [
     "BertConfig",
@@ -19,8 +24,12 @@ __all__ = [
     "KerasBertError",
     "LoadReport",
     "ModelError",
+    "Summary",
+    "annotate",
     "build_transformer_model",
+    "heads",
     "load_google_checkpoint",
     "save_google_checkpoint",
+    "summary",
 ]
 __version__ = "0.1.0"

@@ -197,8 +197,13 @@ def load_google_checkpoint(
         A `LoadReport`.
 
     Example:
-    >>> bert = build_transformer_model("tiny", verbose=False)          # doctest: +SKIP
-    >>> report = load_google_checkpoint(bert, "tiny_ckpt/bert_model.ckpt")  # doctest: +SKIP
+    >>> import tempfile
+    >>> from kerasbert import build_transformer_model
+    >>> folder = tempfile.mkdtemp()
+    >>> prefix = save_google_checkpoint(build_transformer_model("tiny", verbose=False), folder)
+    >>> report = load_google_checkpoint(build_transformer_model("tiny", verbose=False), prefix, verbose=False)
+    >>> report.loaded[0], report.new, report.unused[:1]
+    (('bert/embeddings/word_embeddings', (128, 32)), [], [])
     """
     import tensorflow as tf
 
@@ -259,8 +264,12 @@ def save_google_checkpoint(model: keras.Model, path: str | os.PathLike) -> str:
         The prefix written; ``tf.train.load_checkpoint`` and bert4keras read it.
 
     Example:
-    >>> save_google_checkpoint(bert, "out/bert_model.ckpt")  # doctest: +SKIP
-    'out/bert_model.ckpt'
+    >>> import os, tempfile
+    >>> from kerasbert import build_transformer_model
+    >>> folder = tempfile.mkdtemp()
+    >>> prefix = save_google_checkpoint(build_transformer_model("tiny", verbose=False), folder)
+    >>> prefix == os.path.join(folder, "bert_model.ckpt"), sorted(os.listdir(folder))[1:]
+    (True, ['bert_model.ckpt.index', 'checkpoint'])
     """
     import tensorflow as tf
 

@@ -5,10 +5,12 @@ Replace ``from bert4keras.models import build_transformer_model`` and
 
     from kerasbert.compat import build_transformer_model, load_vocab
 
-``Tokenizer`` and ``ViterbiDecoder`` join this module with the tokenizer and CRF issues.
+and ``from bert4keras.snippets import ViterbiDecoder`` / ``from bert4keras.layers import
+ConditionalRandomField`` with the same names from here. ``Tokenizer`` joins with the tokenizer issue.
 """
 
+from kerasbert.crf import ConditionalRandomField, ViterbiDecoder
 from kerasbert.models import build_transformer_model
 from kerasbert.tokenizer import load_vocab
 
-__all__ = ["build_transformer_model", "load_vocab"]
+__all__ = ["ConditionalRandomField", "ViterbiDecoder", "build_transformer_model", "load_vocab"]

@@ -144,7 +144,7 @@ class PaddingMask(keras.layers.Layer):
     bert4keras masks exactly these keys (its token embedding has ``mask_zero=True``).
 
     Example:
-    >>> PaddingMask()(ops.array([[5, 7, 0]])).tolist()
+    >>> ops.convert_to_numpy(PaddingMask()(ops.array([[5, 7, 0]]))).tolist()
     [[True, True, False]]
     """
 
@@ -251,6 +251,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def param_formula(self) -> Formula:
         return Formula.of("4·(H·H+H)", H=int(self.output_bias.shape[0]))
 
+    def activation_elements(self, batch: int, seq: int) -> int:
+        """Tensors inside the layer kept for backprop: qkv B·S·3H, scores and probs 2·B·A·S², context B·S·H."""
+        hidden = int(self.output_bias.shape[0])
+        return batch * seq * 4 * hidden + 2 * batch * self.num_heads * seq * seq
+
     def call(self, inputs, training=None):
         x, key_mask = inputs
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
@@ -312,6 +317,10 @@ class FeedForward(keras.layers.Layer):
     def param_formula(self) -> Formula:
         return Formula.of("H·I+I+I·H+H", H=int(self.output_bias.shape[0]), I=self.units)
 
+    def activation_elements(self, batch: int, seq: int) -> int:
+        """Tensors inside the layer kept for backprop: the inner layer before and after the activation, 2·B·S·I."""
+        return 2 * batch * seq * self.units
+
     def call(self, inputs):
         x = self.activation_fn(ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias)
         return ops.matmul(x, self.output_kernel) + self.output_bias
@@ -323,3 +332,27 @@ class FeedForward(keras.layers.Layer):
             "activation": self.activation,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
         }
+
+
+@_SERIALIZABLE
+class MaskedMean(keras.layers.Layer):
+    """Mean of ``x`` over the unmasked steps: ``[x [B, S, H], mask [B, S]] -> [B, H]``.
+
+    The ``"mean"`` pooling of the classification head; padding (mask False) does not count.
+
+    Example:
+    >>> x, mask = ops.array([[[1.0], [3.0], [100.0]]]), ops.array([[True, True, False]])
+    >>> ops.convert_to_numpy(MaskedMean()([x, mask])).tolist()
+    [[2.0]]
+    """
+
+    def call(self, inputs):
+        x, mask = inputs
+        mask = ops.cast(mask, x.dtype)[..., None]  # (batch, seq, 1)
+        return ops.sum(x * mask, axis=1) / ops.maximum(ops.sum(mask, axis=1), 1.0)
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0][0], input_shape[0][2])
+
+    def param_formula(self) -> Formula:
+        return Formula.of("0")

@@ -11,19 +11,11 @@ from collections.abc import Sequence
 
 import keras
 
+from kerasbert import heads
 from kerasbert.checkpoint import load_google_checkpoint
 from kerasbert.config import BertConfig, resolve_config
 from kerasbert.errors import ConfigError, ModelError, fail
-from kerasbert.layers import (
-    Bias,
-    FeedForward,
-    MultiHeadSelfAttention,
-    PaddingMask,
-    PositionEmbedding,
-    TakeToken,
-    TokenEmbedding,
-    get_activation,
-)
+from kerasbert.layers import FeedForward, MultiHeadSelfAttention, PaddingMask, PositionEmbedding, TokenEmbedding
 
 # bert4keras keyword arguments that name a BertConfig field differently.
 _BERT4KERAS_ALIASES = {
@@ -71,25 +63,15 @@ def _transformer_block(x, mask, index: int, cfg: BertConfig, init, dropout_rate:
 
 
 def _final_layers(x, embedding, cfg: BertConfig, init, with_pool, with_nsp, with_mlm, dtype) -> list:
-    """Pooler (+ NSP) and MLM outputs; bert4keras's order: pooled/NSP first, then MLM."""
+    """Pooler (+ NSP) and MLM outputs, built by `kerasbert.heads`; bert4keras's order: pooled/NSP, then MLM."""
     outputs = []
     if with_pool or with_nsp:
-        pooled = TakeToken(0, dtype=dtype, name="Pooler")(x)
         activation = "tanh" if with_pool in (True, False) else with_pool
-        pooled = keras.layers.Dense(cfg.hidden_size, activation=activation, kernel_initializer=init, dtype=dtype,
-                                    name="Pooler-Dense")(pooled)
-        if with_nsp:
-            pooled = keras.layers.Dense(2, activation="softmax", kernel_initializer=init, dtype=dtype,
-                                        name="NSP-Proba")(pooled)
-        outputs.append(pooled)
+        pooled = heads.pooler_output(x, cfg.hidden_size, activation, init, dtype)
+        outputs.append(heads.nsp_output(pooled, init, dtype) if with_nsp else pooled)
     if with_mlm:
-        y = keras.layers.Dense(cfg.hidden_size, activation=get_activation(cfg.activation), kernel_initializer=init,
-                               dtype=dtype, name="MLM-Dense")(x)
-        y = keras.layers.LayerNormalization(epsilon=cfg.layer_norm_eps, dtype=dtype, name="MLM-Norm")(y)
-        y = embedding(y, reverse=True)  # tied to Embedding-Token: [B, S, H] -> [B, S, V]
-        y = Bias(dtype=dtype, name="MLM-Bias")(y)
         activation = "softmax" if with_mlm is True else with_mlm
-        outputs.append(keras.layers.Activation(activation, dtype=dtype, name="MLM-Activation")(y))
+        outputs.append(heads.mlm_output(x, embedding, cfg.activation, cfg.layer_norm_eps, init, dtype, activation))
     return outputs
 
 

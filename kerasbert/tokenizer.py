@@ -50,9 +50,16 @@ def load_vocab(
         ``token_dict``, or ``(token_dict, keep_tokens)`` when ``simplified``, as bert4keras returns them.
 
     Example:
-    >>> token_dict, keep_tokens = load_vocab("vocab.txt", simplified=True,
-    ...                                      startswith=["[PAD]", "[UNK]", "[CLS]", "[SEP]"])  # doctest: +SKIP
-    >>> bert = build_transformer_model("bert_config.json", "bert_model.ckpt", keep_tokens=keep_tokens)  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "中", "国", "中国", "##国", "hello"]
+    >>> with open(path, "w", encoding="utf-8") as f:
+    ...     _ = f.write(chr(10).join(tokens))
+    >>> token_dict, keep_tokens = load_vocab(path, simplified=True, startswith=["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
+    >>> list(token_dict), keep_tokens
+    (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '中', '国', 'hello'], [0, 1, 2, 3, 4, 5, 8])
+
+    Then ``build_transformer_model(config, checkpoint, keep_tokens=keep_tokens)`` keeps those rows.
     """
     path = os.fspath(path)
     if not os.path.isfile(path):

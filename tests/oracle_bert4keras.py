@@ -35,7 +35,32 @@ def vocab(task):
     return {"tokens": np.array(sorted(token_dict, key=token_dict.get)), "keep_tokens": np.array(keep_tokens)}
 
 
-KINDS = {"bert": bert_outputs, "vocab": vocab}
+def crf(task):
+    """bert4keras's CRF on given emissions/transitions/mask/labels: masked output, loss, accuracy, Viterbi paths.
+
+    inputs npz: emissions [B, S, K], trans [K, K], mask [B, S] (right padding), labels [B, S].
+    Paths are ViterbiDecoder(trans, starts, ends).decode on each unpadded row, -1 on padding.
+    """
+    import tensorflow as tf
+    from bert4keras.layers import ConditionalRandomField
+    from bert4keras.snippets import ViterbiDecoder
+
+    data = np.load(task["inputs"])
+    emissions, trans, mask = data["emissions"], data["trans"], data["mask"]
+    layer = ConditionalRandomField()
+    layer.build(emissions.shape)
+    layer._trans.assign(trans)
+    masked = layer.call(tf.constant(emissions), mask=tf.constant(mask))
+    labels = tf.constant(data["labels"])
+    paths = np.full(mask.shape, -1)
+    for row, length in enumerate(mask.sum(1)):
+        decoder = ViterbiDecoder(trans, task.get("starts"), task.get("ends"))
+        paths[row, :length] = decoder.decode(emissions[row, :length].copy())
+    return {"masked": masked.numpy(), "loss": layer.sparse_loss(labels, masked).numpy(),
+            "accuracy": layer.sparse_accuracy(labels, masked).numpy(), "paths": paths}
+
+
+KINDS = {"bert": bert_outputs, "vocab": vocab, "crf": crf}
 
 
 def main(job_path):

@@ -43,3 +43,14 @@ def test_load_vocab_errors(vocab_file, tmp_path):
         load_vocab(str(tmp_path / "none.txt"))
     with pytest.raises(ConfigError, match="startswith: expected tokens of the vocabulary, found '\\[BOS\\]'"):
         load_vocab(vocab_file, simplified=True, startswith=["[BOS]"])
+
+
+def test_crf_names_port_from_bert4keras():
+    from kerasbert import crf
+    from kerasbert.compat import ConditionalRandomField, ViterbiDecoder
+
+    assert ConditionalRandomField is crf.ConditionalRandomField and ViterbiDecoder is crf.ViterbiDecoder
+    # transitions that forbid staying in a label: the decoder must alternate
+    trans = np.array([[-100.0, 0.0], [0.0, -100.0]])
+    emissions = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])  # only the first step has a preference
+    assert list(ViterbiDecoder(trans).decode(emissions)) == [0, 1, 0, 1]

@@ -1,0 +1,390 @@
+"""Task heads on a kerasbert backbone: ``cls``, ``tagging`` (softmax | CRF), ``mlm``, ``nsp``.
+
+Each head is built the bert4keras way: new layers on the backbone's own graph, then
+``keras.Model(backbone.inputs, output)``; the layer list stays flat, and the same layers
+written by hand give the same graph. Head layers have fixed names (``CLS-Dense``,
+``Tagging-CRF``, ...); ``Pooler``/``Pooler-Dense``, ``NSP-Proba`` and ``MLM-*`` are the names
+of the checkpoint table, so ``load_google_checkpoint`` fills them from ``bert/pooler`` and ``cls/``.
+``build_transformer_model(with_pool=, with_nsp=, with_mlm=)`` builds its heads with the
+same functions (`pooler_output`, `nsp_output`, `mlm_output`).
+
+`loss_and_metrics(model)` gives the matching ``compile`` arguments; its losses check that
+label ids are in range inside the graph (see `check_label_ids`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import keras
+from keras import ops
+
+from kerasbert.crf import ConditionalRandomField, crf_accuracy
+from kerasbert.errors import ModelError, fail
+from kerasbert.layers import Bias, MaskedMean, PaddingMask, TakeToken, get_activation
+
+__all__ = ["CRFLoss", "SparseLabelLoss", "check_label_ids", "cls", "crf_decoder", "loss_and_metrics", "masked_accuracy",
+           "mlm", "nsp", "tagging"]
+
+_SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
+
+
+def pooler_output(x, hidden_size: int, activation="tanh", init="glorot_uniform", dtype=None):
+    """``Pooler`` (``x[:, 0]``) then ``Pooler-Dense`` (``bert/pooler/dense``): ``[B, S, H] -> [B, H]``."""
+    pooled = TakeToken(0, dtype=dtype, name="Pooler")(x)
+    return keras.layers.Dense(hidden_size, activation=activation, kernel_initializer=init, dtype=dtype,
+                              name="Pooler-Dense")(pooled)
+
+
+def nsp_output(pooled, init="glorot_uniform", dtype=None):
+    """``NSP-Proba``: softmax over (is next, is random), kernel from ``cls/seq_relationship`` (transposed)."""
+    return keras.layers.Dense(2, activation="softmax", kernel_initializer=init, dtype=dtype, name="NSP-Proba")(pooled)
+
+
+def mlm_output(x, embedding, activation: str, epsilon: float, init="glorot_uniform", dtype=None,
+               output_activation="softmax"):
+    """``MLM-Dense -> MLM-Norm -> x·Eᵀ (tied to Embedding-Token) -> MLM-Bias -> MLM-Activation``."""
+    y = keras.layers.Dense(int(x.shape[-1]), activation=get_activation(activation), kernel_initializer=init,
+                           dtype=dtype, name="MLM-Dense")(x)
+    y = keras.layers.LayerNormalization(epsilon=epsilon, dtype=dtype, name="MLM-Norm")(y)
+    y = embedding(y, reverse=True)  # [B, S, H] -> [B, S, V]
+    y = Bias(dtype=dtype, name="MLM-Bias")(y)
+    return keras.layers.Activation(output_activation, dtype=dtype, name="MLM-Activation")(y)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Backbone:
+    """What a head needs to know about a backbone, read from its layers."""
+
+    model: keras.Model
+    layers: dict
+    init: object
+    dtype: object
+
+    @classmethod
+    def of(cls, model: keras.Model) -> "_Backbone":
+        layers = {layer.name: layer for layer in model.layers}
+        if "Embedding-Token" not in layers or "Transformer-0-FeedForward" not in layers:
+            raise fail(ModelError, "backbone", "a model from build_transformer_model (Embedding-Token, "
+                       "Transformer-0-FeedForward, ...)", f"{model.name} with layers {list(layers)[:4]} ...")
+        return cls(model, layers, layers["Transformer-0-FeedForward"].kernel_initializer,
+                   layers["Embedding-Token"].dtype_policy.name)
+
+    def sequence_output(self, head: str):
+        """The encoder's ``[B, S, H]`` output, which must be one of the backbone's outputs."""
+        norms = [n for n in self.layers if re.fullmatch(r"Transformer-\d+-FeedForward-Norm", n)]
+        sequence = self.layers[norms[-1]].output if norms else None
+        if not any(output is sequence for output in self.model.outputs):
+            found = ", ".join(str(tuple(o.shape)) for o in self.model.outputs)
+            raise fail(ModelError, f"{head} head", "a backbone whose output is the sequence output [batch, seq, H]",
+                       f"outputs {found}", "build the backbone without with_pool / with_nsp / with_mlm")
+        return sequence
+
+    def padding_mask(self):
+        """``Input-Token != 0``: the backbone's ``Attention-Mask`` output (or a new `PaddingMask`)."""
+        if "Attention-Mask" in self.layers:
+            return self.layers["Attention-Mask"].output
+        return PaddingMask(name="Head-Padding-Mask")(self.model.inputs[0])
+
+    def pooled_output(self, head: str):
+        """The backbone's ``Pooler-Dense`` output, or a new ``Pooler``/``Pooler-Dense`` (tanh)."""
+        if "Pooler-Dense" in self.layers:
+            return self.layers["Pooler-Dense"].output
+        sequence = self.sequence_output(head)
+        return pooler_output(sequence, int(sequence.shape[-1]), "tanh", self.init, self.dtype)
+
+
+def _check_count(argument: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise fail(ModelError, argument, "an integer >= 1", repr(value))
+    return value
+
+
+def _check_dropout(argument: str, rate) -> float | None:
+    if rate is not None and not (isinstance(rate, (int, float)) and 0 <= rate < 1):
+        raise fail(ModelError, argument, "None or a rate in [0, 1)", repr(rate))
+    return rate or None
+
+
+def _check_activation(activation):
+    try:
+        keras.activations.get(activation)
+    except (ValueError, TypeError):
+        raise fail(ModelError, "activation", "a Keras activation name (softmax, sigmoid, linear, ...)",
+                   repr(activation)) from None
+    return activation
+
+
+_POOLINGS = {
+    "first": lambda b: TakeToken(0, dtype=b.dtype, name="CLS-token")(b.sequence_output("cls")),
+    "pooler": lambda b: b.pooled_output("cls"),
+    "mean": lambda b: MaskedMean(dtype=b.dtype, name="CLS-Mean")([b.sequence_output("cls"), b.padding_mask()]),
+}
+
+
+def cls(backbone: keras.Model, num_classes: int, *, pooling: str = "first", dropout: float | None = None,
+        activation: str = "softmax") -> keras.Model:
+    """Sentence classification: pooled ``[CLS]`` -> optional ``CLS-Dropout`` -> ``CLS-Dense``.
+
+    Args:
+        backbone: keras.Model. from `build_transformer_model` (sequence output; ``"pooler"`` also
+            accepts a ``with_pool`` backbone).
+        num_classes: int. C, the width of ``CLS-Dense`` (H·C+C parameters).
+        pooling: str. ``"first"``: ``CLS-token`` (``x[:, 0]``, bert4keras's Lambda); ``"pooler"``: the
+            backbone's ``Pooler-Dense`` or a new one (filled from ``bert/pooler/dense`` by the loader);
+            ``"mean"``: ``CLS-Mean``, the mean over non-padding tokens.
+        dropout: float. rate of ``CLS-Dropout``; None for no dropout layer.
+        activation: str. of ``CLS-Dense``: softmax, sigmoid (multi-label), linear (logits), ...
+
+    Returns:
+        ``keras.Model(backbone.inputs, probabilities [B, C])``.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> model = cls(build_transformer_model("tiny", verbose=False), 3, dropout=0.1)
+    >>> tuple(model.output.shape), model.layers[-1].name
+    ((None, 3), 'CLS-Dense')
+    """
+    _check_count("num_classes", num_classes)
+    dropout, activation = _check_dropout("dropout", dropout), _check_activation(activation)
+    if pooling not in _POOLINGS:
+        raise fail(ModelError, "pooling", " or ".join(map(repr, _POOLINGS)), repr(pooling))
+    bb = _Backbone.of(backbone)
+    x = _POOLINGS[pooling](bb)
+    if dropout:
+        x = keras.layers.Dropout(dropout, dtype=bb.dtype, name="CLS-Dropout")(x)
+    x = keras.layers.Dense(num_classes, activation=activation, kernel_initializer=bb.init, dtype=bb.dtype,
+                           name="CLS-Dense")(x)
+    return keras.Model(backbone.inputs, x, name=f"{backbone.name}-cls")
+
+
+def tagging(backbone: keras.Model, num_labels: int, *, crf: bool = False, bilstm_units: int | None = None,
+            dropout: float | None = None, crf_lr_multiplier: float = 1.0) -> keras.Model:
+    """Token tagging (NER): optional ``Tagging-BiLSTM`` -> ``Tagging-Dropout`` -> ``Tagging-Dense`` -> ``Tagging-CRF``.
+
+    The CRF gets the padding mask explicitly, ``[Tagging-Dense, Attention-Mask]`` (kerasbert does
+    not propagate Keras masks), and outputs the emissions with padded steps set to ``-inf`` as
+    bert4keras's CRF does; the BiLSTM gets the same mask. Decode with `crf_decoder` (in the graph)
+    or `kerasbert.crf.ViterbiDecoder` (NumPy, per sequence).
+
+    Args:
+        backbone: keras.Model. from `build_transformer_model`, whose output is the sequence output.
+        num_labels: int. K, the width of ``Tagging-Dense`` (H·K+K parameters; the CRF adds K·K).
+        crf: bool. add the ``Tagging-CRF`` layer (``Tagging-Dense`` is then linear, else softmax).
+        bilstm_units: int. units per direction of a ``Tagging-BiLSTM`` before the Dense; None for none.
+        dropout: float. rate of ``Tagging-Dropout``; None for no dropout layer.
+        crf_lr_multiplier: float. the CRF's ``lr_multiplier`` (bert4keras NER scripts use 1000).
+
+    Returns:
+        ``keras.Model(backbone.inputs, [B, S, K])``: probabilities, or CRF emissions.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> model = tagging(build_transformer_model("tiny", verbose=False), 5, crf=True)
+    >>> tuple(model.output.shape), tuple(model.get_layer("Tagging-CRF").trans.shape)
+    ((None, None, 5), (5, 5))
+    """
+    _check_count("num_labels", num_labels)
+    dropout = _check_dropout("dropout", dropout)
+    bb = _Backbone.of(backbone)
+    x, mask = bb.sequence_output("tagging"), bb.padding_mask()
+    if bilstm_units is not None:
+        lstm = keras.layers.LSTM(_check_count("bilstm_units", bilstm_units), return_sequences=True, dtype=bb.dtype)
+        x = keras.layers.Bidirectional(lstm, dtype=bb.dtype, name="Tagging-BiLSTM")(x, mask=mask)
+    if dropout:
+        x = keras.layers.Dropout(dropout, dtype=bb.dtype, name="Tagging-Dropout")(x)
+    x = keras.layers.Dense(num_labels, activation=None if crf else "softmax", kernel_initializer=bb.init,
+                           dtype=bb.dtype, name="Tagging-Dense")(x)
+    if crf:
+        x = ConditionalRandomField(crf_lr_multiplier, dtype=bb.dtype, name="Tagging-CRF")([x, mask])
+    return keras.Model(backbone.inputs, x, name=f"{backbone.name}-tagging")
+
+
+def crf_decoder(model: keras.Model) -> keras.Model:
+    """The Viterbi paths of a CRF tagging model, in the graph: ``keras.Model(inputs, [B, S] int32)``.
+
+    Shares every layer (and weight) with ``model``; padded steps get the label -1.
+
+    Example:
+    >>> import numpy as np
+    >>> from kerasbert import build_transformer_model
+    >>> decoder = crf_decoder(tagging(build_transformer_model("tiny", verbose=False), 5, crf=True))
+    >>> int(decoder.predict([np.array([[2, 9, 3, 0]]), np.zeros((1, 4))], verbose=0)[0, -1])
+    -1
+    """
+    crfs = [layer for layer in model.layers if isinstance(layer, ConditionalRandomField)]
+    if len(crfs) != 1:
+        raise fail(ModelError, "crf_decoder", "a model with one ConditionalRandomField layer",
+                   f"{len(crfs)} in {model.name}", "build it with heads.tagging(..., crf=True)")
+    crf = crfs[0]
+    return keras.Model(model.inputs, crf(crf.input, decode=True), name=f"{model.name}-decoder")
+
+
+def mlm(backbone: keras.Model) -> keras.Model:
+    """Masked-LM head, as ``with_mlm=True``: probabilities over the vocabulary ``[B, S, V]``.
+
+    Output weights tied to ``Embedding-Token``; ``MLM-Dense``/``MLM-Norm`` from
+    ``cls/predictions/transform``, ``MLM-Bias`` from ``cls/predictions/output_bias``.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> tuple(mlm(build_transformer_model("tiny", verbose=False)).output.shape)
+    (None, None, 128)
+    """
+    bb = _Backbone.of(backbone)
+    feed_forward = bb.layers["Transformer-0-FeedForward"]
+    y = mlm_output(bb.sequence_output("mlm"), bb.layers["Embedding-Token"], feed_forward.activation,
+                   bb.layers["Embedding-Norm"].epsilon, bb.init, bb.dtype)
+    return keras.Model(backbone.inputs, y, name=f"{backbone.name}-mlm")
+
+
+def nsp(backbone: keras.Model) -> keras.Model:
+    """Next-sentence head, as ``with_nsp=True``: ``Pooler``/``Pooler-Dense`` then ``NSP-Proba`` ``[B, 2]``.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> tuple(nsp(build_transformer_model("tiny", verbose=False)).output.shape)
+    (None, 2)
+    """
+    bb = _Backbone.of(backbone)
+    return keras.Model(backbone.inputs, nsp_output(bb.pooled_output("nsp"), bb.init, bb.dtype),
+                       name=f"{backbone.name}-nsp")
+
+
+def loss_and_metrics(model: keras.Model) -> dict:
+    """The default ``compile`` arguments for a head model: ``model.compile(opt, **loss_and_metrics(model))``.
+
+    ``CLS-Dense``/``Tagging-Dense``/``NSP-Proba``: sparse categorical cross-entropy + accuracy
+    (sigmoid ``CLS-Dense``: binary cross-entropy + binary accuracy); ``Tagging-CRF``: the CRF's
+    sparse loss + its accuracy on non-padding tokens; ``MLM-Activation``: cross-entropy averaged over
+    the tokens whose label is not 0 (0 marks unmasked tokens and padding) + their accuracy.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> model = cls(build_transformer_model("tiny", verbose=False), 2)
+    >>> model.compile("adam", **loss_and_metrics(model))
+    """
+    layer = _output_layer(model)
+    if isinstance(layer, ConditionalRandomField):
+        return {"loss": CRFLoss(layer), "metrics": [crf_accuracy]}
+    if layer.name == "MLM-Activation":
+        loss = SparseLabelLoss(int(layer.output.shape[-1]), ignore_id=0, what=layer.name, name="masked_lm_loss")
+        return {"loss": loss, "metrics": [masked_accuracy]}
+    activation = keras.activations.serialize(layer.activation)
+    activation = activation if isinstance(activation, str) else getattr(layer.activation, "__name__", activation)
+    if activation == "sigmoid":
+        return {"loss": "binary_crossentropy", "metrics": ["binary_accuracy"]}
+    if activation not in ("softmax", "linear"):
+        raise fail(ModelError, f"{layer.name} activation", "softmax, sigmoid or linear for a default loss",
+                   repr(activation), "pass loss= to compile yourself")
+    loss = SparseLabelLoss(int(layer.output.shape[-1]), from_logits=activation == "linear", what=layer.name)
+    return {"loss": loss, "metrics": ["sparse_categorical_accuracy"]}
+
+
+_HEAD_OUTPUTS = ("Tagging-CRF", "MLM-Activation", "CLS-Dense", "Tagging-Dense", "NSP-Proba")
+
+
+def _output_layer(model: keras.Model) -> keras.layers.Layer:
+    """The head layer that produces the model's single output."""
+    layers = {layer.name: layer for layer in model.layers}
+    for name in _HEAD_OUTPUTS:
+        if name in layers and len(model.outputs) == 1 and layers[name].output is model.outputs[0]:
+            return layers[name]
+    raise fail(ModelError, "loss_and_metrics", f"a model with one output from {', '.join(_HEAD_OUTPUTS)}",
+               f"{len(model.outputs)} outputs from {model.name}", "build it with kerasbert.heads")
+
+
+
+def check_label_ids(y_true, num_classes: int, what: str):
+    """``y_true`` unchanged, after an in-graph check that every label id is in ``[0, num_classes)``.
+
+    Runs inside ``fit``'s compiled step (a ``tf.debugging.Assert``, kerasbert's backend being
+    TensorFlow): out-of-range ids stop training with ``InvalidArgumentError`` whose message reads
+    ``<what> labels: expected label ids in [0, K), found min, max: ...``. XLA (``jit_compile=True``)
+    drops asserts; there, check the data before ``fit``.
+    """
+    import tensorflow as tf
+
+    ids = tf.cast(y_true, "int64")
+    in_range = tf.logical_and(tf.reduce_all(ids >= 0), tf.reduce_all(ids < num_classes))
+    message = f"{what} labels: expected label ids in [0, {num_classes}), found min, max:"
+    check = tf.debugging.Assert(in_range, [message, tf.reduce_min(ids), tf.reduce_max(ids)])
+    with tf.control_dependencies([check]):
+        return tf.identity(y_true)
+
+
+@_SERIALIZABLE
+class SparseLabelLoss(keras.losses.Loss):
+    """Sparse categorical cross-entropy with a label-range check, optionally ignoring one label id.
+
+    With ``ignore_id`` (the MLM head: 0 marks unmasked tokens and padding) the loss is the mean
+    over the other tokens of the batch, ``Σ_t m_t·CE_t / Σ_t m_t`` with ``m_t = [y_t ≠ ignore_id]``.
+
+    Args:
+        num_classes: int. the number of classes; labels must be in ``[0, num_classes)``.
+        from_logits: bool. ``y_pred`` holds logits rather than probabilities.
+        ignore_id: int. a label id that does not count; None counts every label.
+        what: str. the layer named in the out-of-range message.
+
+    Example:
+    >>> import numpy as np
+    >>> float(SparseLabelLoss(2)(np.array([1]), np.array([[0.5, 0.5]])))  # log 2
+    0.6931...
+    """
+
+    def __init__(self, num_classes: int, from_logits: bool = False, ignore_id: int | None = None,
+                 what: str = "y_true", name: str = "sparse_label_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.num_classes, self.from_logits, self.ignore_id, self.what = num_classes, from_logits, ignore_id, what
+
+    def call(self, y_true, y_pred):
+        y_true = check_label_ids(y_true, self.num_classes, self.what)
+        loss = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=self.from_logits)
+        if self.ignore_id is None:
+            return loss
+        keep = ops.cast(ops.not_equal(ops.reshape(y_true, ops.shape(loss)), self.ignore_id), loss.dtype)
+        return ops.sum(loss * keep) / ops.maximum(ops.sum(keep), 1.0)
+
+    def get_config(self):
+        return {**super().get_config(), "num_classes": self.num_classes, "from_logits": self.from_logits,
+                "ignore_id": self.ignore_id, "what": self.what}
+
+
+@_SERIALIZABLE
+class CRFLoss(keras.losses.Loss):
+    """``crf.sparse_loss`` with a label-range check, saved by the CRF layer's name.
+
+    A compiled model saved as ``.keras`` reloads with this loss unbound (a loss cannot hold a
+    layer across a file); calling it then raises a `ModelError` that says to compile again with
+    `loss_and_metrics`.
+
+    Args:
+        crf: ConditionalRandomField. the layer whose transitions the loss uses.
+        layer_name: str. set by ``from_config`` when reloading.
+    """
+
+    def __init__(self, crf: ConditionalRandomField | None = None, layer_name: str | None = None,
+                 name: str = "crf_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.crf, self.layer_name = crf, crf.name if crf is not None else layer_name
+
+    def call(self, y_true, y_pred):
+        if self.crf is None:
+            raise fail(ModelError, f"crf_loss of {self.layer_name}", "a loss bound to the model's CRF layer",
+                       "a loss reloaded from a .keras file",
+                       "compile again: model.compile(optimizer, **kerasbert.heads.loss_and_metrics(model))")
+        y_true = check_label_ids(y_true, int(self.crf.trans.shape[0]), self.layer_name)
+        return self.crf.sparse_loss(y_true, y_pred)
+
+    def get_config(self):
+        return {**super().get_config(), "layer_name": self.layer_name}
+
+
+@_SERIALIZABLE
+def masked_accuracy(y_true, y_pred):
+    """Accuracy over the tokens whose label is not 0 (the MLM head's masked tokens)."""
+    y_true = ops.cast(ops.reshape(y_true, ops.shape(y_pred)[:-1]), "int32")
+    keep = ops.cast(ops.not_equal(y_true, 0), "float32")
+    hits = ops.cast(ops.equal(y_true, ops.cast(ops.argmax(y_pred, axis=-1), "int32")), "float32")
+    return ops.sum(hits * keep) / ops.maximum(ops.sum(keep), 1.0)

@@ -1,0 +1,450 @@
+"""The annotated summary: every row of ``model.summary()`` with the formula of its parameter count.
+
+``summary(model)`` collects one :class:`Row` per layer in graph order (name, type, output shape,
+real ``count_params()``), the formula the layer states for itself (see
+:mod:`kerasbert.summary_formulas`), the check of one against the other, group totals
+(embeddings, encoder layers, pooler, heads), trainable counts and a memory estimate, then renders
+them as a text table, Markdown or JSON (:mod:`kerasbert.summary_render`).
+
+Example:
+>>> from kerasbert import build_transformer_model
+>>> s = summary(build_transformer_model("tiny", verbose=False), print_fn=lambda text: None)
+>>> s.total_line()
+'Total 23,360 = embeddings 6,272 + 2 × 8,544 (encoder)'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import re
+import sys
+from collections.abc import Callable
+
+import keras
+
+from kerasbert.errors import ModelError, fail
+from kerasbert.layers import Formula
+from kerasbert.summary_formulas import Symbols, formula_for
+from kerasbert.summary_render import FORMATS, render
+
+GROUP_ORDER = ("inputs", "embeddings", "encoder", "pooler", "nsp", "mlm", "head")
+_GROUP_PATTERNS = (
+    (re.compile(r"Input-|Attention-Mask$"), "inputs"),
+    (re.compile(r"Embedding-"), "embeddings"),
+    (re.compile(r"Transformer-(\d+)-"), "encoder"),
+    (re.compile(r"Pooler"), "pooler"),
+    (re.compile(r"NSP-"), "nsp"),
+    (re.compile(r"MLM-"), "mlm"),
+)
+ADAM_BYTES_PER_PARAM = 16  # float32 weight + gradient + Adam's two moments (m, v), 4 bytes each
+WEIGHT_DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+@dataclasses.dataclass
+class WeightRow:
+    """One weight of a layer (``expand=True``): ``qkv_kernel [768, 2304]``."""
+
+    name: str
+    shape: tuple[int, ...]
+    params: int
+    trainable: bool
+    tied_to: str = ""  # the row that already counted this weight, if any
+
+
+@dataclasses.dataclass
+class Row:
+    """One layer: real count, formula, the check, and where its parameters are counted."""
+
+    name: str
+    type: str
+    output_shape: str
+    params: int  # the layer's own count_params()
+    counted: int  # params not already counted by an earlier row (tied weights count once)
+    formula: Formula | None  # None for a nested model's folded row (its layers follow)
+    source: str  # "layer", "builtin", "generic" or "nested"
+    group: str
+    block: int | None = None  # the encoder layer index for Transformer-{i}-*
+    depth: int = 0  # nesting depth inside nested models
+    notes: list[str] = dataclasses.field(default_factory=list)
+    weights: list[WeightRow] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the formula's value equals the real count (nested rows are checked through their layers)."""
+        return self.formula is None or self.formula.value == self.params
+
+
+@dataclasses.dataclass
+class Group:
+    """Parameters of one group; for the encoder also the number of layers and the per-layer count."""
+
+    name: str
+    params: int
+    share: float
+    blocks: int = 0
+    per_block: int | None = None  # set when every encoder layer has the same count
+
+
+@dataclasses.dataclass
+class Activations:
+    """An estimate of the forward activations kept for backprop, for one batch shape."""
+
+    batch_size: int
+    seq_len: int | None
+    elements: int
+    bytes: int
+    formula: str
+
+
+@dataclasses.dataclass
+class Memory:
+    """Bytes of the weights per dtype, of the Adam training state, and optionally of activations."""
+
+    weights: dict[str, int]
+    adam_training: int
+    adam_formula: str
+    activations: Activations | None = None
+
+
+@dataclasses.dataclass
+class Summary:
+    """Everything the annotated summary shows, for programs; ``render()`` gives text, Markdown or JSON."""
+
+    model: str
+    rows: list[Row]
+    groups: list[Group]
+    params: int
+    trainable: int
+    non_trainable: int
+    formula_params: int  # the same total computed from the formulas
+    mismatches: list[str]  # names of rows whose formula disagrees with the real count
+    memory: Memory
+    expand: bool = False
+
+    def total_line(self) -> str:
+        """``Total 101,678,594 = embeddings 16,622,592 + 12 × 7,087,872 (encoder) + head 1,538``."""
+        parts = []
+        for group in self.groups:
+            if not group.params:
+                continue
+            if group.per_block is not None:
+                parts.append(f"{group.blocks} × {group.per_block:,} ({group.name})")
+            else:
+                parts.append(f"{group.name} {group.params:,}")
+        line = f"Total {self.params:,} = " + " + ".join(parts or ["0"])
+        if self.mismatches:
+            line += (f"  [MISMATCH: formulas give {self.formula_params:,}; {len(self.mismatches)} row(s) differ: "
+                     f"{', '.join(self.mismatches)}]")
+        return line
+
+    def to_dict(self) -> dict:
+        """Plain data (rows, groups, totals, memory), as the JSON output holds it."""
+        data = dataclasses.asdict(self)
+        for row, source in zip(data["rows"], self.rows, strict=True):
+            row["ok"] = source.ok
+            if source.formula is not None:
+                row["formula"]["text"] = str(source.formula)
+        data["total_line"] = self.total_line()
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    def render(self, format: str = "text") -> str:
+        """The summary as ``"text"`` (a rich table when rich is installed), ``"markdown"`` or ``"json"``."""
+        return render(self, format)
+
+    def __str__(self) -> str:
+        return self.render("text")
+
+
+# ------------------------------------------------------------------------------------------- collecting
+def _walk(model, depth: int = 0):
+    """``(layer, depth, owner)`` in graph order; a nested model is followed by its own layers, one level deeper."""
+    for layer in model.layers:
+        yield layer, depth, model
+        if isinstance(layer, keras.Model):
+            yield from _walk(layer, depth + 1)
+
+
+def _graph_nodes(model) -> list:
+    """The nodes of the model's graph (Keras's own summary reads the same attribute); [] when subclassed."""
+    by_depth = getattr(model, "_nodes_by_depth", None) or {}
+    return [node for nodes in by_depth.values() for node in nodes]
+
+
+def _shape_text(tensor) -> str:
+    return "(" + ", ".join("None" if n is None else str(n) for n in tensor.shape) + ")"
+
+
+def _nodes_of(layer, owner) -> list:
+    """The layer's calls in its owner's graph (all its calls when the owner keeps no graph, e.g. Sequential)."""
+    nodes = getattr(layer, "_inbound_nodes", None) or []
+    node_ids = {id(n) for n in _graph_nodes(owner)}
+    return [n for n in nodes if not node_ids or id(n) in node_ids] or nodes[:1]
+
+
+def _output_shape(nodes) -> str:
+    if not nodes:
+        return "?"
+    shapes = [_shape_text(t) for t in keras.tree.flatten(nodes[0].output_tensors)]
+    return shapes[0] if len(shapes) == 1 else "[" + ", ".join(shapes) + "]"
+
+
+def _reuse_notes(nodes) -> list[str]:
+    """``used 2×; also on MLM-Norm -> (None, None, 21128); weights counted once`` for a reused layer."""
+    if len(nodes) < 2:
+        return []
+    calls = []
+    for node in nodes[1:]:
+        parents = ", ".join(p.operation.name for p in node.parent_nodes) or "?"
+        calls.append(f"{parents} -> {_output_shape([node])}")
+    return [f"shared: also called on {'; '.join(calls)}; weights counted once"]
+
+
+def _group_of(name: str, layer) -> tuple[str, int | None]:
+    if isinstance(layer, keras.layers.InputLayer):
+        return "inputs", None
+    for pattern, group in _GROUP_PATTERNS:
+        match = pattern.match(name)
+        if match:
+            return group, int(match.group(1)) if match.groups() else None
+    return "head", None
+
+
+def _count_weights(layer, name: str, seen: dict[int, str]) -> tuple[int, list[WeightRow], list[str]]:
+    """Params this row adds (weights not seen before), one WeightRow per weight, notes on tied weights."""
+    counted, weights, notes = 0, [], []
+    for weight in layer.weights:
+        size = math.prod(int(n) for n in weight.shape)
+        owner = seen.setdefault(id(weight), name)
+        tied = owner if owner != name else ""
+        weights.append(WeightRow(weight.name, tuple(int(n) for n in weight.shape), size, weight.trainable, tied))
+        if tied:
+            notes.append(f"{weight.name} is tied to {owner}: counted there")
+        else:
+            counted += size
+    return counted, weights, notes
+
+
+def _make_row(layer, depth: int, owner, symbols: Symbols, seen: dict[int, str]) -> Row:
+    nodes = _nodes_of(layer, owner)
+    group, block = _group_of(layer.name, layer)
+    params = int(layer.count_params()) if layer.weights else 0
+    if isinstance(layer, keras.Model):  # folded row; its layers follow and count the weights
+        row = Row(layer.name, type(layer).__name__, _output_shape(nodes), params, 0, None, "nested", group, block,
+                  depth, ["nested model: its layers follow and are counted there"])
+        return row
+    counted, weights, notes = _count_weights(layer, layer.name, seen)
+    formula, source = formula_for(layer, symbols)
+    if source == "generic" and weights:
+        notes.append("generic formula from the weight shapes")
+    row = Row(layer.name, type(layer).__name__, _output_shape(nodes), params, counted, formula, source, group,
+              block, depth, notes + _reuse_notes(nodes), weights)
+    if not row.ok:
+        row.notes.insert(0, f"MISMATCH: formula gives {formula.value:,}, the layer has {params:,}")
+    return row
+
+
+def _check_built(model) -> None:
+    if not isinstance(model, keras.layers.Layer):
+        raise fail(ModelError, "summary(model)", "a Keras model", type(model).__name__)
+    if not model.built:
+        raise fail(ModelError, f"model {model.name!r}", "a built model", "a model that was never built or called",
+                   "call it once on a batch, or call model.build(input_shape), before summarizing it")
+
+
+def collect_rows(model) -> list[Row]:
+    """One Row per layer, in graph order, formulas checked against the real counts.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> rows = collect_rows(build_transformer_model("tiny", verbose=False))
+    >>> [str(r.formula) for r in rows if r.name == "Embedding-Token"]
+    ['V·H = 128·32']
+    """
+    _check_built(model)
+    walked = list(_walk(model))
+    symbols = Symbols()
+    for layer, _, _ in walked:  # bind V, H, I, P ... from the layers' own formulas first
+        if callable(getattr(layer, "param_formula", None)):
+            symbols.bind_from(layer.param_formula())
+    seen: dict[int, str] = {}
+    try:
+        return [_make_row(layer, depth, owner, symbols, seen) for layer, depth, owner in walked]
+    except ValueError as e:  # count_params() of an unbuilt layer inside a built model
+        raise fail(ModelError, f"model {model.name!r}", "every layer built", str(e)) from None
+
+
+def _groups(rows: list[Row], total: int) -> list[Group]:
+    """Totals per group in GROUP_ORDER; the encoder also as ``L × per-layer`` when the layers are alike."""
+    sums: dict[str, int] = {}
+    blocks: dict[int, int] = {}
+    for row in rows:
+        if row.source == "nested":
+            continue
+        sums[row.group] = sums.get(row.group, 0) + row.counted
+        if row.block is not None:
+            blocks[row.block] = blocks.get(row.block, 0) + row.counted
+    backbone = any(name in sums for name in ("embeddings", "encoder"))
+    groups = []
+    for name in GROUP_ORDER:
+        if not sums.get(name):
+            continue
+        group = Group(name if backbone or name != "head" else "model", sums[name], sums[name] / total if total else 0)
+        if name == "encoder":
+            group.blocks = len(blocks)
+            group.per_block = next(iter(blocks.values())) if len(set(blocks.values())) == 1 else None
+        groups.append(group)
+    return groups
+
+
+def _unique_weights(model) -> list:
+    seen, unique = set(), []
+    for weight in model.weights:
+        if id(weight) not in seen:
+            seen.add(id(weight))
+            unique.append(weight)
+    return unique
+
+
+def _dtype_bytes(dtype: str) -> int:
+    dtype = keras.backend.standardize_dtype(dtype)
+    bits = re.search(r"\d+", dtype)
+    return int(bits.group(0)) // 8 if bits else 1  # bool: one byte
+
+
+def _elements(shape, batch_size: int, seq_len: int | None, where: str) -> int:
+    dims = [batch_size if i == 0 and n is None else n for i, n in enumerate(shape)]
+    if None in dims and seq_len is None:
+        raise fail(ModelError, "seq_len", f"a sequence length for the None axes of {where} {tuple(shape)}", "None",
+                   "pass seq_len (CLI: --seq)")
+    return math.prod(seq_len if n is None else int(n) for n in dims)
+
+
+ACTIVATION_FORMULA = (
+    "estimate: Σ over every layer call of its output elements (batch B for the first None axis, sequence S for "
+    "the others) × the output dtype's bytes, plus the tensors inside a layer that it reports through "
+    "activation_elements(B, S) (attention: qkv, scores and probabilities B·A·S·S, context; feed-forward: the inner "
+    "B·S·I before and after the activation); framework workspace is not included"
+)
+
+
+def estimate_activations(model, batch_size: int, seq_len: int | None) -> Activations:
+    """Activation memory for one forward pass kept for backprop; an estimate (see ACTIVATION_FORMULA).
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> estimate_activations(build_transformer_model("tiny", verbose=False), 2, 16).elements > 2 * 16 * 32
+    True
+    """
+    elements = size = 0
+    for layer, _, owner in _walk(model):
+        if isinstance(layer, keras.Model):
+            continue  # its layers are walked next
+        for node in _nodes_of(layer, owner):
+            for tensor in keras.tree.flatten(node.output_tensors):
+                count = _elements(tensor.shape, batch_size, seq_len, layer.name)
+                elements += count
+                size += count * _dtype_bytes(tensor.dtype)
+        report = getattr(layer, "activation_elements", None)
+        if callable(report) and seq_len is not None:
+            extra = int(report(batch_size, seq_len))
+            elements += extra
+            size += extra * _dtype_bytes(layer.compute_dtype)
+    return Activations(batch_size, seq_len, elements, size, ACTIVATION_FORMULA)
+
+
+def _memory(params: int, trainable: int, activations: Activations | None) -> Memory:
+    weights = {dtype: params * size for dtype, size in WEIGHT_DTYPES.items()}
+    adam = trainable * ADAM_BYTES_PER_PARAM + (params - trainable) * WEIGHT_DTYPES["float32"]
+    text = "trainable × 16 B (float32 weight + gradient + Adam m + v) + non-trainable × 4 B"
+    return Memory(weights, adam, text, activations)
+
+
+def collect(model, *, expand: bool = False, batch_size: int | None = None, seq_len: int | None = None) -> Summary:
+    """Build the :class:`Summary` of a built model without printing it.
+
+    Args:
+        model: keras.Model. a built model (functional, sequential, or subclassed and called once).
+        expand: bool. keep per-weight rows for rendering (they are always in ``Row.weights``).
+        batch_size: int. batch size of the activation estimate (1 when only seq_len is given).
+        seq_len: int. sequence length for the activation estimate's None axes.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> collect(build_transformer_model("tiny", verbose=False)).params
+    23360
+    """
+    rows = collect_rows(model)
+    unique = _unique_weights(model)
+    params = sum(math.prod(int(n) for n in w.shape) for w in unique)
+    trainable = sum(math.prod(int(n) for n in w.shape) for w in unique if w.trainable)
+    formula_params = sum(r.formula.value - (r.params - r.counted) for r in rows if r.formula is not None)
+    activations = None
+    if batch_size is not None or seq_len is not None:
+        activations = estimate_activations(model, batch_size or 1, seq_len)
+    return Summary(model.name, rows, _groups(rows, params), params, trainable, params - trainable, formula_params,
+                   [r.name for r in rows if not r.ok], _memory(params, trainable, activations), expand)
+
+
+def _print_stdout(text: str) -> None:
+    """The default print_fn: the whole rendered summary to standard output, as Keras's summary does."""
+    sys.stdout.write(text + "\n")
+
+
+def summary(
+    model,
+    *,
+    expand: bool = False,
+    batch_size: int | None = None,
+    seq_len: int | None = None,
+    print_fn: Callable[[str], object] | None = None,
+    format: str = "text",
+) -> Summary:
+    """Print the annotated summary of ``model`` and return it as a :class:`Summary`.
+
+    Args:
+        model: keras.Model. a built model.
+        expand: bool. also show one row per weight (qkv_kernel, qkv_bias, ...).
+        batch_size: int. batch size of the activation-memory estimate.
+        seq_len: int. sequence length of the activation-memory estimate.
+        print_fn: callable. called once with the whole rendered text (default: standard output).
+        format: str. ``"text"``, ``"markdown"`` or ``"json"``.
+
+    Returns:
+        The :class:`Summary` (rows, groups, totals, memory) that was printed.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> s = summary(build_transformer_model("tiny", verbose=False), format="json", print_fn=lambda text: None)
+    >>> s.params, s.mismatches
+    (23360, [])
+    """
+    if format not in FORMATS:
+        raise fail(ModelError, "format", f"one of {', '.join(FORMATS)}", repr(format))
+    result = collect(model, expand=expand, batch_size=batch_size, seq_len=seq_len)
+    (print_fn or _print_stdout)(result.render(format))
+    return result
+
+
+def annotate(model: keras.Model) -> keras.Model:
+    """Make this one model's ``model.summary(...)`` print the annotated summary; Keras is not patched.
+
+    It sets an instance attribute that shadows ``Model.summary`` for this object only (other models,
+    and the class, keep Keras's summary; ``del model.summary`` undoes it). It accepts the keyword
+    arguments of :func:`summary`.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> model = annotate(build_transformer_model("tiny", verbose=False))
+    >>> model.summary(print_fn=lambda text: None).params
+    23360
+    """
+    if not isinstance(model, keras.Model):
+        raise fail(ModelError, "annotate(model)", "a keras.Model", type(model).__name__)
+    model.summary = functools.partial(summary, model)
+    return model

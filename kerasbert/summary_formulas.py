@@ -1,0 +1,156 @@
+"""Where each summary row's parameter formula comes from: the layer, a small table, or its weight shapes.
+
+The annotated summary (``kerasbert.summary``) asks, in this order:
+
+1. the layer itself: ``layer.param_formula()`` (every kerasbert layer has one);
+2. a small table for Keras built-ins: Dense, Embedding, LayerNormalization, LSTM, GRU, Bidirectional
+   and Conv1D, written with the symbols the kerasbert layers already use (``H·C+C``, ``T·H``);
+3. the weight shapes, as a product per weight, marked *generic*.
+
+It never re-derives a BERT shape: symbol values are read from the kerasbert layers' own formulas
+(``V·H = 21128·768`` binds V and H), and a built-in layer only names its own sizes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import keras
+
+from kerasbert.layers import Formula
+
+LAYER, BUILTIN, GENERIC = "layer", "builtin", "generic"
+
+
+class Symbols:
+    """Names sizes with single letters, consistently over one model.
+
+    ``bind_from(formula)`` learns ``V=21128, H=768`` from ``V·H = 21128·768``;
+    ``name(size, candidates)`` returns the first candidate already bound to ``size``, else binds
+    the first free candidate, else falls back to the size itself as a literal.
+
+    Example:
+    >>> symbols = Symbols()
+    >>> symbols.bind_from(Formula.of("V·H", V=21128, H=768))
+    >>> symbols.name(768, ("H", "D")), symbols.name(2, ("V", "T")), symbols.name(2, ("H",))
+    ('H', 'T', '2')
+    """
+
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+
+    def bind_from(self, formula: Formula) -> None:
+        """Learn symbol values from a formula's symbols and numbers; first binding wins."""
+        letters = re.findall(r"[A-Za-z]+", formula.symbols)
+        pattern = re.sub(r"[A-Za-z]+", "@", formula.symbols)
+        pattern = re.escape(pattern).replace("@", r"(\d+)")
+        match = re.fullmatch(pattern, formula.numbers)
+        if match:
+            for letter, number in zip(letters, match.groups(), strict=True):
+                self.values.setdefault(letter, int(number))
+
+    def name(self, size: int, candidates: tuple[str, ...]) -> str:
+        for symbol in candidates:
+            if self.values.get(symbol) == size:
+                return symbol
+        for symbol in candidates:
+            if symbol not in self.values:
+                self.values[symbol] = size
+                return symbol
+        return str(size)
+
+    def formula(self, template: str, **named: str) -> Formula:
+        """``template`` with ``{slot}`` placeholders filled by symbol names, evaluated with the bound values."""
+        return Formula.of(template.format(**named), **self.values)
+
+
+def _output_rank(layer) -> int:
+    """Rank of the layer's first output in the graph (2 when it was never called symbolically)."""
+    nodes = getattr(layer, "_inbound_nodes", None)  # Keras's own summary reads the same attribute
+    return len(keras.tree.flatten(nodes[0].output_tensors)[0].shape) if nodes else 2
+
+
+def _dense(layer, symbols: Symbols) -> Formula:
+    rank = _output_rank(layer)
+    din = symbols.name(int(layer.kernel.shape[0]), ("H", "I", "D"))
+    out = symbols.name(int(layer.units), ("H", "C") if rank <= 2 else ("H", "K"))
+    return symbols.formula("{i}·{o}+{o}" if layer.use_bias else "{i}·{o}", i=din, o=out)
+
+
+def _embedding(layer, symbols: Symbols) -> Formula:
+    rows = symbols.name(int(layer.input_dim), ("V", "T", "N"))
+    return symbols.formula("{v}·{h}", v=rows, h=symbols.name(int(layer.output_dim), ("H", "D")))
+
+
+def _layer_norm(layer, symbols: Symbols) -> Formula:
+    size = math.prod(int(w.shape[-1]) for w in layer.weights[:1]) if layer.weights else 0
+    h = symbols.name(size, ("H", "D"))
+    count = int(layer.scale) + int(layer.center)
+    return symbols.formula({2: "2·{h}", 1: "{h}", 0: "0"}[count], h=h)
+
+
+def _recurrent(layer, symbols: Symbols, gates: int) -> Formula:
+    cell = layer.cell
+    din = symbols.name(int(cell.kernel.shape[0]), ("H", "D"))
+    units = symbols.name(int(cell.units), ("U",))
+    bias = ""
+    if cell.use_bias:
+        bias = "+2·{u}" if getattr(cell, "reset_after", False) else "+{u}"
+    return symbols.formula(f"{gates}·({{d}}·{{u}}+{{u}}·{{u}}{bias})", d=din, u=units)
+
+
+def _conv1d(layer, symbols: Symbols) -> Formula:
+    width, channels, filters = (int(n) for n in layer.kernel.shape)
+    d = symbols.name(channels, ("H", "D"))
+    f = symbols.name(filters, ("F",))
+    return symbols.formula(f"{width}·{{d}}·{{f}}" + ("+{f}" if layer.use_bias else ""), d=d, f=f)
+
+
+def _bidirectional(layer, symbols: Symbols) -> Formula | None:
+    forward = builtin_formula(layer.forward_layer, symbols)
+    backward = builtin_formula(layer.backward_layer, symbols)
+    if forward is None or forward != backward:
+        return None
+    return Formula.of(f"2·{forward.symbols}", **symbols.values)
+
+
+_BUILTINS = {
+    keras.layers.Dense: _dense,
+    keras.layers.Embedding: _embedding,
+    keras.layers.LayerNormalization: _layer_norm,
+    keras.layers.LSTM: lambda layer, symbols: _recurrent(layer, symbols, 4),
+    keras.layers.GRU: lambda layer, symbols: _recurrent(layer, symbols, 3),
+    keras.layers.Conv1D: _conv1d,
+    keras.layers.Bidirectional: _bidirectional,
+}
+
+
+def builtin_formula(layer, symbols: Symbols) -> Formula | None:
+    """The table's formula for an exact Keras built-in class, or None (subclasses are not assumed alike)."""
+    rule = _BUILTINS.get(type(layer))
+    if rule is None or (type(layer) is keras.layers.Conv1D and layer.groups != 1):
+        return None
+    return rule(layer, symbols)
+
+
+def generic_formula(weights) -> Formula:
+    """``a·b+c``: one product of dimensions per weight, in literal numbers.
+
+    Example:
+    >>> generic_formula([keras.Variable(keras.ops.zeros((3, 2))), keras.Variable(keras.ops.zeros((2,)))])
+    Formula(symbols='3·2+2', numbers='3·2+2', value=8)
+    """
+    terms = ["·".join(str(int(n)) for n in w.shape) or "1" for w in weights]
+    text = "+".join(terms) or "0"
+    return Formula.of(text)
+
+
+def formula_for(layer, symbols: Symbols) -> tuple[Formula, str]:
+    """The formula of one layer and where it came from: ``"layer"``, ``"builtin"`` or ``"generic"``."""
+    if callable(getattr(layer, "param_formula", None)):
+        return layer.param_formula(), LAYER
+    formula = builtin_formula(layer, symbols)
+    if formula is not None:
+        return formula, BUILTIN
+    return generic_formula(layer.weights), GENERIC

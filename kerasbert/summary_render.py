@@ -1,0 +1,162 @@
+"""Render a :class:`kerasbert.summary.Summary` as a text table (rich when installed), Markdown or JSON.
+
+All three forms are built from the same cells (:func:`layer_table`, :func:`group_table`,
+:func:`footer_lines`), so they show the same figures.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kerasbert.summary import Row, Summary
+
+FORMATS = ("text", "markdown", "json")
+LAYER_HEADERS = ("Layer (type)", "Output Shape", "Param #", "Formula (symbols = numbers)", "Note")
+GROUP_HEADERS = ("Group", "Param #", "Share", "Detail")
+RIGHT = {"Param #", "Share"}
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:,.2f} {unit}"
+    return f"{n} B"
+
+
+def _percent(share: float) -> str:
+    """``21.77%``; small shares keep two significant digits (``0.0015%``) rather than read as zero."""
+    return f"{100 * share:.2f}%" if share >= 1e-4 or share == 0 else f"{100 * share:.2g}%"
+
+
+def _formula_cell(row: Row) -> str:
+    if row.formula is None:
+        return "Σ of the rows below"
+    if row.formula.value == 0 and row.params == 0:
+        return ""
+    return str(row.formula) if row.formula.symbols != row.formula.numbers else row.formula.numbers
+
+
+def _layer_cells(row: Row) -> list[str]:
+    indent = "  " * row.depth
+    params = f"{row.params:,}" if row.ok else f"! {row.params:,}"
+    return [f"{indent}{row.name} ({row.type})", row.output_shape, params, _formula_cell(row), "; ".join(row.notes)]
+
+
+def _weight_cells(row: Row) -> list[list[str]]:
+    indent = "  " * row.depth + "  └ "
+    cells = []
+    for weight in row.weights:
+        notes = ([] if weight.trainable else ["non-trainable"]) + ([f"tied to {weight.tied_to}"] if weight.tied_to
+                                                                     else [])
+        shape = "[" + ", ".join(str(n) for n in weight.shape) + "]"
+        product = "·".join(str(n) for n in weight.shape) or "1"
+        cells.append([f"{indent}{weight.name}", shape, f"{weight.params:,}", product, "; ".join(notes)])
+    return cells
+
+
+def layer_table(summary: Summary) -> list[list[str]]:
+    """One list of cells per row (and per weight when ``summary.expand``), in LAYER_HEADERS order."""
+    table = []
+    for row in summary.rows:
+        table.append(_layer_cells(row))
+        if summary.expand:
+            table.extend(_weight_cells(row))
+    return table
+
+
+def group_table(summary: Summary) -> list[list[str]]:
+    """One list of cells per group, in GROUP_HEADERS order."""
+    table = []
+    for group in summary.groups:
+        detail = f"{group.blocks} × {group.per_block:,}" if group.per_block is not None else (
+            f"{group.blocks} layers, not alike" if group.blocks else "")
+        table.append([group.name, f"{group.params:,}", _percent(group.share), detail])
+    return table
+
+
+def footer_lines(summary: Summary) -> list[str]:
+    """Totals, trainable counts, memory, the activation estimate and the total line."""
+    memory = summary.memory
+    lines = [
+        f"Total params: {summary.params:,}",
+        f"Trainable params: {summary.trainable:,}",
+        f"Non-trainable params: {summary.non_trainable:,}",
+        "Weights: " + " · ".join(f"{dtype} {_bytes(size)}" for dtype, size in memory.weights.items()),
+        f"Training state with Adam: {_bytes(memory.adam_training)} ({memory.adam_formula})",
+    ]
+    act = memory.activations
+    if act is not None:
+        lines.append(f"Activations (estimate, batch {act.batch_size}, seq {act.seq_len}): {_bytes(act.bytes)} "
+                     f"({act.elements:,} elements)")
+        lines.append(f"  {act.formula}")
+    if summary.mismatches:
+        lines.append(f"MISMATCH: {len(summary.mismatches)} row(s) whose formula disagrees with the layer "
+                     f"(marked !): {', '.join(summary.mismatches)}")
+    lines.append(summary.total_line())
+    return lines
+
+
+def _plain_table(headers, rows) -> list[str]:
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows, strict=True)]
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if h in RIGHT else c.ljust(w)
+                         for c, w, h in zip(cells, widths, headers, strict=True)).rstrip()
+
+    rule = "-" * len(line(["-" * w for w in widths]))
+    return [rule, line(headers), rule, *(line(r) for r in rows), rule]
+
+
+def render_plain(summary: Summary) -> str:
+    """Fixed-width text without rich."""
+    lines = [f'Model: "{summary.model}"', *_plain_table(LAYER_HEADERS, layer_table(summary)), ""]
+    lines += [*_plain_table(GROUP_HEADERS, group_table(summary)), *footer_lines(summary)]
+    return "\n".join(lines)
+
+
+def render_rich(summary: Summary) -> str:
+    """A rich table, as Keras's own summary draws it, captured as plain text (no colour codes)."""
+    import rich.console
+    import rich.markup
+    import rich.table
+
+    console = rich.console.Console(file=io.StringIO(), width=400, color_system=None, force_terminal=False,
+                                   highlight=False)
+    for title, headers, rows in ((f'Model: "{summary.model}"', LAYER_HEADERS, layer_table(summary)),
+                                 ("Groups", GROUP_HEADERS, group_table(summary))):
+        table = rich.table.Table(*[rich.table.Column(h, justify="right" if h in RIGHT else "left")
+                                   for h in headers], title=rich.markup.escape(title), title_justify="left")
+        for cells in rows:
+            table.add_row(*[rich.markup.escape(c) for c in cells])
+        console.print(table)
+    for line in footer_lines(summary):
+        console.print(rich.markup.escape(line), soft_wrap=True)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines())
+
+
+def _markdown_table(headers, rows) -> list[str]:
+    def line(cells):
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return [line(headers), "|" + "|".join("---:" if h in RIGHT else "---" for h in headers) + "|",
+            *(line(r) for r in rows)]
+
+
+def render_markdown(summary: Summary) -> str:
+    """GitHub Markdown: the layer table, the group table, then the totals as a list."""
+    lines = [f"**Model: `{summary.model}`**", "", *_markdown_table(LAYER_HEADERS, layer_table(summary)), ""]
+    lines += [*_markdown_table(GROUP_HEADERS, group_table(summary)), ""]
+    lines += [f"- {line}" for line in footer_lines(summary)]
+    return "\n".join(lines)
+
+
+def render(summary: Summary, format: str = "text") -> str:
+    """Dispatch on ``format``: text (rich if installed, else plain), markdown or json."""
+    if format == "json":
+        return summary.to_json()
+    if format == "markdown":
+        return render_markdown(summary)
+    return render_rich(summary) if importlib.util.find_spec("rich") else render_plain(summary)

@@ -1,0 +1,113 @@
+"""kerasbert.cli: the summary subcommand (JSON parsed) for DESIGN.md's builds, and its errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kerasbert import cli
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def summary_json(capsys, *argv: str) -> dict:
+    code, out, err = run(capsys, "summary", *argv, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def groups(data: dict) -> dict[str, int]:
+    return {g["name"]: g["params"] for g in data["groups"]}
+
+
+def rows(data: dict) -> dict[str, dict]:
+    return {r["name"]: r for r in data["rows"]}
+
+
+def test_chinese_classifier_rows_and_total(capsys):
+    data = summary_json(capsys, "bert_base_chinese", "--head", "cls:2")
+    assert data["params"] == 101_678_594 and data["mismatches"] == []
+    assert data["total_line"] == "Total 101,678,594 = embeddings 16,622,592 + 12 × 7,087,872 (encoder) + head 1,538"
+    by_name = rows(data)
+    expected = {"Embedding-Token": (16_226_304, "V·H"), "Embedding-Segment": (1_536, "T·H"),
+                "Embedding-Position": (393_216, "P·H"), "Embedding-Norm": (1_536, "2·H"),
+                "Transformer-7-MultiHeadSelfAttention": (2_362_368, "4·(H·H+H)"),
+                "Transformer-7-FeedForward": (4_722_432, "H·I+I+I·H+H"),
+                "Transformer-7-FeedForward-Norm": (1_536, "2·H"), "CLS-Dense": (1_538, "H·C+C")}
+    assert {k: (by_name[k]["params"], by_name[k]["formula"]["symbols"]) for k in expected} == expected
+    assert all(r["ok"] for r in data["rows"])
+
+
+def test_chinese_with_pooler_and_uncased_shares(capsys):
+    assert summary_json(capsys, "bert_base_chinese", "--pooler")["params"] == 102_267_648
+    data = summary_json(capsys, "bert_base_uncased", "--pooler")
+    assert groups(data) == {"embeddings": 23_837_184, "encoder": 85_054_464, "pooler": 590_592}
+    assert data["params"] == 109_482_240
+    assert [round(100 * g["share"], 2) for g in data["groups"]] == [21.77, 77.69, 0.54]
+
+
+def test_large_chinese(capsys):
+    data = summary_json(capsys, "bert_large_chinese")
+    assert data["total_line"] == "Total 324,472,832 = embeddings 22,163,456 + 24 × 12,596,224 (encoder)"
+
+
+def test_tagging_head_and_memory_estimate(capsys):
+    data = summary_json(capsys, "bert_base_chinese", "--head", "tagging:11", "--batch", "8", "--seq", "128")
+    assert (rows(data)["Tagging-Dense"]["params"], groups(data)["head"]) == (8_459, 8_459)
+    assert data["memory"]["activations"]["batch_size"] == 8 and data["memory"]["activations"]["seq_len"] == 128
+    assert data["memory"]["weights"]["float32"] == 4 * data["params"]
+
+
+def test_text_markdown_expand_and_other_heads(capsys):
+    code, out, _ = run(capsys, "summary", "tiny", "--head", "tagging:5:crf", "--expand")
+    assert code == 0 and "K·K = 5·5" in out and "qkv_kernel" in out and "Groups" in out
+    code, out, _ = run(capsys, "summary", "tiny", "--head", "mlm", "--format", "markdown")
+    assert code == 0 and out.startswith("**Model:") and "| MLM-Bias (Bias) |" in out
+    assert summary_json(capsys, "tiny", "--head", "nsp")["rows"][-1]["name"] == "NSP-Proba"
+    data = summary_json(capsys, "tiny", "--pooler", "--head", "cls:3")  # classifies from Pooler-Dense
+    assert [r["name"] for r in data["rows"][-2:]] == ["Pooler-Dense", "CLS-Dense"]
+
+
+@pytest.mark.parametrize("spec", ["cls", "cls:0", "cls:2:crf", "tagging:x", "crf:3", "mlm:2"])
+def test_unknown_head_is_exit_2_with_one_line(capsys, spec):
+    code, out, err = run(capsys, "summary", "tiny", "--head", spec)
+    assert code == 2 and out == ""
+    assert err == (f"kerasbert summary: error: --head: expected cls:N, tagging:K, tagging:K:crf, mlm or nsp, "
+                   f"found {spec!r}. e.g. --head cls:2 or --head tagging:9:crf\n")
+
+
+def test_config_that_does_not_load(capsys, tmp_path):
+    code, _, err = run(capsys, "summary", str(tmp_path / "missing.json"))
+    assert code == 2 and err.count("\n") == 1 and "missing.json: expected a bert_config.json file" in err
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"vocab_size": 100, "hidden_size": 30, "num_attention_heads": 4}')
+    code, _, err = run(capsys, "summary", str(bad))
+    assert code == 2 and "num_attention_heads: expected a divisor of hidden_size 30, found 4" in err
+    assert "Traceback" not in err
+    code, _, err = run(capsys, "--debug", "summary", str(bad))
+    assert code == 2 and "Traceback (most recent call last)" in err and "ConfigError" in err
+
+
+def test_usage_errors_and_help(capsys):
+    assert run(capsys, "summary")[0] == 2
+    assert run(capsys, "nosuchcommand")[0] == 2
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and "summary" in out
+
+
+def test_console_script_in_a_real_process():
+    script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
+    command = [script] if os.path.exists(script) else [sys.executable, "-m", "kerasbert"]
+    done = subprocess.run([*command, "summary", "bert_base_chinese", "--format", "json"], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(done.stdout)
+    assert data["params"] == 101_677_056 and groups(data) == {"embeddings": 16_622_592, "encoder": 85_054_464}

@@ -1,0 +1,308 @@
+"""Heads: graphs and names, parameter counts, bert4keras parity (MLM/NSP), save/load, training, errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from kerasbert import ModelError, build_transformer_model, heads, load_google_checkpoint
+from kerasbert.crf import ConditionalRandomField
+from kerasbert.layers import TakeToken
+
+import helpers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BATCH = [np.array([[2, 9, 17, 40, 3, 0, 0], [2, 5, 6, 7, 8, 9, 3], [2, 70, 3, 0, 0, 0, 0]]),
+         np.array([[0, 0, 0, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 0, 0, 0, 0]])]
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return build_transformer_model("tiny", verbose=False)
+
+
+def new_layers(model: keras.Model, backbone: keras.Model) -> list[str]:
+    names = {layer.name for layer in backbone.layers}
+    return [layer.name for layer in model.layers if layer.name not in names]
+
+
+HEADS = {
+    "cls-first": (lambda b: heads.cls(b, 3), ["CLS-token", "CLS-Dense"]),
+    "cls-first-dropout": (lambda b: heads.cls(b, 3, dropout=0.1), ["CLS-token", "CLS-Dropout", "CLS-Dense"]),
+    "cls-pooler": (lambda b: heads.cls(b, 3, pooling="pooler"), ["Pooler", "Pooler-Dense", "CLS-Dense"]),
+    "cls-mean": (lambda b: heads.cls(b, 3, pooling="mean", activation="sigmoid"), ["CLS-Mean", "CLS-Dense"]),
+    "tagging": (lambda b: heads.tagging(b, 5), ["Tagging-Dense"]),
+    "tagging-crf": (lambda b: heads.tagging(b, 5, crf=True, bilstm_units=4, dropout=0.1),
+                    ["Tagging-BiLSTM", "Tagging-Dropout", "Tagging-Dense", "Tagging-CRF"]),
+    "crf-decoder": (lambda b: heads.crf_decoder(heads.tagging(b, 5, crf=True)), ["Tagging-Dense", "Tagging-CRF"]),
+    "mlm": (heads.mlm, ["MLM-Dense", "MLM-Norm", "MLM-Bias", "MLM-Activation"]),
+    "nsp": (heads.nsp, ["Pooler", "Pooler-Dense", "NSP-Proba"]),
+}
+
+
+@pytest.mark.parametrize("name", HEADS)
+def test_head_layers_are_flat_and_named(bert, name):
+    build, expected = HEADS[name]
+    model = build(bert)
+    assert new_layers(model, bert) == expected
+    assert not any(isinstance(layer, keras.Model) for layer in model.layers)  # bert4keras: one flat graph
+    assert [t.name for t in model.inputs] == ["Input-Token", "Input-Segment"]
+
+
+def test_parameter_counts_bert_base_chinese():
+    base = build_transformer_model("bert_base_chinese", verbose=False)
+    assert base.count_params() == 101_677_056
+    model = heads.cls(base, 2)
+    assert model.count_params() == 101_678_594  # + H·C+C = 768·2+2 = 1,538
+    tagging = heads.tagging(base, 11, crf=True)
+    assert tagging.get_layer("Tagging-Dense").count_params() == 8_459  # H·K+K = 768·11+11
+    crf = tagging.get_layer("Tagging-CRF")
+    assert crf.count_params() == 121 and str(crf.param_formula()) == "K·K = 11·11"
+
+
+def test_heads_share_the_graph_of_build_flags(bert):
+    def layout(model):
+        return [(layer["class_name"], layer["name"], layer["inbound_nodes"]) for layer in model.get_config()["layers"]]
+
+    assert layout(heads.mlm(bert)) == layout(build_transformer_model("tiny", with_mlm=True, verbose=False))
+    assert layout(heads.nsp(bert)) == layout(build_transformer_model("tiny", with_nsp=True, verbose=False))
+
+
+def test_head_built_by_hand_is_the_same_graph(bert):
+    x = TakeToken(0, name="CLS-token")(bert.output)
+    x = keras.layers.Dense(2, activation="softmax", name="CLS-Dense")(x)
+    by_hand, model = keras.Model(bert.inputs, x), heads.cls(bert, 2)
+    configs = [[(layer["class_name"], layer["name"], layer["inbound_nodes"]) for layer in m.get_config()["layers"]]
+               for m in (by_hand, model)]
+    assert configs[0] == configs[1] and by_hand.count_params() == model.count_params()
+    model.get_layer("CLS-Dense").set_weights(by_hand.get_layer("CLS-Dense").get_weights())
+    np.testing.assert_array_equal(model.predict(BATCH, verbose=0), by_hand.predict(BATCH, verbose=0))
+
+
+def test_pooler_comes_from_the_backbone_or_the_checkpoint(tiny_ckpt):
+    config, ckpt = os.path.join(tiny_ckpt, "bert_config.json"), os.path.join(tiny_ckpt, "bert_model.ckpt")
+    pooled = build_transformer_model(config, ckpt, with_pool=True, verbose=False)
+    assert heads.cls(pooled, 2, pooling="pooler").get_layer("Pooler-Dense") is pooled.get_layer("Pooler-Dense")
+    model = heads.cls(build_transformer_model(config, verbose=False), 2, pooling="pooler")
+    report = load_google_checkpoint(model, ckpt, verbose=False)
+    expected = helpers.random_google_weights(helpers.TINY, seed=1)["bert/pooler/dense/kernel"]
+    np.testing.assert_array_equal(model.get_layer("Pooler-Dense").kernel.numpy(), expected)
+    assert [path for path, _ in report.new] == ["CLS-Dense/kernel", "CLS-Dense/bias"]
+
+
+def test_mean_pooling_ignores_padding(bert):
+    model = heads.cls(bert, 2, pooling="mean")
+    pooled = keras.Model(model.inputs, model.get_layer("CLS-Mean").output).predict(BATCH, verbose=0)
+    sequence = bert.predict(BATCH, verbose=0)
+    mask = BATCH[0] != 0
+    expected = (sequence * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+    np.testing.assert_allclose(pooled, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("case, head", [("tiny-3", heads.nsp), ("tiny-4", heads.mlm)])
+def test_mlm_and_nsp_equal_bert4keras(oracle, case, head):
+    cases, theirs = oracle
+    case = cases[case]
+    backbone = build_transformer_model(os.path.join(case["folder"], "bert_config.json"), verbose=False)
+    model = head(backbone)
+    load_google_checkpoint(model, os.path.join(case["folder"], "bert_model.ckpt"), verbose=False)
+    data = np.load(case["inputs"])
+    ours = model.predict([data["token_ids"], data["segment_ids"]], verbose=0)
+    reference = theirs[f"{case['index']}/0"]
+    assert ours.shape == reference.shape
+    np.testing.assert_allclose(ours, reference, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", HEADS)
+def test_save_and_load_without_custom_objects(tmp_path, bert, name):
+    model = HEADS[name][0](bert)
+    path = str(tmp_path / f"{name}.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)  # no custom_objects
+    np.testing.assert_array_equal(loaded.predict(BATCH, verbose=0), model.predict(BATCH, verbose=0))
+    if name == "crf-decoder":
+        assert (loaded.predict(BATCH, verbose=0)[BATCH[0] == 0] == -1).all()
+
+
+def test_compiled_crf_model_reloads_and_asks_to_compile_again(tmp_path, bert):
+    model = heads.tagging(bert, 3, crf=True)
+    model.compile("adam", **heads.loss_and_metrics(model))
+    labels = np.ones(BATCH[0].shape, np.int32)
+    model.save(str(tmp_path / "crf.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "crf.keras"))
+    np.testing.assert_array_equal(loaded.predict(BATCH, verbose=0), model.predict(BATCH, verbose=0))
+    with pytest.raises(ModelError, match="crf_loss of Tagging-CRF: expected a loss bound to the model's CRF layer"):
+        loaded.fit(BATCH, labels, verbose=0)
+    loaded.compile("adam", **heads.loss_and_metrics(loaded))
+    assert np.isfinite(loaded.fit(BATCH, labels, verbose=0).history["loss"][0])
+
+
+# --- training: each head learns a small synthetic task on the tiny model (vocab 128) -----------------------
+
+def frame(rng, n: int, length: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    """[CLS] filler… [SEP] then padding; fillers 5..63; returns token ids and lengths (6..length)."""
+    lengths = rng.integers(6, length + 1, n)
+    tokens = np.where(np.arange(length) < lengths[:, None], rng.integers(5, 64, (n, length)), 0)
+    tokens[:, 0], tokens[np.arange(n), lengths - 1] = 2, 3
+    return tokens.astype(np.int32), lengths
+
+
+def marker_class(rng, n):
+    """3 classes: the class c is the marker token 100+c hidden at a random position."""
+    tokens, lengths = frame(rng, n)
+    labels = rng.integers(0, 3, n)
+    tokens[np.arange(n), rng.integers(1, lengths - 1)] = 100 + labels
+    return [tokens, np.zeros_like(tokens)], labels
+
+
+def marker_segment(rng, n):
+    """Sentence pairs: the label says whether marker 100 is in the second segment (1) or the first (0)."""
+    tokens, lengths = frame(rng, n)
+    segments, labels = np.zeros_like(tokens), rng.integers(0, 2, n)
+    for i, length in enumerate(lengths):
+        cut = rng.integers(3, length - 2)
+        tokens[i, cut], segments[i, cut + 1:length] = 3, 1
+        tokens[i, rng.integers(cut + 1, length - 1) if labels[i] else rng.integers(1, cut)] = 100
+    return [tokens, segments], labels
+
+
+def token_bucket(rng, n):
+    """Per-token labels: token id // 32 (4 labels); padding labelled 0."""
+    tokens, _ = frame(rng, n)
+    tokens = np.where(tokens > 3, rng.integers(5, 128, tokens.shape), tokens).astype(np.int32)
+    return [tokens, np.zeros_like(tokens)], tokens // 32
+
+
+def entity_spans(rng, n):
+    """BIO tags (O 0, B 1, I 2): runs of 1-3 tokens from 64..127 are entities, fillers 5..63 are O."""
+    tokens, lengths = frame(rng, n)
+    labels = np.zeros_like(tokens)
+    for i, length in enumerate(lengths):
+        t = 1
+        while t < length - 1:
+            span = min(rng.integers(1, 4), length - 1 - t) if rng.random() < 0.35 else 0
+            tokens[i, t:t + span] = rng.integers(64, 128, span)
+            labels[i, t:t + span] = [1] + [2] * (span - 1) if span else []
+            t += span + 1
+    return [tokens, np.zeros_like(tokens)], labels
+
+
+def copy_masked(rng, n):
+    """MLM: every filler is one token t; two positions are [MASK] (id 1) with label t, others label 0."""
+    tokens, lengths = frame(rng, n)
+    labels = np.zeros_like(tokens)
+    for i, length in enumerate(lengths):
+        tokens[i, 1:length - 1] = rng.integers(5, 128)
+        masked = rng.choice(np.arange(1, length - 1), 2, replace=False)
+        labels[i, masked], tokens[i, masked] = tokens[i, 1], 1
+    return [tokens, np.zeros_like(tokens)], labels
+
+
+# name: (head, data, steps, max held-out loss, chance loss, min held-out accuracy)
+TASKS = {
+    "cls": (lambda b: heads.cls(b, 3, dropout=0.1), marker_class, 200, 0.1, np.log(3), 0.95),
+    "nsp": (heads.nsp, marker_segment, 200, 0.1, np.log(2), 0.95),
+    "tagging": (lambda b: heads.tagging(b, 4), token_bucket, 200, 0.1, np.log(4), 0.95),
+    "tagging-bilstm-crf": (lambda b: heads.tagging(b, 3, crf=True, bilstm_units=16, dropout=0.1), entity_spans,
+                           200, 1.5, 9 * np.log(3), 0.95),  # CRF loss is per sequence (≈ 9 real tokens)
+    "mlm": (heads.mlm, copy_masked, 300, 1.5, np.log(128), 0.8),
+}
+
+
+def accuracy(model, x, y) -> float:
+    """Held-out accuracy on real tokens (Viterbi paths for the CRF), masked tokens for MLM, rows otherwise."""
+    if any(isinstance(layer, ConditionalRandomField) for layer in model.layers):
+        predicted = heads.crf_decoder(model).predict(x, verbose=0)
+    else:
+        predicted = model.predict(x, verbose=0).argmax(-1)
+    if y.ndim == 1:
+        return float((predicted == y).mean())
+    keep = y != 0 if model.layers[-1].name == "MLM-Activation" else x[0] != 0
+    return float((predicted == y)[keep].mean())
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_each_head_learns_a_synthetic_task(name):
+    build, data, steps, max_loss, chance, min_accuracy = TASKS[name]
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    model = build(build_transformer_model("tiny", verbose=False))
+    model.compile(keras.optimizers.Adam(2e-3), **heads.loss_and_metrics(model))
+    x, y = data(rng, 32 * steps)  # fresh examples for every step: one epoch
+    model.fit(x, y, batch_size=32, epochs=1, verbose=0)
+    x_test, y_test = data(rng, 256)
+    loss = model.evaluate(x_test, y_test, verbose=0, return_dict=True)["loss"]
+    assert loss < max_loss < chance / 2
+    assert accuracy(model, x_test, y_test) >= min_accuracy
+
+
+# --- bad input ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, message", [
+    (lambda b: heads.cls(b, 0), "num_classes: expected an integer >= 1, found 0"),
+    (lambda b: heads.cls(b, 2.0), "num_classes: expected an integer >= 1, found 2.0"),
+    (lambda b: heads.tagging(b, 0), "num_labels: expected an integer >= 1, found 0"),
+    (lambda b: heads.tagging(b, 3, bilstm_units=0), "bilstm_units: expected an integer >= 1, found 0"),
+    (lambda b: heads.cls(b, 2, pooling="max"), "pooling: expected 'first' or 'pooler' or 'mean', found 'max'"),
+    (lambda b: heads.cls(b, 2, activation="softmaxx"), "activation: expected a Keras activation name .*'softmaxx'"),
+    (lambda b: heads.cls(b, 2, dropout=1.5), r"dropout: expected None or a rate in \[0, 1\), found 1.5"),
+    (lambda b: heads.loss_and_metrics(b), "loss_and_metrics: expected a model with one output from Tagging-CRF"),
+])
+def test_bad_arguments_raise_one_clear_error(bert, call, message):
+    with pytest.raises(ModelError, match=message):
+        call(bert)
+
+
+@pytest.mark.parametrize("flags, head", [({"with_pool": True}, heads.tagging),
+                                         ({"with_mlm": True}, lambda b, *_: heads.mlm(b)),
+                                         ({"with_nsp": True}, lambda b, *_: heads.cls(b, 2))])
+def test_heads_need_the_sequence_output(flags, head):
+    backbone = build_transformer_model("tiny", verbose=False, **flags)
+    with pytest.raises(ModelError, match=r"head: expected a backbone whose output is the sequence output "
+                                         r"\[batch, seq, H\], found outputs \(None, "):
+        head(backbone, 3)
+
+
+def test_label_ids_out_of_range_stop_fit(bert):
+    import tensorflow as tf
+
+    model = heads.tagging(bert, 3, crf=True)
+    model.compile("adam", **heads.loss_and_metrics(model))
+    labels = np.zeros(BATCH[0].shape, np.int32)
+    labels[1, 2] = 7
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"Tagging-CRF labels: expected label ids in \[0, 3\)"):
+        model.fit(BATCH, labels, verbose=0)
+
+
+@pytest.mark.parametrize("head, labels", [(lambda b: heads.cls(b, 2), np.array([0, 2, 1])),
+                                          (lambda b: heads.tagging(b, 4), np.full(BATCH[0].shape, -1)),
+                                          (heads.mlm, np.full(BATCH[0].shape, 128))])
+def test_loss_checks_label_ids_in_graph_mode(bert, head, labels):
+    import tensorflow as tf
+
+    model = head(bert)
+    loss = heads.loss_and_metrics(model)["loss"]
+    predictions = model.predict(BATCH, verbose=0)
+    layer, size = model.layers[-1].name, predictions.shape[-1]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"{layer} labels: expected label ids in \[0, {size}\)"):
+        tf.function(loss)(labels, predictions)  # graph mode, as inside fit
+    np.testing.assert_allclose(float(tf.function(loss)(np.clip(labels, 0, size - 1), predictions)),
+                               float(loss(np.clip(labels, 0, size - 1), predictions)), rtol=1e-6)
+
+
+def test_classifier_in_few_lines_example(tmp_path):
+    helpers.write_checkpoint(str(tmp_path), helpers.random_google_weights(helpers.TINY, seed=5), helpers.TINY)
+    script = os.path.join(ROOT, "examples", "classifier_in_few_lines.py")
+    source = open(script).read()
+    code = source.split('"""', 2)[2]  # after the module docstring
+    assert len([line for line in code.splitlines() if line.strip() and not line.startswith("#")]) <= 15
+    proc = subprocess.run([sys.executable, script, str(tmp_path / "bert_config.json"),
+                           str(tmp_path / "bert_model.ckpt")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "CLS-Dense (Dense)" in proc.stdout and "probabilities (2, 2)" in proc.stdout
+    assert "name = bert/pooler/dense/kernel" not in proc.stderr  # pooling="first": the pooler stays unused
