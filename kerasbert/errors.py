@@ -26,6 +26,10 @@ class ModelError(KerasBertError, ValueError):
     """A model cannot be built or called with the given arguments or inputs."""
 
 
+class DataError(KerasBertError, ValueError):
+    """A data file cannot be read, or its rows, tags or labels are ill-formed."""
+
+
 def fail(cls: type[KerasBertError], what: str, expected: str, found: str, hint: str = "") -> KerasBertError:
     """Build an error whose message reads ``what: expected X, found Y. hint``.
 

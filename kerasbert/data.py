@@ -1,0 +1,484 @@
+"""Data readers: classification TSV/CSV/JSONL, NER CoNLL files and span JSONL.
+
+Every reader returns a list of small dataclass examples and raises one :class:`DataError`
+naming the file and line for bad input. Writers write to a temporary name and rename, so a
+failed write never leaves a partial file. Tag schemes live in :mod:`kerasbert.schemes`.
+
+NER examples keep character offsets (``NerExample.offsets`` per token, ``NerExample.spans``
+per entity), so labels can later be aligned onto word pieces from a tokenizer's offsets.
+
+Example:
+>>> import os, tempfile
+>>> folder = tempfile.mkdtemp()
+>>> path = os.path.join(folder, "train.txt")
+>>> _ = open(path, "w", encoding="utf-8").write("张 B-PER\\n三 I-PER\\n好 O\\n")
+>>> read_conll(path)[0].entities()
+[('张三', 'PER')]
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kerasbert import schemes
+from kerasbert.errors import DataError, fail
+from kerasbert.schemes import Span
+
+Field = int | str
+
+
+# ---------------------------------------------------------------------------- files
+
+
+def read_text(path: str) -> str:
+    """Read a whole UTF-8 file (a BOM is dropped), failing clearly when it cannot be used.
+
+    Args:
+        path: str. the file.
+
+    Returns:
+        str. its text.
+
+    Raises:
+        DataError: the file does not exist, is empty, or is not UTF-8 (with the byte offset).
+
+    Example:
+    >>> read_text("/no/such/file.tsv")
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.DataError: /no/such/file.tsv: expected an existing file, found nothing at that path
+    """
+    if not os.path.isfile(path):
+        raise fail(DataError, path, "an existing file", "nothing at that path")
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise fail(DataError, f"{path}:{line}", "UTF-8 text",
+                   f"byte {raw[error.start]:#04x} at byte offset {error.start} that is not UTF-8",
+                   "convert the file to UTF-8 (e.g. iconv -f GBK -t UTF-8)") from None
+    if not text.strip():
+        raise fail(DataError, path, "at least one example", "an empty file")
+    return text
+
+
+def write_text(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then a rename.
+
+    Args:
+        path: str. the file to write.
+        text: str. its whole content.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "out.txt")
+    >>> write_text(path, "hello\\n"); open(path).read()
+    'hello\\n'
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix="-" + os.path.basename(path))
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------------------- classification
+
+
+@dataclass(frozen=True)
+class ClassificationExample:
+    """One text (or text pair) with its label.
+
+    Args:
+        text: str. the first text.
+        label: str. the label as written in the file.
+        text_b: str or None. the second text of a pair.
+        line: int. the line of the file it came from (1-based), for messages.
+    """
+
+    text: str
+    label: str
+    text_b: str | None = None
+    line: int = field(default=0, compare=False)
+
+
+@dataclass
+class LabelSet:
+    """The labels of a task, in a fixed order: ``labels[i]`` has id ``i``.
+
+    Args:
+        labels: list of str. the labels, each once.
+
+    Example:
+    >>> import os, tempfile
+    >>> labels = LabelSet.from_labels(["pos", "neg", "pos"])
+    >>> labels.labels, labels.index("pos")
+    (['neg', 'pos'], 1)
+    >>> path = os.path.join(tempfile.mkdtemp(), "labels.json")
+    >>> labels.save(path); LabelSet.load(path) == labels
+    True
+    """
+
+    labels: list[str]
+
+    @classmethod
+    def from_labels(cls, labels: Iterable[str]) -> LabelSet:
+        """Build a label set from the labels seen in training data, sorted so order is reproducible."""
+        return cls(sorted(set(labels)))
+
+    @classmethod
+    def from_examples(cls, examples: Iterable[ClassificationExample]) -> LabelSet:
+        """Build a label set from training examples."""
+        return cls.from_labels(example.label for example in examples)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __contains__(self, label: object) -> bool:
+        return label in self.labels
+
+    def index(self, label: str) -> int:
+        """The id of ``label``; a :class:`DataError` when the set does not have it."""
+        if label not in self.labels:
+            raise fail(DataError, "label", f"one of {self.labels}", repr(label))
+        return self.labels.index(label)
+
+    def check(self, examples: Sequence[ClassificationExample], path: str) -> None:
+        """Fail with every label of ``examples`` not in this set, and where each is first seen."""
+        unseen: dict[str, int] = {}
+        for example in examples:
+            if example.label not in self.labels:
+                unseen.setdefault(example.label, example.line)
+        if unseen:
+            where = ", ".join(f"{label!r} (line {line})" for label, line in unseen.items())
+            raise fail(DataError, f"{path}:{min(unseen.values())}", f"labels seen in training, {self.labels}",
+                       f"unseen labels {where}", "add them to the training data or to labels.json")
+
+    def save(self, path: str) -> None:
+        """Write the set as ``{"labels": [...]}`` to ``path`` (atomically)."""
+        write_text(path, json.dumps({"labels": self.labels}, ensure_ascii=False, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: str) -> LabelSet:
+        """Read a set written by :meth:`save`."""
+        text = read_text(path)
+        try:
+            labels = json.loads(text)["labels"]
+        except (ValueError, KeyError, TypeError):
+            raise fail(DataError, path, 'JSON {"labels": [...]}', "something else") from None
+        if not isinstance(labels, list) or len(set(labels)) != len(labels):
+            raise fail(DataError, path, "a list of distinct labels", repr(labels))
+        return cls([str(label) for label in labels])
+
+
+def _rows(path: str, fmt: str) -> Iterable[tuple[int, list[str] | dict]]:
+    """Yield ``(line, row)``: a list of columns, or the JSON value of a line; blank lines skipped."""
+    lines = read_text(path).splitlines()
+    if fmt == "jsonl":
+        for number, line in enumerate(lines, 1):
+            if line.strip():
+                try:
+                    yield number, json.loads(line)
+                except ValueError as error:
+                    raise fail(DataError, f"{path}:{number}", "one JSON object", f"invalid JSON ({error})") from None
+        return
+    dialect = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {"delimiter": ","}
+    reader = csv.reader(lines, **dialect)
+    for row in reader:
+        if any(cell.strip() for cell in row):
+            yield reader.line_num, row
+
+
+def _column(key: Field | None, names: list[str], path: str) -> Field | None:
+    """Turn a column name into its index in the header ``names``."""
+    if not isinstance(key, str):
+        return key
+    if key not in names:
+        raise fail(DataError, f"{path}:1", f"a column {key!r} in the header", f"columns {names}")
+    return names.index(key)
+
+
+def _get(row: list | dict, key: Field, where: str) -> str:
+    """One field of a row: a column index or a column name / JSON key."""
+    if isinstance(row, dict) and key in row and row[key] is not None:
+        return str(row[key])
+    if isinstance(row, list) and isinstance(key, int) and -len(row) <= key < len(row):
+        return str(row[key])
+    found = f"{len(row)} columns" if isinstance(row, list) else f"keys {sorted(map(str, row))}"
+    if not isinstance(row, list | dict):
+        found = f"a JSON {type(row).__name__}"
+    what = f"column {key}" if isinstance(key, int) else f"field {key!r}"
+    raise fail(DataError, where, what, found, "check the text / text_b / label arguments")
+
+
+def read_classification(path: str, text: Field | None = None, label: Field | None = None,
+                        text_b: Field | None = None, fmt: str | None = None, header: bool | None = None,
+                        labels: LabelSet | None = None) -> list[ClassificationExample]:
+    """Read a classification file: TSV, CSV or JSONL, one example a row.
+
+    Args:
+        path: str. the file; its extension (``.tsv``, ``.csv``, ``.jsonl``/``.json``) gives the format.
+        text: int or str. the text's column index or name (JSONL key). Defaults: 0, or ``"text"`` for JSONL.
+        label: int or str. the label's column. Defaults: 1 (or 2 with ``text_b``), or ``"label"``.
+        text_b: int, str or None. the second text's column, for pairs.
+        fmt: str or None. ``"tsv"``, ``"csv"`` or ``"jsonl"``, overriding the extension.
+        header: bool or None. whether the first row names the columns; default: when a field is a name.
+        labels: LabelSet or None. the training label set: labels not in it are a :class:`DataError`.
+
+    Returns:
+        list of ClassificationExample.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.csv")
+    >>> _ = open(path, "w").write("sentence,label\\ngood film,pos\\n")
+    >>> read_classification(path, text="sentence")
+    [ClassificationExample(text='good film', label='pos', text_b=None, line=2)]
+    """
+    fmt = fmt or _format_of(path)
+    jsonl = fmt == "jsonl"
+    text = ("text" if jsonl else 0) if text is None else text
+    label = ("label" if jsonl else (1 if text_b is None else 2)) if label is None else label
+    if header is None:
+        header = not jsonl and any(isinstance(key, str) for key in (text, label, text_b))
+    rows = _rows(path, fmt)
+    if header:
+        names = next(rows)[1]
+        text, label, text_b = (_column(key, names, path) for key in (text, label, text_b))
+    examples = []
+    for line, row in rows:
+        where = f"{path}:{line}"
+        second = None if text_b is None else _get(row, text_b, where)
+        examples.append(ClassificationExample(_get(row, text, where), _get(row, label, where), second, line))
+    if not examples:
+        raise fail(DataError, path, "at least one example", "only a header")
+    if labels is not None:
+        labels.check(examples, path)
+    return examples
+
+
+def _format_of(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    formats = {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
+    if ext not in formats:
+        raise fail(DataError, path, "a .tsv, .csv or .jsonl file", f"extension {ext!r}", "pass fmt=")
+    return formats[ext]
+
+
+# ---------------------------------------------------------------------------- NER
+
+
+@dataclass
+class NerExample:
+    """One sentence for NER: tokens with their tags, and the entities as character spans.
+
+    Args:
+        text: str. the sentence; for CoNLL files the tokens joined by ``sep``.
+        tokens: list of str. the tokens (characters or words) as in the file.
+        tags: list of str. one tag per token, in the scheme read or converted to.
+        spans: list of ``(start, end, label)``. entities as character offsets into ``text``, ``end``
+            exclusive; with ``offsets`` this aligns onto word pieces from their character offsets.
+        offsets: list of ``(start, end)``. each token's character offsets into ``text``.
+        line: int. the file line of the first token (1-based), for messages.
+    """
+
+    text: str
+    tokens: list[str]
+    tags: list[str]
+    spans: list[Span]
+    offsets: list[tuple[int, int]]
+    line: int = field(default=0, compare=False)
+
+    def entities(self) -> list[tuple[str, str]]:
+        """The entities as ``(surface text, label)`` pairs, in order."""
+        return [(self.text[start:end], label) for start, end, label in self.spans]
+
+    def token_spans(self) -> list[Span]:
+        """The entities as token-index spans (``end`` exclusive), as :mod:`kerasbert.schemes` uses."""
+        starts = {start: i for i, (start, _) in enumerate(self.offsets)}
+        ends = {end: i + 1 for i, (_, end) in enumerate(self.offsets)}
+        return [(starts[start], ends[end], label) for start, end, label in self.spans]
+
+
+def _join(tokens: list[str], sep: str) -> tuple[str, list[tuple[int, int]]]:
+    """Join tokens with ``sep``; return the text and each token's character offsets."""
+    offsets, position = [], 0
+    for token in tokens:
+        offsets.append((position, position + len(token)))
+        position += len(token) + len(sep)
+    return sep.join(tokens), offsets
+
+
+def _build_ner(text: str, offsets: list[tuple[int, int]], token_spans: list[Span], scheme: str,
+               line: int) -> NerExample:
+    """Make an example from token offsets and token spans: character spans and tags follow."""
+    spans = schemes.token_to_char_spans(offsets, token_spans)
+    tags = schemes.spans_to_tags(token_spans, len(offsets), scheme)
+    return NerExample(text, [text[a:b] for a, b in offsets], tags, spans, list(offsets), line)
+
+
+def _conll_sentences(path: str) -> list[list[tuple[int, str, str]]]:
+    """Split a CoNLL file into sentences of ``(line, token, tag)``; token first, tag last column."""
+    sentences: list[list[tuple[int, str, str]]] = [[]]
+    for number, line in enumerate(read_text(path).splitlines(), 1):
+        columns = line.split()
+        if not columns or columns[0] == "-DOCSTART-":
+            if sentences[-1]:
+                sentences.append([])
+            continue
+        if len(columns) < 2:
+            raise fail(DataError, f"{path}:{number}", "a token and its tag, separated by a space or tab",
+                       f"{line.strip()!r} with no tag")
+        sentences[-1].append((number, columns[0], columns[-1]))
+    return [sentence for sentence in sentences if sentence]
+
+
+def read_conll(path: str, scheme: str | None = None, strict: bool = False, sep: str | None = None) -> list[NerExample]:
+    """Read a CoNLL-style NER file: one token and its tag a line, a blank line between sentences.
+
+    Columns are split on spaces or tabs; the first is the token and the last the tag (so
+    CoNLL-2003's four columns work). The tag scheme (BIO, BIOES or BMES) is detected over the
+    whole file. An ``I-``/``M-``/``E-`` tag with no entity before it is reported with its line:
+    with ``strict=True`` it is a :class:`DataError`, otherwise it is repaired and logged.
+
+    Args:
+        path: str. the file.
+        scheme: str or None. convert the tags to this scheme; None keeps the file's scheme.
+        strict: bool. fail on an orphan continuation tag instead of repairing it.
+        sep: str or None. what joins tokens into ``text``; default ``""`` when every token of the
+            file is one character (Chinese), else ``" "``.
+
+    Returns:
+        list of NerExample.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "dev.txt")
+    >>> _ = open(path, "w").write("John B-PER\\nlives O\\nin O\\nParis B-LOC\\n")
+    >>> example = read_conll(path, scheme="BIOES")[0]
+    >>> example.tags, example.spans
+    (['S-PER', 'O', 'O', 'S-LOC'], [(0, 4, 'PER'), (14, 19, 'LOC')])
+    """
+    sentences = _conll_sentences(path)
+    scheme = scheme or schemes.detect_scheme([tag for sentence in sentences for _, _, tag in sentence], path)
+    if sep is None:
+        sep = "" if all(len(token) == 1 for sentence in sentences for _, token, _ in sentence) else " "
+    examples = []
+    for sentence in sentences:
+        where = [f"{path}:{line}" for line, _, _ in sentence]
+        token_spans = schemes.tags_to_spans([tag for _, _, tag in sentence], strict=strict, where=where)
+        text, offsets = _join([token for _, token, _ in sentence], sep)
+        examples.append(_build_ner(text, offsets, token_spans, scheme, sentence[0][0]))
+    return examples
+
+
+def write_conll(path: str, examples: Sequence[NerExample], delimiter: str = " ") -> None:
+    """Write NER examples as a CoNLL file (token, delimiter, tag; a blank line between sentences), atomically.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "out.txt")
+    >>> write_conll(path, [span_example("Bob ran", [(0, 3, "PER")], tokens="word")]); print(open(path).read())
+    Bob B-PER
+    ran O
+    <BLANKLINE>
+    """
+    blocks = ["".join(f"{token}{delimiter}{tag}\n" for token, tag in zip(e.tokens, e.tags, strict=True))
+              for e in examples]
+    write_text(path, "\n".join(blocks))
+
+
+_TOKEN = {"char": re.compile(r"\S"), "word": re.compile(r"\S+")}
+
+
+def _check_span(span: object, length: int, where: str) -> Span:
+    """Validate one JSON entity ``{"start", "end", "label"}`` (or a ``(start, end, label)`` tuple)."""
+    if isinstance(span, dict):
+        span = (span.get("start"), span.get("end"), span.get("label"))
+    ok = isinstance(span, list | tuple) and len(span) == 3
+    if ok:
+        start, end, label = span
+        ok = isinstance(start, int) and isinstance(end, int) and isinstance(label, str) and label != ""
+        ok = ok and 0 <= start < end <= length
+    if not ok:
+        raise fail(DataError, where, f'an entity {{"start", "end", "label"}} with 0 <= start < end <= {length}',
+                   repr(span))
+    return start, end, label
+
+
+def span_example(text: str, entities: Sequence, scheme: str = "BIO", tokens: str = "char", where: str = "text",
+                 line: int = 0) -> NerExample:
+    """Make an NER example from a text and its entities as character spans.
+
+    Args:
+        text: str. the sentence.
+        entities: sequence of ``(start, end, label)`` or ``{"start", "end", "label"}``. character spans.
+        scheme: str. the tag scheme of ``tags``.
+        tokens: str. ``"char"`` (every non-space character a token, as BERT reads Chinese) or ``"word"``
+            (runs of non-space characters).
+        where: str. what to name in an error.
+        line: int. the file line, kept on the example.
+
+    Returns:
+        NerExample.
+
+    Example:
+    >>> span_example("我爱北京", [(2, 4, "LOC")], scheme="BMES").tags
+    ['O', 'O', 'B-LOC', 'E-LOC']
+    """
+    if tokens not in _TOKEN:
+        raise fail(DataError, "tokens", '"char" or "word"', repr(tokens))
+    offsets = [match.span() for match in _TOKEN[tokens].finditer(text)]
+    checked = [_check_span(span, len(text), where) for span in entities]
+    token_spans = schemes.char_to_token_spans(offsets, checked, where)
+    return _build_ner(text, offsets, token_spans, scheme, line)
+
+
+def read_span_jsonl(path: str, scheme: str = "BIO", tokens: str = "char") -> list[NerExample]:
+    """Read NER examples from JSONL lines ``{"text": ..., "entities": [{"start", "end", "label"}]}``.
+
+    Args:
+        path: str. the file.
+        scheme: str. the tag scheme for ``NerExample.tags``.
+        tokens: str. ``"char"`` or ``"word"``, as in :func:`span_example`.
+
+    Returns:
+        list of NerExample.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.jsonl")
+    >>> write_span_jsonl(path, [span_example("我爱北京", [(2, 4, "LOC")])])
+    >>> read_span_jsonl(path)[0].entities()
+    [('北京', 'LOC')]
+    """
+    examples = []
+    for line, row in _rows(path, "jsonl"):
+        where = f"{path}:{line}"
+        text = _get(row, "text", where)
+        entities = row.get("entities", []) if isinstance(row, dict) else None
+        if not isinstance(entities, list):
+            raise fail(DataError, where, '"entities": a list', repr(entities))
+        examples.append(span_example(text, entities, scheme, tokens, where, line))
+    return examples
+
+
+def write_span_jsonl(path: str, examples: Sequence[NerExample]) -> None:
+    """Write NER examples as span JSONL, one ``{"text", "entities"}`` object a line, atomically."""
+    lines = []
+    for example in examples:
+        entities = [{"start": start, "end": end, "label": label} for start, end, label in example.spans]
+        lines.append(json.dumps({"text": example.text, "entities": entities}, ensure_ascii=False) + "\n")
+    write_text(path, "".join(lines))

@@ -1,0 +1,249 @@
+"""Readers: classification TSV/CSV/JSONL, label sets, CoNLL and span JSONL; every bad-input error."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+import pytest
+
+from kerasbert import data
+from kerasbert.data import (
+    ClassificationExample,
+    LabelSet,
+    read_classification,
+    read_conll,
+    read_span_jsonl,
+    span_example,
+    write_conll,
+    write_span_jsonl,
+)
+from kerasbert.errors import DataError
+from kerasbert.schemes import spans_to_tags, tags_to_spans
+
+CONLL_ZH = "张 B-PER\n三 I-PER\n在 O\n北 B-LOC\n京 I-LOC\n\n我 O\n爱 O\n上 B-LOC\n海 I-LOC\n"
+CONLL_EN = ("-DOCSTART- -X- O O\n\nJohn NNP B-NP B-PER\nlives VBZ B-VP O\nin IN B-PP O\nNew NNP B-NP B-LOC\n"
+            "York NNP I-NP I-LOC\n")
+
+
+def write(tmp_path, name: str, content: str | bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return str(path)
+
+
+# ---------------------------------------------------------------------------- classification
+
+
+def test_tsv_by_index(tmp_path):
+    path = write(tmp_path, "train.tsv", 'good "film"\tpos\n\nbad film\tneg\n')
+    expected = [ClassificationExample('good "film"', "pos"), ClassificationExample("bad film", "neg")]
+    assert read_classification(path) == expected
+    assert [e.line for e in read_classification(path)] == [1, 3]
+
+
+def test_csv_by_name_with_pairs(tmp_path):
+    path = write(tmp_path, "dev.csv", 'id,q1,q2,same\n1,"how, why",what,1\n2,a,b,0\n')
+    examples = read_classification(path, text="q1", text_b="q2", label="same")
+    assert examples[0] == ClassificationExample("how, why", "1", "what")
+    assert examples[1].line == 3
+
+
+def test_jsonl_default_and_custom_keys(tmp_path):
+    rows = '{"text": "好", "label": "pos"}\n{"sentence": "x", "text": "坏", "label": 0}\n'
+    path = write(tmp_path, "train.jsonl", rows)
+    assert [(e.text, e.label) for e in read_classification(path)] == [("好", "pos"), ("坏", "0")]
+    path = write(tmp_path, "pairs.jsonl", '{"a": "x", "b": "y", "y": 1}\n')
+    assert read_classification(path, text="a", text_b="b", label="y") == [ClassificationExample("x", "1", "y")]
+
+
+def test_label_set_build_save_load(tmp_path):
+    train = [ClassificationExample("a", "pos"), ClassificationExample("b", "neg"), ClassificationExample("c", "pos")]
+    labels = LabelSet.from_examples(train)
+    assert labels.labels == ["neg", "pos"] and len(labels) == 2 and "pos" in labels and labels.index("pos") == 1
+    path = str(tmp_path / "labels.json")
+    labels.save(path)
+    assert json.load(open(path, encoding="utf-8")) == {"labels": ["neg", "pos"]}
+    assert LabelSet.load(path) == labels
+    assert [p for p in os.listdir(tmp_path) if p.startswith(".tmp")] == []
+
+
+def test_unseen_labels_at_evaluation_are_named(tmp_path):
+    labels = LabelSet(["neg", "pos"])
+    path = write(tmp_path, "test.tsv", "a\tpos\nb\tneutral\nc\tmixed\nd\tneutral\n")
+    with pytest.raises(DataError, match=rf"^{path}:2: expected labels seen in training, \['neg', 'pos'\], found "
+                       r"unseen labels 'neutral' \(line 2\), 'mixed' \(line 3\)"):
+        read_classification(path, labels=labels)
+    with pytest.raises(DataError, match=r"label: expected one of \['neg', 'pos'\], found 'x'"):
+        labels.index("x")
+
+
+def test_bad_label_file(tmp_path):
+    with pytest.raises(DataError, match=r'expected JSON \{"labels": \[...\]\}'):
+        LabelSet.load(write(tmp_path, "labels.json", "[1, 2]"))
+    with pytest.raises(DataError, match="expected a list of distinct labels"):
+        LabelSet.load(write(tmp_path, "labels.json", '{"labels": ["a", "a"]}'))
+
+
+# ---------------------------------------------------------------------------- bad files
+
+
+@pytest.mark.parametrize("reader", [read_classification, read_conll, read_span_jsonl, LabelSet.load])
+def test_missing_file(tmp_path, reader):
+    path = str(tmp_path / "nope.tsv")
+    with pytest.raises(DataError, match=f"^{path}: expected an existing file, found nothing at that path$"):
+        reader(path)
+
+
+@pytest.mark.parametrize("reader", [read_classification, read_conll, read_span_jsonl])
+def test_empty_file(tmp_path, reader):
+    path = write(tmp_path, "empty.tsv", "\n  \n")
+    with pytest.raises(DataError, match=f"^{path}: expected at least one example, found an empty file$"):
+        reader(path)
+
+
+def test_not_utf8_gives_line_and_byte_offset(tmp_path):
+    path = write(tmp_path, "gbk.tsv", b"ok\tpos\n" + "好\tneg\n".encode("gbk"))
+    with pytest.raises(DataError, match=f"^{path}:2: expected UTF-8 text, found byte 0xba at byte offset 7 that is "
+                       "not UTF-8. convert the file"):
+        read_classification(path)
+
+
+def test_utf8_bom_is_dropped(tmp_path):
+    path = write(tmp_path, "bom.csv", b"\xef\xbb\xbftext,label\nx,y\n")
+    assert read_classification(path, text="text", label="label") == [ClassificationExample("x", "y")]
+
+
+def test_missing_field(tmp_path):
+    path = write(tmp_path, "train.tsv", "a\tpos\nb\n")
+    with pytest.raises(DataError, match=f"^{path}:2: expected column 1, found 1 columns. check the text"):
+        read_classification(path)
+    path = write(tmp_path, "train.jsonl", '{"text": "a", "label": "x"}\n\n{"text": "b"}\n')
+    with pytest.raises(DataError, match=rf"^{path}:3: expected field 'label', found keys \['text'\]"):
+        read_classification(path)
+    path = write(tmp_path, "train.csv", "sentence,label\na,b\n")
+    with pytest.raises(DataError, match=rf"^{path}:1: expected a column 'text' in the header, found columns"):
+        read_classification(path, text="text", label="label")
+
+
+def test_bad_json_line_and_header_only(tmp_path):
+    path = write(tmp_path, "train.jsonl", '{"text": "a", "label": "x"}\n{"text": \n')
+    with pytest.raises(DataError, match=f"^{path}:2: expected one JSON object, found invalid JSON"):
+        read_classification(path)
+    path = write(tmp_path, "train.csv", "text,label\n")
+    with pytest.raises(DataError, match="expected at least one example, found only a header"):
+        read_classification(path, text="text", label="label")
+    with pytest.raises(DataError, match=r"expected a .tsv, .csv or .jsonl file, found extension '.xml'"):
+        read_classification(write(tmp_path, "train.xml", "a"))
+
+
+# ---------------------------------------------------------------------------- NER
+
+
+def test_conll_chinese_chars(tmp_path):
+    examples = read_conll(write(tmp_path, "train.txt", CONLL_ZH))
+    assert [e.text for e in examples] == ["张三在北京", "我爱上海"]
+    assert examples[0].spans == [(0, 2, "PER"), (3, 5, "LOC")]
+    assert examples[0].entities() == [("张三", "PER"), ("北京", "LOC")]
+    assert examples[1].tags == ["O", "O", "B-LOC", "I-LOC"] and examples[1].line == 7
+
+
+def test_conll_words_tabs_and_four_columns(tmp_path):
+    example = read_conll(write(tmp_path, "en.txt", CONLL_EN.replace(" ", "\t")), scheme="BMES")[0]
+    assert example.text == "John lives in New York"
+    assert example.tokens == ["John", "lives", "in", "New", "York"]
+    assert example.tags == ["S-PER", "O", "O", "B-LOC", "E-LOC"]
+    assert example.entities() == [("John", "PER"), ("New York", "LOC")]
+    assert example.offsets[3] == (14, 17)
+
+
+@pytest.mark.parametrize("scheme", ["BIO", "BIOES", "BMES"])
+def test_conll_round_trip(tmp_path, scheme):
+    """CoNLL -> examples -> character spans -> tags gives back the gold, through every scheme and format."""
+    gold = read_conll(write(tmp_path, "gold.txt", CONLL_ZH))
+    converted = str(tmp_path / f"{scheme}.txt")
+    write_conll(converted, read_conll(write(tmp_path, "in.txt", CONLL_ZH), scheme=scheme), delimiter="\t")
+    back = read_conll(converted, scheme="BIO")
+    assert back == gold
+    for example in back:
+        assert spans_to_tags(example.token_spans(), len(example.tokens), "BIO") == example.tags
+        assert tags_to_spans(example.tags) == example.token_spans()
+    jsonl = str(tmp_path / "spans.jsonl")
+    write_span_jsonl(jsonl, back)
+    assert read_span_jsonl(jsonl) == gold
+    assert open(str(tmp_path / "gold.txt"), encoding="utf-8").read() == CONLL_ZH
+    write_conll(str(tmp_path / "again.txt"), read_span_jsonl(jsonl))
+    assert open(str(tmp_path / "again.txt"), encoding="utf-8").read() == CONLL_ZH
+
+
+def test_span_jsonl_words_and_chars(tmp_path):
+    rows = [{"text": "Bob  met Ann", "entities": [{"start": 9, "end": 12, "label": "PER"}, {"start": 0, "end": 3,
+                                                                                          "label": "PER"}]},
+            {"text": "没有实体"}]
+    path = write(tmp_path, "ner.jsonl", "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    words = read_span_jsonl(path, scheme="BIOES", tokens="word")
+    assert words[0].tokens == ["Bob", "met", "Ann"] and words[0].tags == ["S-PER", "O", "S-PER"]
+    assert words[0].spans == [(0, 3, "PER"), (9, 12, "PER")] and words[1].spans == []
+    chars = read_span_jsonl(path)
+    assert chars[0].tokens[:3] == ["B", "o", "b"] and chars[0].tags[:4] == ["B-PER", "I-PER", "I-PER", "O"]
+    assert len(chars[1].tokens) == 4
+
+
+def test_conll_line_with_no_tag(tmp_path):
+    path = write(tmp_path, "train.txt", "张 B-PER\n三\n")
+    with pytest.raises(DataError, match=f"^{path}:2: expected a token and its tag, separated by a space or tab, "
+                       "found '三' with no tag$"):
+        read_conll(path)
+
+
+def test_conll_orphan_tag_strict_and_repaired(tmp_path, caplog):
+    path = write(tmp_path, "train.txt", "我 O\n爱 O\n\n北 I-LOC\n京 I-LOC\n")
+    with pytest.raises(DataError, match=f"^{path}:4: expected B-LOC or S-LOC before I-LOC, found I-LOC with no "
+                       "entity before it. fix the tag, or read with strict=False"):
+        read_conll(path, strict=True)
+    with caplog.at_level(logging.WARNING, logger="kerasbert"):
+        examples = read_conll(path)
+    assert f"{path}:4: I-LOC with no entity before it" in caplog.text
+    assert examples[1].tags == ["B-LOC", "I-LOC"] and examples[1].entities() == [("北京", "LOC")]
+
+
+@pytest.mark.parametrize("row, found", [
+    ('{"text": "abc", "entities": [{"start": 1, "end": 9, "label": "X"}]}', "expected an entity"),
+    ('{"text": "abc", "entities": [{"start": 1, "end": 2}]}', "expected an entity"),
+    ('{"text": "abc", "entities": {"start": 1}}', 'expected "entities": a list'),
+    ('{"text": "ab cd", "entities": [{"start": 1, "end": 4, "label": "X"}]}', "a span that cuts a token"),
+    ('{"text": "abc", "entities": [{"start": 0, "end": 2, "label": "X"}, {"start": 1, "end": 3, "label": "Y"}]}',
+     "expected entities that do not overlap"),
+    ('{"entities": []}', "expected field 'text'"),
+])
+def test_bad_span_jsonl(tmp_path, row, found):
+    path = write(tmp_path, "ner.jsonl", '{"text": "ok"}\n' + row + "\n")
+    with pytest.raises(DataError, match=f"^{path}:2: .*{found}"):
+        read_span_jsonl(path, tokens="word" if "cuts" in found else "char")
+
+
+# ---------------------------------------------------------------------------- no partial output
+
+
+def test_failed_write_leaves_no_file(tmp_path):
+    path = str(tmp_path / "out.jsonl")
+    broken = span_example("ab", [(0, 1, "X")])
+    broken.spans = [(0, 1, object())]  # not JSON-serializable: fails while building the text
+    with pytest.raises(TypeError):
+        write_span_jsonl(path, [span_example("cd", []), broken])
+    assert os.listdir(tmp_path) == []
+
+
+def test_failed_rename_keeps_old_file_and_no_temp(tmp_path, monkeypatch):
+    path = str(tmp_path / "labels.json")
+    LabelSet(["a"]).save(path)
+
+    def boom(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(data.os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        LabelSet(["a", "b"]).save(path)
+    assert os.listdir(tmp_path) == ["labels.json"]
+    assert LabelSet.load(path).labels == ["a"]
