@@ -60,7 +60,24 @@ def crf(task):
             "accuracy": layer.sparse_accuracy(labels, masked).numpy(), "paths": paths}
 
 
-KINDS = {"bert": bert_outputs, "vocab": vocab, "crf": crf}
+def tokenizer(task):
+    """bert4keras's Tokenizer on each [first, second, maxlen] case: tokens, ids, segments, rematch, decode.
+
+    Results are one JSON string under "json" (ragged lists), a list with one dict per case.
+    """
+    from bert4keras.tokenizers import Tokenizer
+
+    tok = Tokenizer(task["vocab"], do_lower_case=task["do_lower_case"])
+    results = []
+    for first, second, maxlen in task["cases"]:
+        tokens = tok.tokenize(first)
+        ids, segments = tok.encode(first, second, maxlen=maxlen)
+        results.append({"tokens": tokens, "ids": ids, "segments": segments,
+                        "rematch": tok.rematch(first, tokens), "decode": tok.decode(ids)})
+    return {"json": np.array(json.dumps(results))}
+
+
+KINDS = {"bert": bert_outputs, "vocab": vocab, "crf": crf, "tokenizer": tokenizer}
 
 
 def main(job_path):
