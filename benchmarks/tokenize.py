@@ -2,7 +2,7 @@
 
 Encodes N short synthetic Chinese and English sentences (generated here from a synthetic ~18k-token
 vocabulary, no downloads) in interleaved rounds, checks that the ids are identical, and writes the
-medians and ratios to ``benchmarks/TOKENIZE.md``.
+medians and ratios to ``benchmarks/RESULTS.md``.
 
 Usage:
     python benchmarks/tokenize.py            # 100,000 sentences a language, 3 rounds
@@ -33,6 +33,7 @@ os.environ.update(TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3
 
 import tokenizers  # noqa: E402
 
+from benchmarks.results import write_section  # noqa: E402
 from kerasbert.tokenizer import Tokenizer  # noqa: E402
 
 CONSONANTS, VOWELS = "bcdfghjklmnprstvwz", "aeiou"
@@ -102,7 +103,7 @@ def bench_language(name: str, texts: list[str], ours: Tokenizer, theirs,
 
 def report(rows: list[dict], args: argparse.Namespace, vocab_size: int) -> str:
     lines = [
-        "# Tokenizer speed: kerasbert vs bert4keras", "",
+        "## Tokenizer speed: kerasbert vs bert4keras", "",
         f"`python benchmarks/tokenize.py{' --quick' if args.quick else ''}` — {args.n:,} synthetic sentences a "
         f"language, {args.rounds} interleaved rounds (medians), maxlen={args.maxlen}, vocabulary of "
         f"{vocab_size:,} tokens; {os.cpu_count()} CPU cores, Python {platform.python_version()}, "
@@ -126,7 +127,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=None, help="sentences a language (default 100,000)")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--maxlen", type=int, default=128)
-    parser.add_argument("--out", default=os.path.join(HERE, "TOKENIZE.md"))
+    parser.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
     args = parser.parse_args()
     args.n = args.n or (2000 if args.quick else 100_000)
     args.rounds = args.rounds or (5 if args.quick else 3)
@@ -144,8 +145,7 @@ def main() -> None:
             bench_language("English", [english_sentence(rng, words) for _ in range(args.n)], ours, theirs,
                            args.rounds, args.maxlen)]
     text = report(rows, args, len(vocab))
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_section("tokenize", text, args.out)
     print(text)
 
 

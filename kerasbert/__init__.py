@@ -13,6 +13,7 @@ from kerasbert.config import BertConfig
 from kerasbert.errors import CheckpointError, ConfigError, KerasBertError, ModelError
 from kerasbert.models import build_transformer_model
 from kerasbert.summary import Summary, annotate, summary
+from kerasbert.tokenizer import Tokenizer, load_vocab
 
 # `kerasbert.summary` is the function; `kerasbert.summary.annotate(model)` keeps working as well.
 summary.annotate = annotate
@@ -25,10 +26,12 @@ __all__ = [
     "LoadReport",
     "ModelError",
     "Summary",
+    "Tokenizer",
     "annotate",
     "build_transformer_model",
     "heads",
     "load_google_checkpoint",
+    "load_vocab",
     "save_google_checkpoint",
     "summary",
 ]

@@ -1,16 +1,16 @@
 """bert4keras import names, so that porting a bert4keras script is a one-line change.
 
 Replace ``from bert4keras.models import build_transformer_model`` and
-``from bert4keras.tokenizers import load_vocab`` with::
+``from bert4keras.tokenizers import Tokenizer, load_vocab`` with::
 
-    from kerasbert.compat import build_transformer_model, load_vocab
+    from kerasbert.compat import build_transformer_model, Tokenizer, load_vocab
 
 and ``from bert4keras.snippets import ViterbiDecoder`` / ``from bert4keras.layers import
-ConditionalRandomField`` with the same names from here. ``Tokenizer`` joins with the tokenizer issue.
+ConditionalRandomField`` with the same names from here.
 """
 
 from kerasbert.crf import ConditionalRandomField, ViterbiDecoder
 from kerasbert.models import build_transformer_model
-from kerasbert.tokenizer import load_vocab
+from kerasbert.tokenizer import Tokenizer, load_vocab
 
-__all__ = ["ConditionalRandomField", "ViterbiDecoder", "build_transformer_model", "load_vocab"]
+__all__ = ["ConditionalRandomField", "Tokenizer", "ViterbiDecoder", "build_transformer_model", "load_vocab"]

@@ -78,15 +78,18 @@ def _check_scheme(scheme: str) -> str:
     return scheme
 
 
-def _orphan(tag: str, where: str, strict: bool) -> None:
-    """Report a continuation tag with no entity before it; raise when ``strict``."""
+def _orphan(tag: str, where: str, strict: bool | None) -> None:
+    """Report a continuation tag with no entity before it; raise when ``strict``, keep quiet when None."""
+    if strict is None:
+        return
     if strict:
         raise fail(DataError, where, f"B-{tag[2:]} or S-{tag[2:]} before {tag}",
                    f"{tag} with no entity before it", "fix the tag, or read with strict=False to repair it")
     logger.warning("%s: %s with no entity before it; read as the start of an entity", where, tag)
 
 
-def tags_to_spans(tags: Sequence[str], strict: bool = False, where: Sequence[str] | None = None) -> list[Span]:
+def tags_to_spans(tags: Sequence[str], strict: bool | None = False,
+                  where: Sequence[str] | None = None) -> list[Span]:
     """Read the entity spans of one tag sequence in any of BIO, BIOES or BMES.
 
     ``I-``/``M-``/``E-`` tags that continue no entity of their label are reported: with
@@ -95,7 +98,8 @@ def tags_to_spans(tags: Sequence[str], strict: bool = False, where: Sequence[str
 
     Args:
         tags: sequence of str. one tag per token.
-        strict: bool. fail on an orphan continuation tag instead of repairing it.
+        strict: bool or None. fail on an orphan continuation tag instead of repairing it; None
+            repairs without a warning (a model's predictions).
         where: sequence of str or None. a location per tag (``"train.txt:12"``) for messages.
 
     Returns:

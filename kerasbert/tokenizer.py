@@ -266,6 +266,64 @@ class Tokenizer:
         rows = [self._assemble(first, second, maxlen) for first, second in pairs]
         return [row[0] for row in rows], [row[1] for row in rows]
 
+    def truncate(self, token_ids: Sequence[int], segment_ids: Sequence[int],
+                 maxlen: int) -> tuple[list[int], list[int]]:
+        """Cut an untruncated ``encode`` result to ``maxlen`` exactly as ``encode(..., maxlen)`` cuts it.
+
+        Lets a pipeline encode once without ``maxlen``, count the rows that are too long, then cut them.
+
+        Example:
+        >>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"])})
+        >>> tokenizer.truncate(*tokenizer.encode("a a a", "b b"), maxlen=5)
+        ([2, 4, 3, 5, 3], [0, 0, 0, 1, 1])
+        """
+        first = [index for index, segment in zip(token_ids, segment_ids, strict=True) if segment == 0]
+        second = [index for index, segment in zip(token_ids, segment_ids, strict=True) if segment != 0]
+        return self._assemble(list(first), [self._token_start_id, *second] if second else None, maxlen)
+
+    def encode_words(self, sentences: Sequence[Sequence[str]]) -> list[list[list[int]]]:
+        """Word-piece ids of each word of already split sentences (CoNLL tokens), batched in Rust.
+
+        A word that normalizes to nothing (a control or zero-width character) gets ``[UNK]``, so
+        every word keeps a piece to carry its label.
+
+        Example:
+        >>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "ab", "##c"])})
+        >>> tokenizer.encode_words([["abc", "\u200b", "ab"]])
+        [[[4, 5], [1], [4]]]
+        """
+        sentences = [[self._prepare(word) for word in words] for words in sentences]
+        result = []
+        for i in range(0, len(sentences), BATCH_CHUNK):
+            chunk = sentences[i:i + BATCH_CHUNK]
+            encodings = self._rust.encode_batch(chunk, is_pretokenized=True, add_special_tokens=False)
+            for words, encoding in zip(chunk, encodings, strict=True):
+                pieces: list[list[int]] = [[] for _ in words]
+                for index, word in zip(encoding.ids, encoding.word_ids, strict=True):
+                    pieces[word].append(index)
+                result.append([word or [self._token_unk_id] for word in pieces])
+        return result
+
+    def split_words(self, text: str) -> list[tuple[int, int]]:
+        """Character offsets ``(start, end)`` of the words BERT sees in raw ``text``.
+
+        A word is what gets its own word pieces: each CJK character, each punctuation mark, each
+        run of other characters between spaces. Used to tag raw text (NER prediction).
+
+        Example:
+        >>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]"])})
+        >>> text = "Héllo, 北京!"
+        >>> [text[a:b] for a, b in tokenizer.split_words(text)]
+        ['Héllo', ',', '北', '京', '!']
+        """
+        prepared = self._prepare(text)
+        encoding = self._rust.encode(prepared if len(prepared) == len(text) else text, add_special_tokens=False)
+        words: dict[int, list[int]] = {}
+        for word, (start, end) in zip(encoding.word_ids, encoding.offsets, strict=True):
+            span = words.setdefault(word, [start, end])
+            span[0], span[1] = min(span[0], start), max(span[1], end)
+        return [(start, end) for start, end in words.values()]
+
     def decode(self, ids: Sequence[int], tokens: Sequence[str] | None = None) -> str:
         """Readable text of ``ids`` (special tokens dropped, ## pieces joined), as bert4keras decodes."""
         tokens = [token for token in tokens or self.ids_to_tokens(ids) if not _is_special(token)]

@@ -54,3 +54,11 @@ def test_crf_names_port_from_bert4keras():
     trans = np.array([[-100.0, 0.0], [0.0, -100.0]])
     emissions = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])  # only the first step has a preference
     assert list(ViterbiDecoder(trans).decode(emissions)) == [0, 1, 0, 1]
+
+
+def test_tokenizer_ports_from_bert4keras(vocab_file):
+    import kerasbert
+    from kerasbert.compat import Tokenizer
+
+    assert Tokenizer is kerasbert.Tokenizer and kerasbert.load_vocab is load_vocab
+    assert Tokenizer(vocab_file).encode("中国hello") == ([2, 6, 7, 10, 3], [0, 0, 0, 0, 0])

@@ -1,0 +1,264 @@
+"""From examples to model inputs: word-piece encoding, label alignment and ``tf.data`` batches.
+
+Classification rows become ``(token_ids, segment_ids)`` and a label id. NER sentences are split into
+word pieces word by word (a CoNLL token, or a word of raw text from `Tokenizer.split_words`): the
+first piece of a word carries the word's tag, the other pieces and [CLS]/[SEP] get weight 0 so that
+softmax loss and accuracy ignore them. A CRF needs a label at every step, so there the other pieces
+carry the continuation of the word's tag (``I-X`` inside an entity, ``O`` outside) and [CLS]/[SEP]
+carry ``O``; metrics read only first pieces either way. Predictions map back to character spans
+through the words' offsets (`decode_ner`).
+
+Tags are handled in BIO inside the model (`ner_tag_set`); files in BIOES or BMES are converted on
+reading. ``maxlen`` cuts are counted in ``Features.truncated`` and logged, never silent.
+
+Example:
+>>> from kerasbert.tokenizer import Tokenizer
+>>> from kerasbert.data import span_example
+>>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "张", "三", "好"])})
+>>> example = span_example("张三好", [(0, 2, "PER")])
+>>> tags = ner_tag_set([example])
+>>> features = encode_ner(tokenizer, [example], tags)
+>>> features.token_ids, features.labels, features.weights
+([[2, 4, 5, 6, 3]], [[0, 1, 2, 0, 0]], [[0.0, 1.0, 1.0, 1.0, 0.0]])
+>>> decode_ner(features.labels[0], features.first_pieces[0], example.offsets, tags)
+[(0, 2, 'PER')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kerasbert import schemes
+from kerasbert.data import ClassificationExample, LabelSet, NerExample
+from kerasbert.errors import ConfigError, DataError, fail
+from kerasbert.log import logger
+from kerasbert.schemes import Span
+from kerasbert.tokenizer import Tokenizer
+
+__all__ = ["Features", "decode_ner", "encode_classification", "encode_ner", "ner_tag_set", "text_example",
+           "to_dataset"]
+
+
+@dataclass
+class Features:
+    """Encoded examples, unpadded: one list per example.
+
+    Args:
+        token_ids: list of list of int. ``Input-Token`` rows.
+        segment_ids: list of list of int. ``Input-Segment`` rows.
+        labels: list of int (classification), list of list of int (NER, one per piece), or None.
+        weights: list of list of float or None. NER softmax: 1 on first pieces, 0 elsewhere.
+        first_pieces: list of list of int or None. NER: the piece index of each word's first piece,
+            -1 for words cut by ``maxlen``.
+        truncated: int. how many examples ``maxlen`` cut.
+    """
+
+    token_ids: list[list[int]]
+    segment_ids: list[list[int]]
+    labels: list | None = None
+    weights: list[list[float]] | None = None
+    first_pieces: list[list[int]] | None = None
+    truncated: int = 0
+
+    def __len__(self) -> int:
+        return len(self.token_ids)
+
+
+def _check_maxlen(maxlen: int | None) -> None:
+    if maxlen is not None and (not isinstance(maxlen, int) or maxlen < 3):
+        raise fail(ConfigError, "maxlen", "an int >= 3 ([CLS], one token, [SEP])", repr(maxlen))
+
+
+def _report(truncated: int, total: int, maxlen: int | None, what: str) -> None:
+    if truncated:
+        logger.warning("%s: %d of %d examples are longer than maxlen=%s word pieces and were cut",
+                       what, truncated, total, maxlen)
+
+
+def encode_classification(tokenizer: Tokenizer, examples: Sequence[ClassificationExample],
+                          labels: LabelSet | None = None, maxlen: int | None = None,
+                          what: str = "data") -> Features:
+    """Encode texts (or pairs) with `Tokenizer.encode_batch` and their labels with ``labels``.
+
+    Args:
+        tokenizer: Tokenizer. the checkpoint's tokenizer.
+        examples: sequence of ClassificationExample. rows from `kerasbert.data.read_classification`.
+        labels: LabelSet or None. the label ids; None leaves ``Features.labels`` None (prediction).
+        maxlen: int or None. the most word pieces a row keeps, cut as bert4keras cuts.
+        what: str. the data named in the truncation report.
+
+    Example:
+    >>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"])})
+    >>> rows = [ClassificationExample("a b a", "x"), ClassificationExample("b", "y")]
+    >>> features = encode_classification(tokenizer, rows, LabelSet(["x", "y"]), maxlen=4)
+    >>> features.token_ids, features.labels, features.truncated
+    ([[2, 4, 5, 3], [2, 5, 3]], [0, 1], 1)
+    >>> pair = encode_classification(tokenizer, [ClassificationExample("b b", "y", text_b="a a")], maxlen=5)
+    >>> pair.token_ids, pair.segment_ids
+    ([[2, 5, 3, 4, 3]], [[0, 0, 0, 1, 1]])
+    """
+    _check_maxlen(maxlen)
+    pairs = [example.text_b is not None for example in examples]
+    if any(pairs) and not all(pairs):
+        line = next(example.line for example, pair in zip(examples, pairs, strict=True) if not pair)
+        raise fail(DataError, f"{what}:{line}", "text pairs in every row, or in none", "a row without text_b")
+    seconds = [example.text_b for example in examples] if any(pairs) else None
+    token_ids, segment_ids = tokenizer.encode_batch([example.text for example in examples], seconds)
+    truncated = 0
+    if maxlen is not None:
+        for i, row in enumerate(token_ids):
+            if len(row) > maxlen:
+                truncated += 1
+                token_ids[i], segment_ids[i] = tokenizer.truncate(row, segment_ids[i], maxlen)
+    _report(truncated, len(examples), maxlen, what)
+    label_ids = None if labels is None else [labels.index(example.label) for example in examples]
+    return Features(token_ids, segment_ids, label_ids, truncated=truncated)
+
+
+def ner_tag_set(examples: Sequence[NerExample]) -> LabelSet:
+    """The BIO tag set of the entity types in ``examples``: ``O`` first (id 0), then ``B-X``, ``I-X``."""
+    types = sorted({label for example in examples for _, _, label in example.spans})
+    return LabelSet(["O"] + [f"{prefix}-{name}" for name in types for prefix in "BI"])
+
+
+def _word_tags(example: NerExample, tags: LabelSet) -> list[int]:
+    """BIO tag ids of each word of ``example``; entity types outside ``tags`` are a DataError."""
+    bio = schemes.spans_to_tags(example.token_spans(), len(example.tokens), "BIO")
+    return [tags.index(tag) for tag in bio]
+
+
+def encode_ner(tokenizer: Tokenizer, examples: Sequence[NerExample], tags: LabelSet | None = None,
+               maxlen: int | None = None, crf: bool = False, what: str = "data") -> Features:
+    """Encode NER sentences word by word and align their tags onto word pieces.
+
+    Args:
+        tokenizer: Tokenizer. the checkpoint's tokenizer.
+        examples: sequence of NerExample. sentences from `kerasbert.data.read_conll` or
+            `read_span_jsonl`, or `text_example` for raw text.
+        tags: LabelSet or None. BIO tag ids (`ner_tag_set`); None leaves labels and weights None.
+        maxlen: int or None. the most word pieces a sentence keeps; words that do not fit whole are cut.
+        crf: bool. label every piece (the CRF's need) instead of weighting non-first pieces 0.
+        what: str. the data named in the truncation report.
+    """
+    _check_maxlen(maxlen)
+    pieces_of = tokenizer.encode_words([example.tokens for example in examples])
+    start, end = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    features = Features([], [], [] if tags else None, [] if tags and not crf else None, [])
+    for example, pieces in zip(examples, pieces_of, strict=True):
+        word_tags = _word_tags(example, tags) if tags else [0] * len(pieces)
+        ids, labels, weights, firsts = [start], [0], [0.0], []
+        for word, tag in zip(pieces, word_tags, strict=True):
+            if maxlen is not None and len(ids) + len(word) > maxlen - 1:
+                break
+            firsts.append(len(ids))
+            rest = tags.index("I" + tags.labels[tag][1:]) if tags and tag else 0
+            ids += word
+            labels += [tag] + [rest if crf else 0] * (len(word) - 1)
+            weights += [1.0] + [0.0] * (len(word) - 1)
+        features.truncated += len(firsts) < len(pieces)
+        features.first_pieces.append(firsts + [-1] * (len(pieces) - len(firsts)))
+        features.token_ids.append(ids + [end])
+        features.segment_ids.append([0] * (len(ids) + 1))
+        if tags:
+            features.labels.append(labels + [0])
+            if not crf:
+                features.weights.append(weights + [0.0])
+    _report(features.truncated, len(examples), maxlen, what)
+    return features
+
+
+def decode_ner(piece_tags: Sequence[int], first_pieces: Sequence[int], offsets: Sequence[tuple[int, int]],
+               tags: LabelSet) -> list[Span]:
+    """Character spans of one sentence's predicted tag ids, read on each word's first piece.
+
+    Words cut by ``maxlen`` (first piece -1) read as ``O``; an ``I-X`` that continues nothing starts
+    an entity, as in `kerasbert.schemes.tags_to_spans`.
+
+    Args:
+        piece_tags: sequence of int. a tag id per word piece (argmax or Viterbi path).
+        first_pieces: sequence of int. ``Features.first_pieces`` of the sentence.
+        offsets: sequence of ``(start, end)``. each word's character offsets (``NerExample.offsets``).
+        tags: LabelSet. the tag ids.
+    """
+    word_tags = [tags.labels[int(piece_tags[p])] if p >= 0 else "O" for p in first_pieces]
+    return schemes.token_to_char_spans(offsets, schemes.tags_to_spans(word_tags, strict=None))
+
+
+def text_example(tokenizer: Tokenizer, text: str) -> NerExample:
+    """An untagged NER example of raw ``text``, its words split as BERT splits them (for prediction).
+
+    Example:
+    >>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]"])})
+    >>> text_example(tokenizer, "I like 北京").tokens
+    ['I', 'like', '北', '京']
+    """
+    offsets = tokenizer.split_words(text)
+    return NerExample(text, [text[a:b] for a, b in offsets], ["O"] * len(offsets), [], offsets)
+
+
+def _order(n: int, seed: int | None, epoch: int) -> np.ndarray:
+    """Example order of one epoch: a permutation drawn from ``(seed, epoch)``, or 0..n-1 unshuffled."""
+    return np.arange(n) if seed is None else np.random.default_rng([seed, epoch]).permutation(n)
+
+
+def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, epoch: int = 0,
+               bucket_boundaries: Sequence[int] | None = None, skip_batches: int = 0, labels: bool = True,
+               prefetch: bool = True):
+    """A ``tf.data.Dataset`` of ``({"Input-Token", "Input-Segment"}, labels[, weights])`` batches.
+
+    Each batch is padded with 0 to its own longest row. With ``seed`` the examples are shuffled in an
+    order drawn from ``(seed, epoch)``: the same order every time, so a resumed run sees the batches
+    it would have seen (``skip_batches`` skips those already trained on).
+
+    Args:
+        features: Features. from `encode_classification` or `encode_ner`.
+        batch_size: int. rows per batch.
+        seed: int or None. shuffle seed; None keeps the file order.
+        epoch: int. which epoch's order to draw (with ``seed``).
+        bucket_boundaries: sequence of int or None. group rows of similar length (fewer pad tokens);
+            lengths ``< b[0]``, ``< b[1]``, … each batch from one bucket.
+        skip_batches: int. batches to drop from the start.
+        labels: bool. include labels (and weights) when ``features`` has them.
+        prefetch: bool. prefetch batches while the model runs.
+
+    Example:
+    >>> features = Features([[2, 4, 3], [2, 4, 4, 4, 3], [2, 3]], [[0] * 3, [0] * 5, [0] * 2], [1, 0, 1])
+    >>> [tuple(x["Input-Token"].shape) for x, y in to_dataset(features, 2)]
+    [(2, 5), (1, 2)]
+    """
+    import tensorflow as tf
+
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise fail(ConfigError, "batch_size", "an int >= 1", repr(batch_size))
+    order = _order(len(features), seed, epoch)
+
+    def ragged(rows, dtype):
+        return tf.ragged.constant([rows[i] for i in order], dtype=dtype, ragged_rank=1)
+
+    inputs = {"Input-Token": ragged(features.token_ids, tf.int32),
+              "Input-Segment": ragged(features.segment_ids, tf.int32)}
+    parts: list = [inputs]
+    if labels and features.labels is not None:
+        sequence = bool(features.labels) and isinstance(features.labels[0], list)
+        parts.append(ragged(features.labels, tf.int32) if sequence else tf.constant(
+            [features.labels[i] for i in order], tf.int32))
+        if features.weights is not None:
+            parts.append(ragged(features.weights, tf.float32))
+    dataset = tf.data.Dataset.from_tensor_slices(tuple(parts) if len(parts) > 1 else parts[0])
+
+    def dense(*xs):  # slices of a ragged tensor come out as rank-0-ragged; padding wants plain tensors
+        xs = tf.nest.map_structure(lambda x: x.to_tensor() if isinstance(x, tf.RaggedTensor) else x, xs)
+        return xs if len(xs) > 1 else xs[0]
+
+    if bucket_boundaries:
+        dataset = dataset.map(dense).bucket_by_sequence_length(
+            lambda *xs: tf.shape(xs[0]["Input-Token"])[0], list(bucket_boundaries),
+            [batch_size] * (len(bucket_boundaries) + 1))
+    else:
+        dataset = dataset.map(dense).padded_batch(batch_size)
+    if skip_batches:
+        dataset = dataset.skip(skip_batches)
+    return dataset.prefetch(tf.data.AUTOTUNE) if prefetch else dataset
