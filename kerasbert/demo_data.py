@@ -1,0 +1,180 @@
+"""Small Chinese demo datasets, generated offline and deterministically from templates.
+
+``kerasbert demo`` trains a tiny BERT from scratch in a couple of minutes on a laptop CPU; it
+needs data that is small, free of downloads, and learnable. This module builds it from word
+lists and sentence templates with a local ``random.Random(seed)``, so the same seed always gives
+the same bytes:
+
+- sentiment: ``(text, label)`` pairs whose label (``pos``/``neg``) is fixed by the one sentiment
+  word in the sentence; subjects, adverbs and neutral tails carry no sentiment.
+- NER: ``(characters, BIO tags)`` with ``PER`` (surname + given name), ``LOC`` (cities and
+  provinces) and ``ORG`` (universities, companies, banks, hospitals), and some sentences with none.
+
+:func:`write_demo_data` writes both as files that :func:`kerasbert.data.read_classification` and
+:func:`kerasbert.data.read_conll` read, plus a character vocabulary for the tokenizer.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+
+from kerasbert.data import write_text
+
+SUBJECTS = ("这部电影", "这家餐厅", "服务", "这本书", "酒店的房间", "手机", "这款耳机", "快递", "这个景点", "老师的课",
+            "这双鞋", "菜的味道", "前台的态度", "这台电脑", "这次旅行")
+ADVERBS = ("非常", "很", "特别", "真的", "有点", "十分", "相当", "挺", "实在")
+POSITIVE = ("好", "棒", "喜欢", "满意", "精彩", "值得推荐", "舒服", "好吃", "干净", "好看", "出色", "贴心", "划算")
+NEGATIVE = ("差", "失望", "难吃", "糟糕", "后悔", "不满意", "脏", "无聊", "难看", "吵", "敷衍", "不值")
+OPENERS = ("我觉得", "说实话", "总的来说", "老实讲", "大家都说")
+TAILS = ("我们上周去的", "价格一般", "朋友带我来的", "周末人比较多", "排队等了半小时", "第二次来了", "位置在市中心",
+         "是网上买的", "昨天刚到货", "用了三个月")
+
+SURNAMES = ("张", "王", "李", "赵", "刘", "陈", "杨", "黄", "周", "吴", "徐", "孙", "马", "朱", "胡", "郭", "何", "林")
+GIVEN = ("伟", "芳", "娜", "敏", "静", "丽", "强", "磊", "军", "洋", "勇", "艳", "杰", "涛", "明", "超", "秀", "霞",
+         "平", "刚", "华", "玲", "婷", "鹏", "浩", "宇", "欣", "晨")
+LOCATIONS = ("北京", "上海", "广州", "深圳", "杭州", "南京", "成都", "武汉", "西安", "重庆", "天津", "苏州", "长沙",
+             "四川", "江苏", "浙江", "广东", "山东", "湖南", "云南")
+ORGANIZATIONS = ("清华大学", "北京大学", "复旦大学", "浙江大学", "华为公司", "腾讯公司", "中国银行", "工商银行",
+                 "人民医院", "协和医院", "中央电视台", "新华社", "中国移动", "小米公司")
+TIMES = ("今天", "明天", "昨天", "周末", "上午", "晚上", "下周一", "前天", "春节", "中午", "月底", "假期")
+ENTITY_TEMPLATES = ("{PER}在{LOC}工作", "{PER}去年加入了{ORG}", "{ORG}位于{LOC}", "我和{PER}昨天去了{LOC}",
+                    "{PER}毕业于{ORG}", "{PER}是{LOC}人", "{ORG}的{PER}明天来{LOC}开会", "{LOC}的天气越来越热了",
+                    "{PER}给{PER}打了电话", "下个月{PER}要去{LOC}出差", "{ORG}在{LOC}开了一家分店",
+                    "听说{PER}在{ORG}上班", "{TIME}{PER}从{LOC}回来了", "{ORG}{TIME}发布了新消息")
+EMPTY_TEMPLATES = ("{TIME}大家都在家休息", "{TIME}我去超市买了水果", "{TIME}的会议推迟了", "他说{TIME}会下雨")
+ENTITY_TYPES = ("PER", "LOC", "ORG")
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+TYPABLE = "0123456789abcdefghijklmnopqrstuvwxyz，。！？,.!?"
+SPLITS = ("train", "dev", "test")
+
+
+def _sentiment_sentence(rng: random.Random, label: str) -> str:
+    """One sentence of 8 to 30 characters whose only sentiment word is of ``label``'s polarity."""
+    words = POSITIVE if label == "pos" else NEGATIVE
+    while True:
+        core = rng.choice(SUBJECTS) + rng.choice(ADVERBS + ("",)) + rng.choice(words)
+        form = rng.randrange(4)
+        if form == 1:
+            core = f"{core}，{rng.choice(TAILS)}"
+        elif form == 2:
+            core = f"{rng.choice(TAILS)}，{core}"
+        elif form == 3:
+            core = rng.choice(OPENERS) + core
+        if 8 <= len(core) <= 30:
+            return core
+
+
+def sentiment_examples(n: int = 600, seed: int = 0) -> list[tuple[str, str]]:
+    """Generate balanced sentiment examples: half ``pos``, half ``neg`` (one more ``neg`` when ``n`` is odd).
+
+    Args:
+        n: int. how many examples.
+        seed: int. the random seed; the same seed gives the same examples.
+
+    Returns:
+        list of ``(text, label)``, label ``"pos"`` or ``"neg"``, in shuffled order.
+
+    Example:
+    >>> examples = sentiment_examples(10, seed=1)
+    >>> len(examples), [label for _, label in examples].count("pos")
+    (10, 5)
+    """
+    rng = random.Random(seed)
+    labels = ["pos"] * (n // 2) + ["neg"] * (n - n // 2)
+    rng.shuffle(labels)
+    return [(_sentiment_sentence(rng, label), label) for label in labels]
+
+
+def _person(rng: random.Random) -> str:
+    """A surname and one or two given-name characters."""
+    return rng.choice(SURNAMES) + "".join(rng.choice(GIVEN) for _ in range(rng.randint(1, 2)))
+
+
+def _ner_sentence(rng: random.Random, template: str) -> tuple[list[str], list[str]]:
+    """Fill ``template``'s slots: entity slots are tagged ``B-``/``I-``, everything else ``O``."""
+    fillers = {"PER": lambda: _person(rng), "LOC": lambda: rng.choice(LOCATIONS),
+               "ORG": lambda: rng.choice(ORGANIZATIONS), "TIME": lambda: rng.choice(TIMES)}
+    chars: list[str] = []
+    tags: list[str] = []
+    for i, piece in enumerate(re.split(r"\{(\w+)\}", template)):
+        surface = fillers[piece]() if i % 2 else piece  # odd pieces are slot names
+        chars.extend(surface)
+        if i % 2 and piece in ENTITY_TYPES:
+            tags.extend([f"B-{piece}"] + [f"I-{piece}"] * (len(surface) - 1))
+        else:
+            tags.extend(["O"] * len(surface))
+    return chars, tags
+
+
+def ner_examples(n: int = 600, seed: int = 0) -> list[tuple[list[str], list[str]]]:
+    """Generate character-level NER sentences with BIO tags for ``PER``, ``LOC`` and ``ORG``.
+
+    About one sentence in five has no entity.
+
+    Args:
+        n: int. how many sentences.
+        seed: int. the random seed; the same seed gives the same sentences.
+
+    Returns:
+        list of ``(chars, tags)``: single characters and one tag per character.
+
+    Example:
+    >>> chars, tags = ner_examples(3, seed=2)[0]
+    >>> len(chars) == len(tags), all(len(char) == 1 for char in chars)
+    (True, True)
+    """
+    rng = random.Random(seed)
+    return [_ner_sentence(rng, rng.choice(ENTITY_TEMPLATES + EMPTY_TEMPLATES)) for _ in range(n)]
+
+
+def write_demo_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int = 150,
+                    n_test: int = 150) -> dict[str, str]:
+    """Write the sentiment and NER splits and their vocabulary into ``folder`` (created if needed).
+
+    Each split is drawn with its own seed, derived from ``seed``, so dev and test follow the
+    training distribution without being copies of it (short template sentences may still repeat).
+    Files: ``cls/{train,dev,test}.tsv`` (``text<TAB>label``, no header), ``ner/{train,dev,test}.txt``
+    (CoNLL, ``char tag`` a line, a blank line between sentences) and ``vocab.txt`` (the special
+    tokens, every character of the data sorted, then digits, lowercase letters and punctuation).
+
+    Args:
+        folder: str. where to write; created with its parents.
+        seed: int. the random seed; the same seed writes the same bytes.
+        n_train: int. examples in each training split.
+        n_dev: int. examples in each dev split.
+        n_test: int. examples in each test split.
+
+    Returns:
+        dict from ``cls_train``, ``cls_dev``, ``cls_test``, ``ner_train``, ``ner_dev``, ``ner_test``
+        and ``vocab`` to the file paths.
+
+    Example:
+    >>> import tempfile
+    >>> paths = write_demo_data(tempfile.mkdtemp(), n_train=20, n_dev=5, n_test=5)
+    >>> open(paths["vocab"], encoding="utf-8").read().split()[:5]
+    ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
+    """
+    master = random.Random(seed)
+    sizes = dict(zip(SPLITS, (n_train, n_dev, n_test), strict=True))
+    seeds = {split: master.getrandbits(32) for split in SPLITS}
+    os.makedirs(os.path.join(folder, "cls"), exist_ok=True)
+    os.makedirs(os.path.join(folder, "ner"), exist_ok=True)
+    paths: dict[str, str] = {}
+    characters: set[str] = set()
+    for split in SPLITS:
+        sentiment = sentiment_examples(sizes[split], seeds[split])
+        ner = ner_examples(sizes[split], seeds[split] + 1)
+        characters.update(char for text, _ in sentiment for char in text)
+        characters.update(char for chars, _ in ner for char in chars)
+        paths[f"cls_{split}"] = os.path.join(folder, "cls", f"{split}.tsv")
+        write_text(paths[f"cls_{split}"], "".join(f"{text}\t{label}\n" for text, label in sentiment))
+        paths[f"ner_{split}"] = os.path.join(folder, "ner", f"{split}.txt")
+        blocks = ("".join(f"{char} {tag}\n" for char, tag in zip(chars, tags, strict=True)) for chars, tags in ner)
+        write_text(paths[f"ner_{split}"], "\n".join(blocks))
+    ordered = sorted(characters)
+    vocab = list(SPECIAL_TOKENS) + ordered + [char for char in TYPABLE if char not in characters]
+    paths["vocab"] = os.path.join(folder, "vocab.txt")
+    write_text(paths["vocab"], "".join(f"{token}\n" for token in vocab))
+    return paths

@@ -1,0 +1,154 @@
+"""Evaluation metrics: sentence classification and entity-level NER, plus a printable table.
+
+Entity metrics compare sets of ``(start, end, label)`` spans per sentence; a predicted entity
+counts only when start, end and label all match a gold entity (the CoNLL rule, as in seqeval).
+Every ratio with a zero denominator is 0, like scikit-learn's and seqeval's ``zero_division=0``.
+
+Example:
+>>> m = entity_metrics([[(0, 2, "PER")]], [[(0, 2, "PER"), (3, 4, "LOC")]])
+>>> m["precision"], m["recall"]
+(0.5, 1.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from kerasbert.errors import DataError, fail
+
+Span = tuple[int, int, str]
+
+
+def _ratio(num: float, den: float) -> float:
+    """``num / den``, or 0.0 when ``den`` is 0."""
+    return float(num) / den if den else 0.0
+
+
+def _prf(correct: int, n_pred: int, n_gold: int) -> dict:
+    """Precision, recall and F1 from counts; every zero division gives 0."""
+    precision, recall = _ratio(correct, n_pred), _ratio(correct, n_gold)
+    return {"precision": precision, "recall": recall, "f1": _ratio(2 * precision * recall, precision + recall),
+            "support": int(n_gold)}
+
+
+def classification_metrics(y_true: Sequence[int], y_pred: Sequence[int], labels: Sequence[str]) -> dict:
+    """Accuracy, macro-F1, per-label scores and the confusion matrix of a classifier.
+
+    Macro-F1 is the plain mean of the per-label F1 over *every* label in ``labels``. A label
+    with no gold example and no prediction has precision, recall and F1 of 0 (scikit-learn's
+    ``zero_division=0``), so it pulls the mean down.
+
+    Args:
+        y_true: sequence of int. gold label ids, each in ``range(len(labels))``.
+        y_pred: sequence of int. predicted label ids, same length as ``y_true``.
+        labels: sequence of str. the label names, indexed by id.
+
+    Returns:
+        dict. ``accuracy`` (float), ``macro_f1`` (float), ``per_label`` (label name to a dict of
+        ``precision``, ``recall``, ``f1``, ``support``) and ``confusion`` (list of lists of int,
+        rows are gold labels, columns predicted labels).
+
+    Raises:
+        DataError: the two sequences differ in length, or an id is outside the label range.
+
+    Example:
+    >>> m = classification_metrics([0, 0, 1, 2], [0, 1, 1, 2], ["neg", "neu", "pos"])
+    >>> m["accuracy"], m["confusion"]
+    (0.75, [[1, 1, 0], [0, 1, 0], [0, 0, 1]])
+    >>> round(m["macro_f1"], 4)
+    0.7778
+    """
+    true, pred = np.asarray(y_true, dtype=np.int64), np.asarray(y_pred, dtype=np.int64)
+    if true.shape != pred.shape or true.ndim != 1:
+        raise fail(DataError, "y_pred", f"one id per gold label ({true.size})", f"{pred.size} ids")
+    n = len(labels)
+    for name, ids in (("y_true", true), ("y_pred", pred)):
+        bad = ids[(ids < 0) | (ids >= n)]
+        if bad.size:
+            raise fail(DataError, name, f"label ids in 0..{n - 1}", f"id {int(bad[0])}")
+    confusion = np.zeros((n, n), dtype=np.int64)  # (true, predicted)
+    np.add.at(confusion, (true, pred), 1)
+    diag, n_gold, n_pred = np.diag(confusion), confusion.sum(axis=1), confusion.sum(axis=0)
+    per_label = {label: _prf(diag[i], n_pred[i], n_gold[i]) for i, label in enumerate(labels)}
+    return {
+        "accuracy": _ratio(diag.sum(), true.size),
+        "macro_f1": float(np.mean([s["f1"] for s in per_label.values()])) if n else 0.0,
+        "per_label": per_label,
+        "confusion": confusion.tolist(),
+    }
+
+
+def entity_metrics(gold: Sequence[Sequence[Span]], pred: Sequence[Sequence[Span]]) -> dict:
+    """Entity-level precision, recall and F1 (micro, macro and per type) on exact span matches.
+
+    Each sentence's gold and predicted spans are compared as sets; a prediction is correct
+    only when ``(start, end, label)`` equals a gold span. Types are the sorted union of the gold
+    and predicted labels; macro scores are plain means over them. Zero divisions give 0.
+
+    Args:
+        gold: sequence of sequences of ``(start, end, label)``. gold spans, one list per sentence.
+        pred: sequence of sequences of ``(start, end, label)``. predicted spans, same sentences.
+
+    Returns:
+        dict. micro ``precision``, ``recall``, ``f1``; ``macro_precision``, ``macro_recall``,
+        ``macro_f1``; ``per_type`` (type to ``precision``, ``recall``, ``f1``, ``support``, the
+        support being the number of gold entities of that type).
+
+    Raises:
+        DataError: ``gold`` and ``pred`` hold different numbers of sentences.
+
+    Example:
+    >>> m = entity_metrics([[(0, 2, "PER"), (5, 7, "LOC")]], [[(0, 2, "PER"), (5, 6, "LOC")]])
+    >>> m["f1"], m["per_type"]["LOC"]["f1"], m["macro_f1"]
+    (0.5, 0.0, 0.5)
+    """
+    if len(gold) != len(pred):
+        raise fail(DataError, "pred", f"one span list per gold sentence ({len(gold)})", f"{len(pred)} sentences")
+    counts: dict[str, list[int]] = {}  # type -> [correct, predicted, gold]
+    for gold_spans, pred_spans in zip(gold, pred, strict=True):
+        gold_set, pred_set = {tuple(s) for s in gold_spans}, {tuple(s) for s in pred_spans}
+        for column, spans in ((0, gold_set & pred_set), (1, pred_set), (2, gold_set)):
+            for _, _, label in spans:
+                counts.setdefault(label, [0, 0, 0])[column] += 1
+    per_type = {label: _prf(*counts[label]) for label in sorted(counts)}
+    micro = _prf(*(sum(c[i] for c in counts.values()) for i in range(3)))
+
+    def mean(key: str) -> float:
+        return float(np.mean([s[key] for s in per_type.values()])) if per_type else 0.0
+
+    return {"precision": micro["precision"], "recall": micro["recall"], "f1": micro["f1"],
+            "macro_precision": mean("precision"), "macro_recall": mean("recall"), "macro_f1": mean("f1"),
+            "per_type": per_type}
+
+
+def per_type_table(metrics: dict) -> str:
+    """Format :func:`entity_metrics` output as an aligned plain-text table.
+
+    One row per type, then ``micro`` and ``macro`` rows (their support is the total number of
+    gold entities); scores have 4 decimals.
+
+    Args:
+        metrics: dict. the result of :func:`entity_metrics`.
+
+    Returns:
+        str. the table, lines joined by ``\\n``, with no trailing newline.
+
+    Example:
+    >>> print(per_type_table(entity_metrics([[(0, 2, "PER")]], [[(0, 2, "PER"), (3, 4, "LOC")]])))
+    type   precision  recall      f1  support
+    LOC       0.0000  0.0000  0.0000        0
+    PER       1.0000  1.0000  1.0000        1
+    micro     0.5000  1.0000  0.6667        1
+    macro     0.5000  0.5000  0.5000        1
+    """
+    per_type = metrics["per_type"]
+    total = sum(s["support"] for s in per_type.values())
+    rows = [(name, s["precision"], s["recall"], s["f1"], s["support"]) for name, s in per_type.items()]
+    rows.append(("micro", metrics["precision"], metrics["recall"], metrics["f1"], total))
+    rows.append(("macro", metrics["macro_precision"], metrics["macro_recall"], metrics["macro_f1"], total))
+    width = max(len("type"), *(len(str(row[0])) for row in rows))
+    lines = [f"{'type':<{width}}  precision  recall      f1  support"]
+    lines += [f"{name:<{width}}  {p:9.4f}  {r:6.4f}  {f:6.4f}  {n:7d}" for name, p, r, f, n in rows]
+    return "\n".join(lines)
