@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 
-from kerasbert.errors import KerasBertError, ModelError, fail
+from kerasbert.errors import ConfigError, DataError, KerasBertError, ModelError, fail
 
 HEAD_SPECS = "cls:N, tagging:K, tagging:K:crf, mlm or nsp"
 
@@ -91,9 +92,183 @@ def _run_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------- train
+def _field(value: str) -> str | int:
+    """A column given as ``0`` (index) or ``text`` (header name / JSONL key)."""
+    return int(value) if value.isdigit() else value
+
+
+def _train_arguments(parser: argparse.ArgumentParser) -> None:
+    from kerasbert.training import TrainArgs
+
+    defaults = TrainArgs(task="cls", train="", out="")
+    data = parser.add_argument_group("data")
+    data.add_argument("--task", choices=("cls", "ner"), help="text classification or entity tagging")
+    data.add_argument("--train", help="training file: TSV/CSV/JSONL (cls), CoNLL or span JSONL (ner)")
+    data.add_argument("--dev", help="dev file in the same format: scored every epoch, keeps the best model")
+    data.add_argument("--out", required=True, help="the run folder to write (new or empty)")
+    data.add_argument("--text-field", dest="text", type=_field, help="text column (index or name)")
+    data.add_argument("--text-b-field", dest="text_b", type=_field, help="second text column, for pairs")
+    data.add_argument("--label-field", dest="label", type=_field, help="label column (index or name)")
+    data.add_argument("--scheme", choices=("BIO", "BIOES", "BMES"), help="NER tag scheme (detected by default)")
+    data.add_argument("--strict", action="store_true", help="an I- tag with no entity before it is an error")
+    model = parser.add_argument_group("model")
+    model.add_argument("--config", default=defaults.config, help="bert_config.json or a preset (default: tiny)")
+    model.add_argument("--checkpoint", help="Google checkpoint to start from (default: random weights)")
+    model.add_argument("--vocab", help="vocab.txt of the checkpoint")
+    model.add_argument("--cased", dest="lowercase", action="store_false", help="keep case and accents")
+    model.add_argument("--crf", action="store_true", help="NER: a CRF on the tagging head")
+    model.add_argument("--bilstm-units", type=int, help="NER: a BiLSTM of this size before the tagging head")
+    model.add_argument("--dropout", type=float, help="dropout before the head")
+    fit = parser.add_argument_group("training")
+    for name, kind, text in (("maxlen", int, "word pieces a row keeps"), ("batch_size", int, "rows per batch"),
+                             ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
+                             ("warmup", float, "warmup, a ratio of the steps"),
+                             ("weight_decay", float, "AdamW weight decay (not on norms and biases)"),
+                             ("grad_accum", int, "accumulate gradients over N batches"),
+                             ("layerwise_lr_decay", float, "learning-rate factor per layer down from the top"),
+                             ("seed", int, "seed of weights, dropout and data order")):
+        fit.add_argument("--" + name.replace("_", "-"), type=kind, default=getattr(defaults, name),
+                         help=f"{text} (default: {getattr(defaults, name)})")
+    fit.add_argument("--max-steps", type=int, help="stop after this many batches")
+    fit.add_argument("--mixed-precision", action="store_true", help="float16 on GPU, bfloat16 on CPU")
+    fit.add_argument("--monitor", help="dev metric that picks the best epoch (default: val_accuracy / val_f1)")
+    fit.add_argument("--save-every", type=int, help="also save the resume state every N batches")
+    run = parser.add_argument_group("run folder")
+    run.add_argument("--resume", action="store_true", help="continue the run in --out with its saved arguments")
+    run.add_argument("--overwrite", action="store_true", help="empty --out first")
+    run.add_argument("--export-google-checkpoint", action="store_true",
+                     help="also write the fine-tuned encoder as a Google checkpoint in OUT/google")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from kerasbert.training import train
+
+    options = {key: value for key, value in vars(args).items()
+               if key not in ("command", "debug", "task", "train", "out", "resume", "overwrite", "quiet")}
+    if not args.resume:
+        for name in ("task", "train"):
+            if getattr(args, name) is None:
+                raise fail(ConfigError, f"--{name}", "a value (or --resume to continue a run)", "none")
+    result = train(args.task, args.train, args.out, resume=args.resume, overwrite=args.overwrite,
+                   verbose=0 if args.quiet else 1, **({} if args.resume else options))
+    _print_scores(result.get("dev"), f"best epoch {result['best_epoch']} on dev" if result.get("dev") else "")
+    print(f"run folder: {args.out}")
+    return 0
+
+
+def _print_scores(scores: dict | None, title: str) -> None:
+    if not scores:
+        return
+    from kerasbert.metrics import per_type_table
+
+    print(title)
+    if "per_type" in scores:
+        print(per_type_table(scores))
+    else:
+        print(f"accuracy {scores['accuracy']:.4f}  macro-F1 {scores['macro_f1']:.4f}")
+
+
+# ------------------------------------------------------------------------------------------- evaluate, predict
+def _evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="a run folder written by `kerasbert train`")
+    parser.add_argument("--data", required=True, help="a labelled file in the training format")
+    parser.add_argument("--batch-size", type=int)
+
+
+def _run_evaluate(args: argparse.Namespace) -> int:
+    from kerasbert.training import evaluate
+
+    _print_scores(evaluate(args.run, args.data, args.batch_size), f"{args.data}:")
+    return 0
+
+
+def _predict_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="a run folder written by `kerasbert train`")
+    parser.add_argument("--text", action="append", help="a text to predict (repeatable)")
+    parser.add_argument("--input", help='a .jsonl file of {"text": ...} (and "text_b") or a .txt file, a text a line')
+    parser.add_argument("--output", help="write the predictions here as JSONL (default: print them)")
+    parser.add_argument("--batch-size", type=int)
+
+
+def _read_inputs(path: str) -> list[dict]:
+    from kerasbert.data import read_text
+
+    rows = []
+    for number, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        if not path.endswith((".jsonl", ".json")):
+            rows.append({"text": line})
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict) or not isinstance(row.get("text"), str):
+            raise fail(DataError, f"{path}:{number}", 'a JSON object with a "text" string', line[:60])
+        rows.append(row)
+    return rows
+
+
+def _run_predict(args: argparse.Namespace) -> int:
+    from kerasbert.data import write_text
+    from kerasbert.training import predict
+
+    if bool(args.text) == bool(args.input):
+        raise fail(ConfigError, "predict", "--text or --input (one of them)",
+                   "both" if args.text else "neither")
+    rows = [{"text": text} for text in args.text] if args.text else _read_inputs(args.input)
+    lines = [json.dumps(row, ensure_ascii=False) for row in predict(args.run, rows, args.batch_size)]
+    if args.output:
+        write_text(args.output, "".join(line + "\n" for line in lines))
+        print(f"{len(lines)} predictions written to {args.output}")
+    else:
+        print("\n".join(lines))
+    return 0
+
+
+# ------------------------------------------------------------------------------------------- demo
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", choices=("cls", "ner", "all"), default="all")
+    parser.add_argument("--out", default="kerasbert-demo", help="folder for the data and runs (default: %(default)s)")
+    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+DEMO_TEXTS = {"cls": ["这家餐厅的菜非常好吃，服务也很满意", "房间很脏，真的让人失望"],
+              "ner": ["张伟去年加入了华为公司", "李娜和王芳昨天去了上海"]}
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    import os
+
+    from kerasbert.demo_data import write_demo_data
+    from kerasbert.training import evaluate, predict, train
+
+    data = write_demo_data(os.path.join(args.out, "data"), seed=args.seed)
+    for task in ("cls", "ner") if args.task == "all" else (args.task,):
+        run = os.path.join(args.out, task)
+        print(f"== {task}: training the tiny config from scratch on {data[task + '_train']}")
+        train(task, data[f"{task}_train"], run, dev=data[f"{task}_dev"], vocab=data["vocab"], epochs=args.epochs,
+              batch_size=32, lr=2e-3, maxlen=64, seed=args.seed, overwrite=True, verbose=0 if args.quiet else 1)
+        _print_scores(evaluate(run, data[f"{task}_test"], verbose=0), f"== {task}: test set")
+        for row in predict(run, DEMO_TEXTS[task]):
+            print(json.dumps(row, ensure_ascii=False))
+        print(f"== {task}: run folder {run}")
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
     "summary": Command("annotated parameter summary of a model built from a config (no weights loaded)",
                        _summary_arguments, _run_summary),
+    "train": Command("fine-tune on a classification or NER dataset into a run folder", _train_arguments, _run_train),
+    "evaluate": Command("score a run's model on a labelled file", _evaluate_arguments, _run_evaluate),
+    "predict": Command("predict raw texts with a run's model", _predict_arguments, _run_predict),
+    "demo": Command("train, evaluate and predict on bundled data with the tiny config, offline",
+                    _demo_arguments, _run_demo),
 }
 
 

@@ -26,6 +26,21 @@ def _time_major(x):
     return ops.moveaxis(x, 1, 0)
 
 
+def _steps(emissions, mask):
+    """Steps 2..S of ``emissions`` with the mask as one extra channel, time-major: ``[S-1, B, K+1]``.
+
+    One scanned tensor, not two: Keras's TensorFlow ``scan`` fails on several inputs of unknown
+    length (its static-shape check calls a method of ``None``), and batches here have any length.
+    """
+    packed = ops.concatenate([emissions, ops.cast(mask, emissions.dtype)[..., None]], axis=-1)
+    return _time_major(packed[:, 1:])
+
+
+def _unpack(step):
+    """``[B, K+1] -> ([B, K] emissions, [B] bool mask)``: the inverse of `_steps` for one step."""
+    return step[:, :-1], step[:, -1] > 0.5
+
+
 def log_partition(emissions, trans, mask):
     """``log Z`` of each sequence by the forward algorithm: ``[B, S, K], [K, K], [B, S] -> [B]``.
 
@@ -34,12 +49,12 @@ def log_partition(emissions, trans, mask):
     """
 
     def step(alpha, inputs):  # alpha (batch, K)
-        e_t, m_t = inputs
+        e_t, m_t = _unpack(inputs)
         new = ops.logsumexp(alpha[:, :, None] + trans[None], axis=1) + e_t  # (batch, from, to) -> (batch, to)
         alpha = ops.where(m_t[:, None], new, alpha)
         return alpha, alpha
 
-    alpha, _ = ops.scan(step, emissions[:, 0], (_time_major(emissions[:, 1:]), _time_major(mask[:, 1:])))
+    alpha, _ = ops.scan(step, emissions[:, 0], _steps(emissions, mask))
     return ops.logsumexp(alpha, axis=1)
 
 
@@ -60,13 +75,13 @@ def viterbi_decode(emissions, trans, mask=None):
     labels = ops.arange(ops.shape(trans)[0], dtype="float32")[None]
 
     def forward(delta, inputs):  # delta (batch, K)
-        e_t, m_t = inputs
+        e_t, m_t = _unpack(inputs)
         scores = delta[:, :, None] + trans[None]  # (batch, from, to)
         back = ops.cast(ops.argmax(scores, axis=1), "float32")  # scan outputs share the carry's dtype
         keep = m_t[:, None]
         return ops.where(keep, ops.max(scores, axis=1) + e_t, delta), ops.where(keep, back, labels)
 
-    delta, backs = ops.scan(forward, emissions[:, 0], (_time_major(emissions[:, 1:]), _time_major(mask[:, 1:])))
+    delta, backs = ops.scan(forward, emissions[:, 0], _steps(emissions, mask))
     backs = ops.cast(backs, "int32")  # (seq-1, batch, K)
 
     def backward(label, back_t):  # label at step t+1 -> label at step t

@@ -1,0 +1,167 @@
+"""The run folder: everything a training run leaves behind, written so a kill never corrupts it.
+
+Layout of ``kerasbert train ... --out RUN``::
+
+    RUN/args.json          the training arguments (a resumed run reads them back)
+    RUN/labels.json        the label set (classification labels or BIO tags)
+    RUN/bert_config.json   the model config used; RUN/vocab.txt the vocabulary used
+    RUN/model.keras        the best model on dev (the last one without dev), no optimizer
+    RUN/history.csv        one row per epoch: train loss and metrics, dev metrics
+    RUN/curves.png         loss and metrics per epoch, train vs dev
+    RUN/metrics.json       the best epoch's dev metrics (and per-type NER figures)
+    RUN/confusion.png      classification: the dev confusion matrix
+    RUN/per_type.txt       NER: precision / recall / F1 per entity type
+    RUN/state/             resume state: every variable of the model and optimizer, epoch and step
+    RUN/google/            with --export-google-checkpoint: the fine-tuned encoder, Google format
+
+Every file is written to a temporary name and renamed; the state folder is swapped in whole
+(``state.tmp`` -> ``state``), so after ``kill -9`` the folder holds the last complete state.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kerasbert.data import LabelSet, read_text, write_text
+from kerasbert.errors import ConfigError, fail
+
+__all__ = ["Run", "State"]
+
+
+@dataclass
+class State:
+    """Where training stands: ``epoch`` epochs done and ``step`` batches of the next one."""
+
+    epoch: int = 0
+    step: int = 0
+    global_step: int = 0
+    history: list[dict] = field(default_factory=list)
+    best: float | None = None
+    best_epoch: int | None = None
+    finished: bool = False
+
+
+class Run:
+    """A run folder (see the module docstring).
+
+    Args:
+        path: str. the folder.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = os.fspath(path)
+
+    def file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    # ------------------------------------------------------------------ creating
+    def check_new(self, overwrite: bool) -> None:
+        """Fail on a non-empty folder unless ``overwrite``; called before anything is written."""
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise fail(ConfigError, f"--out {self.path}", "a folder", "a file")
+        if os.path.isdir(self.path) and os.listdir(self.path) and not overwrite:
+            raise fail(ConfigError, f"--out {self.path}", "a new or empty run folder",
+                       f"a folder with {len(os.listdir(self.path))} entries",
+                       "pass --resume to continue that run or --overwrite to start it over")
+
+    def create(self, overwrite: bool) -> None:
+        """Make the folder, emptying it first when ``overwrite``."""
+        if overwrite and os.path.isdir(self.path):
+            shutil.rmtree(self.path)
+        os.makedirs(self.path, exist_ok=True)
+
+    # ------------------------------------------------------------------ small files
+    def write_json(self, name: str, value) -> None:
+        write_text(self.file(name), json.dumps(value, ensure_ascii=False, indent=1) + "\n")
+
+    def read_json(self, name: str):
+        path = self.file(name)
+        if not os.path.exists(path):
+            raise fail(ConfigError, self.path, f"a kerasbert run folder with {name}", f"no {name}",
+                       "pass the --out folder of a `kerasbert train` run")
+        try:
+            return json.loads(read_text(path))
+        except ValueError as error:
+            raise fail(ConfigError, path, "JSON", f"invalid JSON ({error})") from None
+
+    def labels(self) -> LabelSet:
+        self.read_json("labels.json")
+        return LabelSet.load(self.file("labels.json"))
+
+    def write_history(self, history: list[dict]) -> None:
+        keys = list(dict.fromkeys(key for row in history for key in row))
+        out = io.StringIO()
+        writer = csv.DictWriter(out, keys, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(history)
+        write_text(self.file("history.csv"), out.getvalue())
+
+    # ------------------------------------------------------------------ models
+    def save_model(self, model) -> None:
+        """Save ``model`` as ``model.keras`` without its optimizer (a fresh functional wrapper)."""
+        import keras
+
+        bare = keras.Model(model.inputs, model.outputs, name=model.name)
+        tmp = self.file("model.tmp.keras")
+        bare.save(tmp)
+        os.replace(tmp, self.file("model.keras"))
+
+    def load_model(self):
+        import keras
+
+        import kerasbert.crf  # noqa: F401  (registers the layers)
+        import kerasbert.heads  # noqa: F401
+
+        path = self.file("model.keras")
+        if not os.path.exists(path):
+            raise fail(ConfigError, self.path, "a run folder with model.keras", "none",
+                       "the run has not finished an epoch yet; resume it with `kerasbert train ... --resume`")
+        return keras.saving.load_model(path, compile=False)
+
+    # ------------------------------------------------------------------ resume state
+    def save_state(self, state: State, model, optimizer) -> None:
+        """Write every model and optimizer variable, and ``state``, then swap the folder in."""
+        tmp, final, old = self.file("state.tmp"), self.file("state"), self.file("state.old")
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        arrays = {f"model/{i}": np.asarray(v.numpy()) for i, v in enumerate(model.variables)}
+        arrays.update({f"optimizer/{i}": np.asarray(v.numpy()) for i, v in enumerate(optimizer.variables)})
+        np.savez(os.path.join(tmp, "variables.npz"), **arrays)
+        with open(os.path.join(tmp, "state.json"), "w", encoding="utf-8") as out:
+            json.dump(state.__dict__, out, ensure_ascii=False)
+            out.flush()
+            os.fsync(out.fileno())
+        if os.path.isdir(final):
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def has_state(self) -> bool:
+        return any(os.path.exists(os.path.join(self.file(name), "state.json")) for name in ("state", "state.old"))
+
+    def load_state(self, model, optimizer) -> State:
+        """Restore the variables saved by `save_state` into ``model`` and ``optimizer``; return the state."""
+        folder = self.file("state") if os.path.isdir(self.file("state")) else self.file("state.old")
+        if not os.path.exists(os.path.join(folder, "state.json")):
+            raise fail(ConfigError, f"--resume {self.path}", "a run folder with a saved state", "no state/",
+                       "start the run without --resume")
+        with open(os.path.join(folder, "state.json"), encoding="utf-8") as handle:
+            state = State(**json.load(handle))
+        optimizer.build(model.trainable_variables)
+        with np.load(os.path.join(folder, "variables.npz")) as arrays:
+            for prefix, variables in (("model", model.variables), ("optimizer", optimizer.variables)):
+                saved = sum(key.startswith(prefix + "/") for key in arrays.files)
+                if saved != len(variables):
+                    raise fail(ConfigError, f"{folder}/variables.npz", f"{len(variables)} {prefix} variables",
+                               f"{saved}", "resume with the arguments of the original run")
+                for i, variable in enumerate(variables):
+                    variable.assign(arrays[f"{prefix}/{i}"])
+        return state

@@ -1,0 +1,181 @@
+"""The two fine-tuning tasks, ``cls`` and ``ner``: what training, evaluation and prediction need of each.
+
+A task reads its files (`kerasbert.data`), builds its label set, encodes examples
+(`kerasbert.pipeline`), attaches its head (`kerasbert.heads`), turns model outputs into
+predictions and scores them (`kerasbert.metrics`). `kerasbert.training` and `kerasbert.runs`
+only talk to this interface, so both tasks share one training loop and one run-folder format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kerasbert import heads, metrics
+from kerasbert.data import ClassificationExample, LabelSet, NerExample, read_classification, read_conll, read_span_jsonl
+from kerasbert.errors import ConfigError, DataError, fail
+from kerasbert.pipeline import Features, decode_ner, encode_classification, encode_ner, ner_tag_set, text_example
+from kerasbert.tokenizer import Tokenizer
+
+__all__ = ["TASKS", "ClassificationTask", "NerTask", "Task", "get_task", "predict_batches"]
+
+
+def predict_batches(model, dataset, verbose: int = 0) -> list[np.ndarray]:
+    """Model outputs of each batch of ``dataset`` (batches differ in length, so no concatenation)."""
+    import keras
+
+    batches = list(dataset)
+    bar = keras.utils.Progbar(len(batches), unit_name="batch") if verbose else None
+    outputs = []
+    for i, batch in enumerate(batches):
+        inputs = batch[0] if isinstance(batch, tuple) else batch
+        # an eager call: batches have their own lengths, and predict_on_batch would retrace for each
+        outputs.append(keras.ops.convert_to_numpy(model(inputs, training=False)))
+        if bar is not None:
+            bar.update(i + 1)
+    return outputs
+
+
+@dataclass
+class Task:
+    """Options shared by the tasks; subclasses implement the methods.
+
+    Args:
+        text: str or int or None. the text field (classification files).
+        text_b: str or int or None. the second text field, for pairs.
+        label: str or int or None. the label field.
+        scheme: str or None. NER files' tag scheme (detected when None).
+        strict: bool. NER: an ``I-`` tag with no entity before it is an error instead of being repaired.
+        crf: bool. NER: a CRF on the tagging head.
+        bilstm_units: int or None. NER: a BiLSTM before the tagging head.
+        dropout: float or None. dropout before the head's Dense.
+    """
+
+    text: str | int | None = None
+    text_b: str | int | None = None
+    label: str | int | None = None
+    scheme: str | None = None
+    strict: bool = False
+    crf: bool = False
+    bilstm_units: int | None = None
+    dropout: float | None = None
+    name: str = field(default="", init=False)
+    monitor: str = field(default="", init=False)
+
+
+@dataclass
+class ClassificationTask(Task):
+    """Single texts or pairs with one label each; CLS-token -> Dense softmax."""
+
+    name: str = field(default="cls", init=False)
+    monitor: str = field(default="val_accuracy", init=False)
+
+    def read(self, path: str, labels: LabelSet | None = None) -> list[ClassificationExample]:
+        return read_classification(path, text=self.text, label=self.label, text_b=self.text_b, labels=labels)
+
+    def label_set(self, examples: Sequence[ClassificationExample]) -> LabelSet:
+        return LabelSet.from_examples(examples)
+
+    def encode(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> Features:
+        return encode_classification(tokenizer, examples, labels, maxlen, what)
+
+    def head(self, backbone, labels: LabelSet):
+        return heads.cls(backbone, len(labels), dropout=self.dropout)
+
+    def compile_arguments(self, model) -> dict:
+        return heads.loss_and_metrics(model)
+
+    def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
+                verbose: int = 0) -> list[dict]:
+        from kerasbert.pipeline import to_dataset
+
+        probabilities = np.concatenate(predict_batches(model, to_dataset(features, batch_size, labels=False),
+                                                       verbose))
+        return [{"label": labels.labels[int(np.argmax(row))],
+                 "probabilities": {label: round(float(p), 6) for label, p in zip(labels.labels, row, strict=True)}}
+                for row in probabilities]
+
+    def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:
+        y_true = [labels.index(example.label) for example in examples]
+        y_pred = [labels.index(prediction["label"]) for prediction in predictions]
+        return metrics.classification_metrics(y_true, y_pred, labels.labels)
+
+    def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list[ClassificationExample]:
+        return [ClassificationExample(row["text"], "", row.get("text_b"), line=i + 1) for i, row in enumerate(rows)]
+
+
+@dataclass
+class NerTask(Task):
+    """Entities as character spans; word pieces tagged in BIO by softmax or a CRF."""
+
+    name: str = field(default="ner", init=False)
+    monitor: str = field(default="val_f1", init=False)
+
+    def read(self, path: str, labels: LabelSet | None = None) -> list[NerExample]:
+        if path.endswith((".jsonl", ".json")):
+            examples = read_span_jsonl(path)
+        else:
+            examples = read_conll(path, scheme=self.scheme, strict=self.strict)
+        if labels is not None:
+            known = {label[2:] for label in labels.labels if label != "O"}
+            for example in examples:
+                for _, _, label in example.spans:
+                    if label not in known:
+                        raise fail(DataError, f"{path}:{example.line}",
+                                   f"entity types seen in training, {sorted(known)}", f"{label!r}",
+                                   "add it to the training data")
+        return examples
+
+    def label_set(self, examples: Sequence[NerExample]) -> LabelSet:
+        tags = ner_tag_set(examples)
+        if len(tags) == 1:
+            raise fail(DataError, "training data", "at least one entity", "none", "check the tag column")
+        return tags
+
+    def encode(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> Features:
+        return encode_ner(tokenizer, examples, labels, maxlen, crf=self.crf, what=what)
+
+    def head(self, backbone, labels: LabelSet):
+        return heads.tagging(backbone, len(labels), crf=self.crf, bilstm_units=self.bilstm_units,
+                             dropout=self.dropout)
+
+    def compile_arguments(self, model) -> dict:
+        if self.crf:
+            return heads.loss_and_metrics(model)
+        # weights: 1 on each word's first piece, 0 on other pieces, [CLS], [SEP] and padding
+        loss = heads.SparseLabelLoss(int(model.output.shape[-1]), what="Tagging-Dense")
+        return {"loss": loss, "weighted_metrics": ["sparse_categorical_accuracy"]}
+
+    def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
+                verbose: int = 0) -> list[dict]:
+        from kerasbert.pipeline import to_dataset
+
+        decoder = heads.crf_decoder(model) if self.crf else model
+        batches = predict_batches(decoder, to_dataset(features, batch_size, labels=False), verbose)
+        rows = [row for batch in batches for row in (batch if self.crf else np.argmax(batch, axis=-1))]
+        predictions = []
+        for example, row, firsts in zip(examples, rows, features.first_pieces, strict=True):
+            spans = decode_ner(row, firsts, example.offsets, labels)
+            predictions.append({"entities": [{"start": a, "end": b, "label": label, "text": example.text[a:b]}
+                                             for a, b, label in spans]})
+        return predictions
+
+    def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:
+        gold = [example.spans for example in examples]
+        pred = [[(e["start"], e["end"], e["label"]) for e in prediction["entities"]] for prediction in predictions]
+        return metrics.entity_metrics(gold, pred)
+
+    def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list[NerExample]:
+        return [text_example(tokenizer, row["text"]) for row in rows]
+
+
+TASKS = {"cls": ClassificationTask, "ner": NerTask}
+
+
+def get_task(name: str, **options) -> Task:
+    """The task called ``name`` (``"cls"`` or ``"ner"``) with its options."""
+    if name not in TASKS:
+        raise fail(ConfigError, "--task", f"one of {sorted(TASKS)}", repr(name))
+    return TASKS[name](**options)

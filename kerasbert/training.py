@@ -1,0 +1,346 @@
+"""Fine-tuning: ``train``, ``evaluate`` and ``predict`` for the ``cls`` and ``ner`` tasks.
+
+``train`` reads and checks every input before it writes anything, builds the model (loading the
+Google checkpoint with its per-variable log), compiles it with Keras's ``AdamW`` on a warmup +
+cosine schedule, and runs Keras ``fit`` one epoch at a time, so each epoch draws its own data order
+from ``(seed, epoch)``. A callback scores dev after each epoch, keeps the best model, writes the
+history, curves and resume state. ``--resume`` restores every model and optimizer variable (dropout
+RNG included) and skips the batches already trained on, so a killed run ends where an uninterrupted
+one does. The run folder is described in `kerasbert.runs`.
+
+Example:
+>>> import tempfile
+>>> from kerasbert.demo_data import write_demo_data
+>>> data = write_demo_data(tempfile.mkdtemp(), n_train=64, n_dev=16, n_test=16)
+>>> run = tempfile.mkdtemp()
+>>> result = train("cls", data["cls_train"], run, dev=data["cls_dev"], vocab=data["vocab"], epochs=1,
+...                batch_size=16, lr=1e-3, verbose=0)
+>>> sorted(result)[:3], 0.0 <= result["dev"]["accuracy"] <= 1.0
+(['best_epoch', 'dev', 'monitor'], True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+import shutil
+from collections.abc import Sequence
+
+import keras
+
+from kerasbert import plots
+from kerasbert.checkpoint import save_google_checkpoint
+from kerasbert.config import resolve_config
+from kerasbert.errors import ConfigError, fail
+from kerasbert.log import logger
+from kerasbert.models import build_transformer_model
+from kerasbert.pipeline import to_dataset
+from kerasbert.runs import Run, State
+from kerasbert.tasks import get_task
+from kerasbert.tokenizer import Tokenizer
+
+__all__ = ["LayerwiseAdamW", "TrainArgs", "evaluate", "predict", "train"]
+
+TASK_OPTIONS = ("text", "text_b", "label", "scheme", "strict", "crf", "bilstm_units", "dropout")
+
+
+@dataclasses.dataclass
+class TrainArgs:
+    """The arguments of ``kerasbert train`` (and of `train`), saved as ``args.json`` in the run folder."""
+
+    task: str
+    train: str
+    out: str
+    dev: str | None = None
+    config: str = "tiny"
+    checkpoint: str | None = None
+    vocab: str | None = None
+    lowercase: bool = True
+    crf: bool = False
+    bilstm_units: int | None = None
+    dropout: float | None = None
+    text: str | int | None = None
+    text_b: str | int | None = None
+    label: str | int | None = None
+    scheme: str | None = None
+    strict: bool = False
+    maxlen: int = 128
+    batch_size: int = 32
+    epochs: int = 3
+    lr: float = 2e-5
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    grad_accum: int = 1
+    layerwise_lr_decay: float = 1.0
+    seed: int = 0
+    mixed_precision: bool = False
+    max_steps: int | None = None
+    monitor: str | None = None
+    save_every: int | None = None
+    export_google_checkpoint: bool = False
+
+    def check(self) -> None:
+        """One clear error for the first argument out of range or path that does not exist."""
+        for name in ("train", "dev", "vocab"):
+            path = getattr(self, name)
+            if path is not None and not os.path.isfile(path):
+                raise fail(ConfigError, f"--{name}", "an existing file", f"{path!r}, which does not exist")
+        if self.vocab is None:
+            raise fail(ConfigError, "--vocab", "the vocab.txt of the checkpoint (or of your data)", "none")
+        positive = {"maxlen": 3, "batch_size": 1, "epochs": 1, "grad_accum": 1}
+        for name, low in positive.items():
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < low:
+                raise fail(ConfigError, "--" + name.replace("_", "-"), f"an int >= {low}", repr(getattr(self, name)))
+        for name, low, high in (("lr", 0, 1), ("warmup", 0, 1), ("weight_decay", 0, 1), ("layerwise_lr_decay", 0, 1)):
+            value = getattr(self, name)
+            if not low <= value <= high or (name in ("lr", "layerwise_lr_decay") and value == 0):
+                raise fail(ConfigError, "--" + name.replace("_", "-"), f"a number in ({low}, {high}]", repr(value))
+        for name in ("max_steps", "save_every", "bilstm_units"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise fail(ConfigError, "--" + name.replace("_", "-"), "an int >= 1", repr(value))
+        if self.crf and self.task != "ner":
+            raise fail(ConfigError, "--crf", "--task ner", f"--task {self.task}")
+
+
+@keras.saving.register_keras_serializable("kerasbert")
+class LayerwiseAdamW(keras.optimizers.AdamW):
+    """Keras ``AdamW`` whose learning rate shrinks by ``layer_decay`` per layer below the top.
+
+    Counting down from the head: ``Transformer-i`` learns at ``lr · decay^(L-i)`` (the top layer at
+    ``lr · decay``), the embeddings at ``lr · decay^(L+1)``; the head, pooler and CRF at ``lr``.
+
+    Args:
+        layer_decay: float. the factor per layer, in (0, 1]; 1 is plain AdamW.
+        num_layers: int. L, the number of transformer layers.
+        **kwargs: ``keras.optimizers.AdamW`` arguments.
+    """
+
+    def __init__(self, layer_decay: float = 1.0, num_layers: int = 12, **kwargs):
+        super().__init__(**kwargs)
+        self.layer_decay, self.num_layers = layer_decay, num_layers
+
+    def lr_scale(self, path: str) -> float:
+        """The learning-rate factor of the variable at ``path`` (``Transformer-3-FeedForward/kernel``)."""
+        match = re.match(r"Transformer-(\d+)-", path)
+        depth = (self.num_layers - int(match.group(1)) if match else
+                 self.num_layers + 1 if path.startswith("Embedding") else 0)
+        return self.layer_decay ** depth
+
+    def update_step(self, gradient, variable, learning_rate):
+        # the TensorFlow backend passes the backend variable; its Keras variable knows the path
+        scale = self.lr_scale(self._trainable_variables[self._get_variable_index(variable)].path)
+        super().update_step(gradient, variable, learning_rate * scale if scale != 1 else learning_rate)
+
+    def get_config(self):
+        return {**super().get_config(), "layer_decay": self.layer_decay, "num_layers": self.num_layers}
+
+
+def make_optimizer(args: TrainArgs, total_steps: int, num_layers: int) -> keras.optimizers.Optimizer:
+    """AdamW (layer-wise when asked) on linear warmup then cosine decay to 0; no decay on norms and biases."""
+    updates = max(1, math.ceil(total_steps / args.grad_accum))
+    warmup = int(round(args.warmup * updates))
+    schedule = keras.optimizers.schedules.CosineDecay(0.0 if warmup else args.lr, max(1, updates - warmup),
+                                                      warmup_target=args.lr if warmup else None, warmup_steps=warmup)
+    optimizer = LayerwiseAdamW(args.layerwise_lr_decay, num_layers, learning_rate=schedule,
+                               weight_decay=args.weight_decay,
+                               gradient_accumulation_steps=args.grad_accum if args.grad_accum > 1 else None)
+    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias", "trans"])
+    return optimizer
+
+
+class EpochKeeper(keras.callbacks.Callback):
+    """Counts steps, saves resume state every ``save_every`` steps and at each epoch's end, scores dev,
+    keeps the best model, and writes history and curves; stops at ``max_steps``."""
+
+    def __init__(self, run: Run, state: State, score_dev, monitor: str, save_every: int | None,
+                 max_steps: int | None):
+        super().__init__()
+        self.run, self.state, self.score_dev, self.monitor = run, state, score_dev, monitor
+        self.save_every, self.max_steps = save_every, max_steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.state.step += 1
+        self.state.global_step += 1
+        if self.save_every and self.state.global_step % self.save_every == 0:
+            self.run.save_state(self.state, self.model, self.model.optimizer)
+        if self.max_steps and self.state.global_step >= self.max_steps:
+            self.model.stop_training = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs if logs is not None else {}
+        logs.update(self.score_dev())
+        row = {"epoch": epoch + 1, **{key: round(float(value), 6) for key, value in logs.items()}}
+        self.state.history.append(row)
+        value = logs.get(self.monitor)
+        lower = self.monitor.endswith("loss")
+        if value is None or self.state.best is None or (value < self.state.best if lower else value > self.state.best):
+            self.state.best, self.state.best_epoch = (None if value is None else float(value)), epoch + 1
+            self.run.save_model(self.model)
+        self.run.write_history(self.state.history)
+        plots.plot_curves(self.state.history, self.run.file("curves.png"))
+        self.state.epoch, self.state.step = epoch + 1, 0
+        self.run.save_state(self.state, self.model, self.model.optimizer)
+
+
+def _mixed_policy() -> str:
+    import tensorflow as tf
+
+    return "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
+
+
+def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: bool = False, verbose: int = 1,
+          **options) -> dict:
+    """Fine-tune a BERT on ``train`` for ``task`` (``"cls"`` or ``"ner"``), writing the run folder ``out``.
+
+    Args:
+        task: str. ``"cls"`` (text or text-pair classification) or ``"ner"`` (entity tagging).
+        train: str. the training file (TSV/CSV/JSONL for cls; CoNLL or span JSONL for ner).
+        out: str. the run folder; must be new or empty unless ``resume`` or ``overwrite``.
+        resume: bool. continue the run in ``out`` from its saved state, with its saved arguments.
+        overwrite: bool. empty ``out`` first.
+        verbose: int. 0 silent, 1 progress bars and logs.
+        **options: the other `TrainArgs` fields (``dev``, ``config``, ``checkpoint``, ``vocab``, ``epochs``,
+            ``lr``, ``crf``, ...), as the CLI's ``--options``.
+
+    Returns:
+        dict. ``metrics.json``: the monitor, the best epoch and its dev metrics (train metrics without dev).
+    """
+    run = Run(out)
+    if resume:
+        saved = run.read_json("args.json")
+        if not run.has_state():
+            run.load_state(None, None)  # raises the clear "no saved state" error
+        args = TrainArgs(**saved)
+    else:
+        args = TrainArgs(task=task, train=train, out=out, **options)
+        run.check_new(overwrite)
+    args.check()
+    the_task = get_task(args.task, **{name: getattr(args, name) for name in TASK_OPTIONS})
+    monitor = args.monitor or (the_task.monitor if args.dev else "loss")
+
+    # read and check every input before writing anything
+    train_examples = the_task.read(args.train)
+    labels = run.labels() if resume else the_task.label_set(train_examples)
+    dev_examples = the_task.read(args.dev, labels) if args.dev else None
+    tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
+    config = resolve_config(args.config)
+    if args.checkpoint is None and config.vocab_size != tokenizer.vocab_size:
+        logger.info("training from scratch: vocab_size %d -> %d (the size of %s)", config.vocab_size,
+                    tokenizer.vocab_size, args.vocab)
+        config = config.replace(vocab_size=tokenizer.vocab_size)
+    if args.maxlen > config.max_position_embeddings:
+        raise fail(ConfigError, "--maxlen", f"<= max_position_embeddings = {config.max_position_embeddings}",
+                   str(args.maxlen))
+    train_features = the_task.encode(tokenizer, train_examples, labels, args.maxlen, args.train)
+    dev_features = the_task.encode(tokenizer, dev_examples, labels, args.maxlen, args.dev) if args.dev else None
+    keras.utils.set_random_seed(args.seed)
+    policy = _mixed_policy() if args.mixed_precision else None
+    backbone = build_transformer_model(config=config, checkpoint_path=args.checkpoint, verbose=verbose > 0,
+                                       dtype=policy)
+    model = the_task.head(backbone, labels)
+    steps_per_epoch = math.ceil(len(train_features) / args.batch_size)
+    total = min(steps_per_epoch * args.epochs, args.max_steps or math.inf)
+    optimizer = make_optimizer(args, total, config.num_hidden_layers)
+    if policy == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    model.compile(optimizer, **the_task.compile_arguments(model))
+
+    if resume:
+        state = run.load_state(model, optimizer)
+        logger.info("resuming %s at epoch %d, step %d", out, state.epoch + 1, state.step)
+    else:
+        run.create(overwrite)
+        run.write_json("args.json", dataclasses.asdict(args))
+        labels.save(run.file("labels.json"))
+        run.write_json("bert_config.json", config.to_dict())
+        shutil.copyfile(args.vocab, run.file("vocab.txt"))
+        state = State()
+
+    def score_dev() -> dict:
+        if dev_features is None:
+            return {}
+        predictions = the_task.predict(model, dev_features, dev_examples, labels, args.batch_size)
+        scores = the_task.score(dev_examples, predictions, labels)
+        keys = ("accuracy", "macro_f1") if the_task.name == "cls" else ("precision", "recall", "f1")
+        return {f"val_{key}": scores[key] for key in keys}
+
+    keeper = EpochKeeper(run, state, score_dev, monitor, args.save_every, args.max_steps)
+    dev_data = to_dataset(dev_features, args.batch_size) if dev_features is not None else None
+    while not state.finished and state.epoch < args.epochs:
+        data = to_dataset(train_features, args.batch_size, seed=args.seed, epoch=state.epoch, skip_batches=state.step)
+        model.fit(data, epochs=state.epoch + 1, initial_epoch=state.epoch, validation_data=dev_data,
+                  callbacks=[keeper], verbose=1 if verbose else 0, shuffle=False)
+        state.finished = bool(args.max_steps and state.global_step >= args.max_steps)
+    state.finished = True
+    run.save_state(state, model, optimizer)
+    return _finish(run, args, the_task, tokenizer, labels, dev_examples, dev_features, state, monitor, verbose)
+
+
+def _finish(run, args, the_task, tokenizer, labels, dev_examples, dev_features, state, monitor, verbose) -> dict:
+    """Score the best model on dev and write metrics.json, the confusion plot or per-type table, the export."""
+    from kerasbert.metrics import per_type_table
+
+    best = run.load_model()
+    result = {"task": args.task, "monitor": monitor, "best_epoch": state.best_epoch, "steps": state.global_step,
+              "history": state.history[-1] if state.history else {}}
+    if dev_examples is not None:
+        predictions = the_task.predict(best, dev_features, dev_examples, labels, args.batch_size)
+        result["dev"] = the_task.score(dev_examples, predictions, labels)
+        if args.task == "cls":
+            plots.plot_confusion(result["dev"]["confusion"], labels.labels, run.file("confusion.png"))
+        else:
+            table = per_type_table(result["dev"])
+            from kerasbert.data import write_text
+
+            write_text(run.file("per_type.txt"), table + "\n")
+            if verbose:
+                print(table)
+    run.write_json("metrics.json", result)
+    if args.export_google_checkpoint:
+        os.makedirs(run.file("google"), exist_ok=True)
+        save_google_checkpoint(best, run.file("google"))
+        shutil.copyfile(run.file("bert_config.json"), run.file("google/bert_config.json"))
+        shutil.copyfile(run.file("vocab.txt"), run.file("google/vocab.txt"))
+    return result
+
+
+def _loaded(run_dir: str):
+    run = Run(run_dir)
+    args = TrainArgs(**run.read_json("args.json"))
+    the_task = get_task(args.task, **{name: getattr(args, name) for name in TASK_OPTIONS})
+    tokenizer = Tokenizer(run.file("vocab.txt"), do_lower_case=args.lowercase)
+    return run, args, the_task, tokenizer, run.labels(), run.load_model()
+
+
+def evaluate(run_dir: str, data: str, batch_size: int | None = None, verbose: int = 1) -> dict:
+    """Score the run's model on a labelled file in the training format; writes ``eval-<file>.json``.
+
+    Returns:
+        dict. cls: ``accuracy``, ``macro_f1``, ``per_label``, ``confusion``; ner: micro/macro
+        ``precision``/``recall``/``f1`` and ``per_type`` (entity level, on character spans).
+    """
+    run, args, the_task, tokenizer, labels, model = _loaded(run_dir)
+    examples = the_task.read(data, labels)
+    features = the_task.encode(tokenizer, examples, labels, args.maxlen, data)
+    predictions = the_task.predict(model, features, examples, labels, batch_size or args.batch_size, verbose)
+    scores = the_task.score(examples, predictions, labels)
+    run.write_json(f"eval-{os.path.splitext(os.path.basename(data))[0]}.json", scores)
+    return scores
+
+
+def predict(run_dir: str, texts: Sequence[str | dict], batch_size: int | None = None, verbose: int = 0) -> list[dict]:
+    """Predict raw texts (str, or ``{"text", "text_b"}`` for pairs) with the run's model.
+
+    Returns:
+        list of dict. cls: ``{"text", "label", "probabilities"}``; ner: ``{"text", "entities": [{"start",
+        "end", "label", "text"}]}`` with character offsets into the text.
+    """
+    run, args, the_task, tokenizer, labels, model = _loaded(run_dir)
+    rows = [row if isinstance(row, dict) else {"text": row} for row in texts]
+    examples = the_task.examples_of_texts(tokenizer, rows)
+    features = the_task.encode(tokenizer, examples, None, args.maxlen, "input")
+    predictions = the_task.predict(model, features, examples, labels, batch_size or args.batch_size, verbose)
+    return [{**row, **prediction} for row, prediction in zip(rows, predictions, strict=True)]
