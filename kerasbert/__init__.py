@@ -14,6 +14,7 @@ from kerasbert.errors import CheckpointError, ConfigError, KerasBertError, Model
 from kerasbert.models import build_transformer_model
 from kerasbert.summary import Summary, annotate, summary
 from kerasbert.tokenizer import Tokenizer, load_vocab
+from kerasbert.training import evaluate, predict, train
 
 # `kerasbert.summary` is the function; `kerasbert.summary.annotate(model)` keeps working as well.
 summary.annotate = annotate
@@ -29,10 +30,13 @@ __all__ = [
     "Tokenizer",
     "annotate",
     "build_transformer_model",
+    "evaluate",
     "heads",
     "load_google_checkpoint",
     "load_vocab",
+    "predict",
     "save_google_checkpoint",
     "summary",
+    "train",
 ]
 __version__ = "0.1.0"

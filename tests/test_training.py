@@ -1,0 +1,225 @@
+"""Fine-tuning: the demo's metrics, seqeval equality, artifacts, resume after kill -9, CLI errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from kerasbert.cli import main
+from kerasbert.demo_data import write_demo_data
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return write_demo_data(str(tmp_path_factory.mktemp("demo-data")), n_train=200, n_dev=60, n_test=60)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """`kerasbert demo` as a user runs it: both tasks, default sizes and epochs."""
+    out = str(tmp_path_factory.mktemp("demo"))
+    assert main(["demo", "--out", out, "--quiet"]) == 0
+    return out
+
+
+def test_demo_reaches_stated_metrics(demo):
+    cls = json.load(open(os.path.join(demo, "cls", "eval-test.json")))
+    ner = json.load(open(os.path.join(demo, "ner", "eval-test.json")))
+    assert cls["accuracy"] >= 0.9 and cls["macro_f1"] >= 0.9  # chance: 0.5
+    assert ner["f1"] >= 0.6  # chance: ~0
+    for task, extra in (("cls", "confusion.png"), ("ner", "per_type.txt")):
+        files = set(os.listdir(os.path.join(demo, task)))
+        assert {"model.keras", "labels.json", "bert_config.json", "vocab.txt", "args.json", "history.csv",
+                "metrics.json", "curves.png", "state", extra} <= files
+        assert not [name for name in files if "tmp" in name]
+    history = open(os.path.join(demo, "cls", "history.csv")).read().splitlines()
+    assert len(history) == 9 and history[0].startswith("epoch,") and "val_accuracy" in history[0]
+
+
+def test_ner_metrics_equal_seqeval_and_spans_are_offsets(demo):
+    from seqeval.metrics import classification_report
+
+    from kerasbert import evaluate, predict
+    from kerasbert.data import read_conll
+    from kerasbert.schemes import spans_to_tags
+
+    test = read_conll(os.path.join(demo, "data", "ner", "test.txt"))
+    predictions = predict(os.path.join(demo, "ner"), [example.text for example in test])
+    gold_tags, pred_tags = [], []
+    for example, prediction in zip(test, predictions, strict=True):
+        for entity in prediction["entities"]:
+            assert example.text[entity["start"]:entity["end"]] == entity["text"]
+        spans = [(e["start"], e["end"], e["label"]) for e in prediction["entities"]]
+        gold_tags.append(spans_to_tags(example.spans, len(example.text), "BIO"))  # one char a token
+        pred_tags.append(spans_to_tags(spans, len(example.text), "BIO"))
+    theirs = classification_report(gold_tags, pred_tags, output_dict=True, zero_division=0)
+    ours = evaluate(os.path.join(demo, "ner"), os.path.join(demo, "data", "ner", "test.txt"), verbose=0)
+    assert ours["f1"] == pytest.approx(theirs["micro avg"]["f1-score"], abs=1e-9)
+    assert ours["precision"] == pytest.approx(theirs["micro avg"]["precision"], abs=1e-9)
+    assert ours["macro_f1"] == pytest.approx(theirs["macro avg"]["f1-score"], abs=1e-9)
+    for name, row in ours["per_type"].items():
+        assert row["f1"] == pytest.approx(theirs[name]["f1-score"], abs=1e-9)
+
+
+def test_predict_maps_spans_into_mixed_text(demo):
+    from kerasbert import predict
+
+    text = "Hello  World, 张伟去年加入了华为公司 ok"
+    [row] = predict(os.path.join(demo, "ner"), [text])
+    assert row["text"] == text
+    assert all(text[e["start"]:e["end"]] == e["text"] for e in row["entities"])
+    assert ("张伟", "PER") in {(e["text"], e["label"]) for e in row["entities"]}
+
+
+def _cli(*args, timeout=600):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run([sys.executable, "-m", "kerasbert", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=timeout)
+
+
+def _train_args(data, out):
+    return ["train", "--task", "cls", "--train", data["cls_train"], "--dev", data["cls_dev"], "--vocab", data["vocab"],
+            "--out", out, "--epochs", "3", "--batch-size", "16", "--lr", "2e-3", "--maxlen", "48", "--dropout", "0.1",
+            "--save-every", "2", "--quiet"]
+
+
+def _weights(run):
+    import keras
+
+    return keras.saving.load_model(os.path.join(run, "model.keras"), compile=False).get_weights()
+
+
+def test_kill_and_resume_gives_the_uninterrupted_result(data, tmp_path):
+    whole, killed = str(tmp_path / "whole"), str(tmp_path / "killed")
+    assert _cli(*_train_args(data, whole)).returncode == 0
+    process = subprocess.Popen([sys.executable, "-m", "kerasbert", *_train_args(data, killed)], cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state_file = os.path.join(killed, "state", "state.json")
+    deadline = time.time() + 300
+    while time.time() < deadline:  # kill in the middle of the second epoch
+        try:
+            state = json.load(open(state_file))
+        except (OSError, ValueError):
+            state = {}
+        if state.get("epoch") == 1 and state.get("step", 0) > 0:
+            break
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    state = json.load(open(state_file))
+    assert state["epoch"] == 1 and 0 < state["step"] < 13, state  # 200 rows / 16 = 13 batches an epoch
+    refused = _cli(*_train_args(data, killed))
+    assert refused.returncode == 2 and "pass --resume to continue that run or --overwrite" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    resumed = _cli("train", "--out", killed, "--resume", "--quiet")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    a, b = (json.load(open(os.path.join(run, "metrics.json"))) for run in (whole, killed))
+    assert a["dev"] == b["dev"] and a["best_epoch"] == b["best_epoch"] and a["steps"] == b["steps"] == 39
+    for x, y in zip(_weights(whole), _weights(killed), strict=True):
+        np.testing.assert_allclose(x, y, atol=1e-5)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"--train": "missing.tsv"}, "--train: expected an existing file, found 'missing.tsv', which does not exist"),
+    ({"--lr": "0"}, "--lr: expected a number in (0, 1], found 0"),
+    ({"--epochs": "0"}, "--epochs: expected an int >= 1, found 0"),
+    ({"--maxlen": "500"}, "--maxlen: expected <= max_position_embeddings = 64, found 500"),
+    ({"--crf": None}, "--crf: expected --task ner, found --task cls"),
+])
+def test_bad_arguments_fail_with_one_line_and_write_nothing(data, tmp_path, change, message):
+    out = str(tmp_path / "run")
+    args = _train_args(data, out)
+    for flag, value in change.items():
+        if flag in args:
+            args[args.index(flag) + 1] = value
+        else:
+            args.append(flag)
+    assert main(args) == 2
+    assert not os.path.exists(out)
+
+
+def test_cli_errors_are_one_line(data, tmp_path, capsys):
+    bad_vocab = tmp_path / "vocab.txt"
+    bad_vocab.write_text("[PAD]\n[UNK]\n中\n", encoding="utf-8")
+    unseen = tmp_path / "dev.tsv"
+    unseen.write_text("很好\tpos\n一般\tmeh\n", encoding="utf-8")
+    out = str(tmp_path / "run")
+    cases = [
+        (["train", "--task", "cls", "--train", data["cls_train"], "--vocab", str(bad_vocab), "--out", out],
+         "expected a vocabulary with [PAD], [UNK], [CLS], [SEP], found no [CLS], [SEP]"),
+        (["train", "--task", "cls", "--train", data["cls_train"], "--dev", str(unseen), "--vocab", data["vocab"],
+          "--out", out], "dev.tsv:2: expected labels seen in training, ['neg', 'pos'], found unseen labels 'meh'"),
+        (["train", "--task", "cls", "--out", out], "--train: expected a value (or --resume to continue a run)"),
+        (["train", "--out", out, "--resume"], "expected a kerasbert run folder with args.json, found no args.json"),
+        (["evaluate", str(tmp_path), "--data", data["cls_test"]], "found no args.json"),
+        (["predict", str(tmp_path), "--text", "a", "--input", "x.txt"], "expected --text or --input"),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err
+        assert len(err.strip().splitlines()) == 1, err
+        assert not os.path.exists(out)
+    assert main(["--debug", *cases[2][0]]) == 2
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_predict_and_evaluate_from_the_cli(demo, tmp_path):
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"text": "房间很脏"}\n{"text": "非常满意"}\n', encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    assert main(["predict", os.path.join(demo, "cls"), "--input", str(inputs), "--output", str(output)]) == 0
+    rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [row["text"] for row in rows] == ["房间很脏", "非常满意"]
+    assert [row["label"] for row in rows] == ["neg", "pos"]
+    assert main(["evaluate", os.path.join(demo, "cls"), "--data", os.path.join(demo, "data", "cls", "dev.tsv")]) == 0
+
+
+def test_layerwise_learning_rates(data, tmp_path):
+    """One AdamW step moves each weight by about lr·scale (Adam's first step is sign-like)."""
+    import keras
+
+    from kerasbert import build_transformer_model, heads
+    from kerasbert.training import LayerwiseAdamW
+
+    optimizer = LayerwiseAdamW(0.5, 2, learning_rate=1e-3, weight_decay=0.0)
+    assert optimizer.lr_scale("Transformer-1-FeedForward/kernel") == 0.5
+    assert optimizer.lr_scale("Transformer-0-MultiHeadSelfAttention/qkv_kernel") == 0.25
+    assert optimizer.lr_scale("Embedding-Token/embeddings") == 0.125
+    assert optimizer.lr_scale("CLS-Dense/kernel") == 1.0
+    model = heads.cls(build_transformer_model("tiny", verbose=False), 2)
+    model.compile(optimizer, loss="sparse_categorical_crossentropy")
+    before = {v.path: v.numpy().copy() for v in model.trainable_variables}
+    x = [np.array([[2, 5, 6, 3]] * 4), np.zeros((4, 4), "int32")]
+    model.train_on_batch(x, np.array([0, 1, 0, 1]))
+    moved = {v.path: float(np.abs(v.numpy() - before[v.path]).max()) for v in model.trainable_variables}
+    for path, scale in (("CLS-Dense/kernel", 1.0), ("Transformer-1-FeedForward/intermediate_kernel", 0.5),
+                        ("Transformer-0-FeedForward/output_kernel", 0.25), ("Embedding-Position/embeddings", 0.125)):
+        assert moved[path] == pytest.approx(1e-3 * scale, rel=0.01), path
+    assert keras.optimizers.deserialize(keras.optimizers.serialize(optimizer)).layer_decay == 0.5
+
+
+def test_ner_crf_with_options_and_google_export(data, tmp_path):
+    from kerasbert import build_transformer_model, train
+    from kerasbert.runs import Run
+
+    out = str(tmp_path / "ner")
+    result = train("ner", data["ner_train"], out, dev=data["ner_dev"], vocab=data["vocab"], crf=True, epochs=1,
+                   batch_size=16, lr=2e-3, maxlen=48, grad_accum=2, layerwise_lr_decay=0.9, max_steps=6,
+                   mixed_precision=True, export_google_checkpoint=True, verbose=0)
+    assert result["steps"] == 6 and result["best_epoch"] == 1 and "per_type" in result["dev"]
+    model = Run(out).load_model()
+    google = build_transformer_model(os.path.join(out, "google", "bert_config.json"),
+                                     os.path.join(out, "google", "bert_model.ckpt"), verbose=False)
+    for name in ("Embedding-Token", "Transformer-1-MultiHeadSelfAttention", "Transformer-1-FeedForward-Norm"):
+        for ours, theirs in zip(model.get_layer(name).get_weights(), google.get_layer(name).get_weights(), strict=True):
+            np.testing.assert_array_equal(ours, theirs)
