@@ -72,6 +72,23 @@ def _check_maxlen(maxlen: int | None) -> None:
         raise fail(ConfigError, "maxlen", "an int >= 3 ([CLS], one token, [SEP])", repr(maxlen))
 
 
+PROGRESS_CHUNK = 20_000  # rows per progress-bar update when encoding a large file
+
+
+def _in_chunks(encode, rows: list, what: str):
+    """``encode(rows)`` in chunks, with a progress bar when there is more than one chunk."""
+    if len(rows) <= PROGRESS_CHUNK:
+        return encode(rows)
+    import keras
+
+    logger.info("%s: encoding %d examples into word pieces", what, len(rows))
+    bar, out = keras.utils.Progbar(len(rows), unit_name="example"), []
+    for i in range(0, len(rows), PROGRESS_CHUNK):
+        out.extend(encode(rows[i:i + PROGRESS_CHUNK]))
+        bar.update(min(i + PROGRESS_CHUNK, len(rows)))
+    return out
+
+
 def _report(truncated: int, total: int, maxlen: int | None, what: str) -> None:
     if truncated:
         logger.warning("%s: %d of %d examples are longer than maxlen=%s word pieces and were cut",
@@ -106,7 +123,14 @@ def encode_classification(tokenizer: Tokenizer, examples: Sequence[Classificatio
         line = next(example.line for example, pair in zip(examples, pairs, strict=True) if not pair)
         raise fail(DataError, f"{what}:{line}", "text pairs in every row, or in none", "a row without text_b")
     seconds = [example.text_b for example in examples] if any(pairs) else None
-    token_ids, segment_ids = tokenizer.encode_batch([example.text for example in examples], seconds)
+
+    def encode(rows):
+        ids, segments = tokenizer.encode_batch([row.text for row in rows],
+                                               [row.text_b for row in rows] if seconds is not None else None)
+        return list(zip(ids, segments, strict=True))
+
+    encoded = _in_chunks(encode, list(examples), what)
+    token_ids, segment_ids = [row[0] for row in encoded], [row[1] for row in encoded]
     truncated = 0
     if maxlen is not None:
         for i, row in enumerate(token_ids):
@@ -144,7 +168,7 @@ def encode_ner(tokenizer: Tokenizer, examples: Sequence[NerExample], tags: Label
         what: str. the data named in the truncation report.
     """
     _check_maxlen(maxlen)
-    pieces_of = tokenizer.encode_words([example.tokens for example in examples])
+    pieces_of = _in_chunks(tokenizer.encode_words, [example.tokens for example in examples], what)
     start, end = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     features = Features([], [], [] if tags else None, [] if tags and not crf else None, [])
     for example, pieces in zip(examples, pieces_of, strict=True):

@@ -225,6 +225,9 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     train_examples = the_task.read(args.train)
     labels = run.labels() if resume else the_task.label_set(train_examples)
     dev_examples = the_task.read(args.dev, labels) if args.dev else None
+    if verbose:
+        logger.info("read %d training examples from %s%s; %d labels", len(train_examples), args.train,
+                    f" and {len(dev_examples)} dev examples from {args.dev}" if args.dev else "", len(labels))
     tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
     config = resolve_config(args.config)
     if args.checkpoint is None and config.vocab_size != tokenizer.vocab_size:

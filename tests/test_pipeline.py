@@ -198,3 +198,15 @@ def test_classification_batches_have_scalar_labels(tokenizer):
     x, y = next(iter(to_dataset(features, 2)))
     assert x["Input-Token"].numpy().tolist() == [[2, 21, 22, 3], [2, 21, 3, 0]]
     assert y.numpy().tolist() == [0, 1]
+
+
+def test_large_inputs_encode_in_chunks_with_the_same_result(tokenizer, examples, monkeypatch, capsys):
+    from kerasbert import pipeline
+
+    rows = [ClassificationExample("john smith", "x", "北京 a"), ClassificationExample("a b", "y", "b")] * 4
+    tags = ner_tag_set(examples)
+    whole_cls, whole_ner = encode_classification(tokenizer, rows), encode_ner(tokenizer, examples * 4, tags)
+    monkeypatch.setattr(pipeline, "PROGRESS_CHUNK", 3)
+    assert encode_classification(tokenizer, rows) == whole_cls
+    assert encode_ner(tokenizer, examples * 4, tags) == whole_ner
+    assert "8/8" in capsys.readouterr().out  # the progress bar reached the end
