@@ -6,12 +6,13 @@ entities; about 30 s on 2 CPU cores, test micro-F1 about 0.79):
 
     python examples/finetune_ner.py [--out RUN_FOLDER] [--epochs 8] [--crf]
 
-For a real model, point it at a Google checkpoint and your own CoNLL files (``char tag`` a line,
-a blank line between sentences), with a BERT learning rate:
+For a real model, set TRAIN, DEV, TEST, VOCAB, CONFIG, CHECKPOINT, LR and MAXLEN below to your files
+(CoNLL: ``char tag`` a line, a blank line between sentences) and a Google checkpoint, or run the
+same from the command line:
 
-    python examples/finetune_ner.py --config chinese_L-12_H-768_A-12/bert_config.json \
+    kerasbert train --task ner --config chinese_L-12_H-768_A-12/bert_config.json \
         --checkpoint chinese_L-12_H-768_A-12/bert_model.ckpt --vocab chinese_L-12_H-768_A-12/vocab.txt \
-        --train train.txt --dev dev.txt --test test.txt --lr 2e-5 --maxlen 128 --epochs 3 --crf --out runs/ner
+        --train train.txt --dev dev.txt --lr 2e-5 --maxlen 128 --epochs 3 --crf --out runs/ner
 """
 
 import argparse
@@ -27,30 +28,22 @@ parser.add_argument("--out", help="the run folder, new or empty (default: a new 
 parser.add_argument("--overwrite", action="store_true", help="empty --out first")
 parser.add_argument("--epochs", type=int, default=8)
 parser.add_argument("--crf", action="store_true", help="a CRF on the tagging head")
-parser.add_argument("--config", default="tiny", help="bert_config.json or a preset (default: tiny)")
-parser.add_argument("--checkpoint", help="Google bert_model.ckpt (default: random weights)")
-parser.add_argument("--vocab", help="vocab.txt of the checkpoint (default: the demo vocabulary)")
-parser.add_argument("--train", help="training file (default: the demo data; then --dev and --test too)")
-parser.add_argument("--dev")
-parser.add_argument("--test")
-parser.add_argument("--lr", type=float, default=2e-3)
-parser.add_argument("--maxlen", type=int, default=64)
-parser.add_argument("--batch-size", type=int, default=32)
 args = parser.parse_args()
 
-if args.train is None:
-    demo = write_demo_data(tempfile.mkdtemp(prefix="kerasbert-data-"))
-    args.train, args.dev, args.test = demo["ner_train"], demo["ner_dev"], demo["ner_test"]
-    args.vocab = args.vocab or demo["vocab"]
+# The bundled demo data; for a real model set these to your files and the checkpoint's folder,
+# with CONFIG = ".../bert_config.json", CHECKPOINT = ".../bert_model.ckpt", LR = 2e-5, MAXLEN = 128.
+demo = write_demo_data(tempfile.mkdtemp(prefix="kerasbert-data-"))
+TRAIN, DEV, TEST, VOCAB = demo["ner_train"], demo["ner_dev"], demo["ner_test"], demo["vocab"]
+CONFIG, CHECKPOINT, LR, MAXLEN, BATCH_SIZE = "tiny", None, 2e-3, 64, 32
 run = args.out or tempfile.mkdtemp(prefix="kerasbert-ner-")
 
-result = train("ner", args.train, run, dev=args.dev, vocab=args.vocab, config=args.config, checkpoint=args.checkpoint,
-               crf=args.crf, epochs=args.epochs, lr=args.lr, maxlen=args.maxlen, batch_size=args.batch_size,
+result = train("ner", TRAIN, run, dev=DEV, vocab=VOCAB, config=CONFIG, checkpoint=CHECKPOINT,
+               crf=args.crf, epochs=args.epochs, lr=LR, maxlen=MAXLEN, batch_size=BATCH_SIZE,
                overwrite=args.overwrite, verbose=0)
 if result.get("dev"):
     print(f"dev, best epoch {result['best_epoch']}: micro-F1 {result['dev']['f1']:.4f}")
-if args.test:
-    test = evaluate(run, args.test, verbose=0)
+if TEST:
+    test = evaluate(run, TEST, verbose=0)
     print(f"test: micro-F1 {test['f1']:.4f}  macro-F1 {test['macro_f1']:.4f}")
     print(per_type_table(test))
 for row in predict(run, ["张伟去年加入了华为公司", "李娜和王芳昨天去了上海"]):
