@@ -121,7 +121,8 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--bilstm-units", type=int, help="NER: a BiLSTM of this size before the tagging head")
     model.add_argument("--dropout", type=float, help="dropout before the head")
     fit = parser.add_argument_group("training")
-    for name, kind, text in (("maxlen", int, "word pieces a row keeps"), ("batch_size", int, "rows per batch"),
+    fit.add_argument("--maxlen", type=int, help="word pieces a row keeps (default: 128, or the model's max positions)")
+    for name, kind, text in (("batch_size", int, "rows per batch"),
                              ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
                              ("warmup", float, "warmup, a ratio of the steps"),
                              ("weight_decay", float, "AdamW weight decay (not on norms and biases)"),
