@@ -25,7 +25,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
-from kerasbert.errors import ConfigError, DataError, KerasBertError, ModelError, fail
+from kerasbert.errors import ConfigError, KerasBertError, ModelError, fail
 
 HEAD_SPECS = "cls:N, tagging:K, tagging:K:crf, mlm or nsp"
 
@@ -193,34 +193,14 @@ def _predict_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int)
 
 
-def _read_inputs(path: str) -> list[dict]:
-    from kerasbert.data import read_text
-
-    rows = []
-    for number, line in enumerate(read_text(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        if not path.endswith((".jsonl", ".json")):
-            rows.append({"text": line})
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            row = None
-        if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-            raise fail(DataError, f"{path}:{number}", 'a JSON object with a "text" string', line[:60])
-        rows.append(row)
-    return rows
-
-
 def _run_predict(args: argparse.Namespace) -> int:
-    from kerasbert.data import write_text
+    from kerasbert.data import read_texts, write_text
     from kerasbert.training import predict
 
     if bool(args.text) == bool(args.input):
         raise fail(ConfigError, "predict", "--text or --input (one of them)",
                    "both" if args.text else "neither")
-    rows = [{"text": text} for text in args.text] if args.text else _read_inputs(args.input)
+    rows = [{"text": text} for text in args.text] if args.text else read_texts(args.input)
     lines = [json.dumps(row, ensure_ascii=False) for row in predict(args.run, rows, args.batch_size)]
     if args.output:
         write_text(args.output, "".join(line + "\n" for line in lines))

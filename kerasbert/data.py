@@ -269,6 +269,26 @@ def read_classification(path: str, text: Field | None = None, label: Field | Non
     return examples
 
 
+def read_texts(path: str) -> list[dict]:
+    """Unlabelled inputs for prediction: the objects of a ``.jsonl`` file, each with a ``"text"`` (and
+    maybe ``"text_b"`` and fields of your own, kept), or one text a line of any other file.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "in.jsonl")
+    >>> _ = open(path, "w").write('{"text": "好", "id": 7}\\n\\n{"text": "a", "text_b": "b"}\\n')
+    >>> read_texts(path)
+    [{'text': '好', 'id': 7}, {'text': 'a', 'text_b': 'b'}]
+    """
+    if not path.endswith((".jsonl", ".json")):
+        return [{"text": line} for line in read_text(path).splitlines() if line.strip()]
+    rows = []
+    for number, row in _rows(path, "jsonl"):
+        _get(row, "text", f"{path}:{number}")  # a clear error for a line without a text
+        rows.append(row)
+    return rows
+
+
 def _format_of(path: str) -> str:
     ext = os.path.splitext(path)[1].lower()
     formats = {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}

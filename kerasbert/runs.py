@@ -81,19 +81,22 @@ class Run:
     def write_json(self, name: str, value) -> None:
         write_text(self.file(name), json.dumps(value, ensure_ascii=False, indent=1) + "\n")
 
-    def read_json(self, name: str):
+    def _require(self, name: str, hint: str = "pass the --out folder of a `kerasbert train` run") -> str:
+        """The path of ``name`` in the run folder; a clear error when the run has no such file."""
         path = self.file(name)
         if not os.path.exists(path):
-            raise fail(ConfigError, self.path, f"a kerasbert run folder with {name}", f"no {name}",
-                       "pass the --out folder of a `kerasbert train` run")
+            raise fail(ConfigError, self.path, f"a kerasbert run folder with {name}", f"no {name}", hint)
+        return path
+
+    def read_json(self, name: str):
+        path = self._require(name)
         try:
             return json.loads(read_text(path))
         except ValueError as error:
             raise fail(ConfigError, path, "JSON", f"invalid JSON ({error})") from None
 
     def labels(self) -> LabelSet:
-        self.read_json("labels.json")
-        return LabelSet.load(self.file("labels.json"))
+        return LabelSet.load(self._require("labels.json"))
 
     def write_history(self, history: list[dict]) -> None:
         keys = list(dict.fromkeys(key for row in history for key in row))
@@ -119,10 +122,8 @@ class Run:
         import kerasbert.crf  # noqa: F401  (registers the layers)
         import kerasbert.heads  # noqa: F401
 
-        path = self.file("model.keras")
-        if not os.path.exists(path):
-            raise fail(ConfigError, self.path, "a run folder with model.keras", "none",
-                       "the run has not finished an epoch yet; resume it with `kerasbert train ... --resume`")
+        path = self._require("model.keras", "the run has not finished an epoch yet; resume it with "
+                                            "`kerasbert train --out RUN --resume`")
         return keras.saving.load_model(path, compile=False)
 
     # ------------------------------------------------------------------ resume state
@@ -144,15 +145,17 @@ class Run:
         os.replace(tmp, final)
         shutil.rmtree(old, ignore_errors=True)
 
-    def has_state(self) -> bool:
-        return any(os.path.exists(os.path.join(self.file(name), "state.json")) for name in ("state", "state.old"))
+    def state_folder(self) -> str:
+        """The last complete state (``state.old`` when a kill came between the two renames of `save_state`)."""
+        for name in ("state", "state.old"):
+            if os.path.exists(os.path.join(self.file(name), "state.json")):
+                return self.file(name)
+        raise fail(ConfigError, f"--resume {self.path}", "a run folder with a saved state", "no state/",
+                   "start the run without --resume")
 
     def load_state(self, model, optimizer) -> State:
         """Restore the variables saved by `save_state` into ``model`` and ``optimizer``; return the state."""
-        folder = self.file("state") if os.path.isdir(self.file("state")) else self.file("state.old")
-        if not os.path.exists(os.path.join(folder, "state.json")):
-            raise fail(ConfigError, f"--resume {self.path}", "a run folder with a saved state", "no state/",
-                       "start the run without --resume")
+        folder = self.state_folder()
         with open(os.path.join(folder, "state.json"), encoding="utf-8") as handle:
             state = State(**json.load(handle))
         optimizer.build(model.trainable_variables)

@@ -8,15 +8,32 @@ only talk to this interface, so both tasks share one training loop and one run-f
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kerasbert import heads, metrics
-from kerasbert.data import ClassificationExample, LabelSet, NerExample, read_classification, read_conll, read_span_jsonl
+from kerasbert.data import (
+    ClassificationExample,
+    LabelSet,
+    NerExample,
+    read_classification,
+    read_conll,
+    read_span_jsonl,
+    write_text,
+)
 from kerasbert.errors import ConfigError, DataError, fail
-from kerasbert.pipeline import Features, decode_ner, encode_classification, encode_ner, ner_tag_set, text_example
+from kerasbert.pipeline import (
+    Features,
+    decode_ner,
+    encode_classification,
+    encode_ner,
+    ner_tag_set,
+    text_example,
+    to_dataset,
+)
 from kerasbert.tokenizer import Tokenizer
 
 __all__ = ["TASKS", "ClassificationTask", "NerTask", "Task", "get_task", "predict_batches"]
@@ -26,10 +43,10 @@ def predict_batches(model, dataset, verbose: int = 0) -> list[np.ndarray]:
     """Model outputs of each batch of ``dataset`` (batches differ in length, so no concatenation)."""
     import keras
 
-    batches = list(dataset)
-    bar = keras.utils.Progbar(len(batches), unit_name="batch") if verbose else None
+    count = int(dataset.cardinality())
+    bar = keras.utils.Progbar(count if count >= 0 else None, unit_name="batch") if verbose else None
     outputs = []
-    for i, batch in enumerate(batches):
+    for i, batch in enumerate(dataset):
         inputs = batch[0] if isinstance(batch, tuple) else batch
         # an eager call: batches have their own lengths, and predict_on_batch would retrace for each
         outputs.append(keras.ops.convert_to_numpy(model(inputs, training=False)))
@@ -63,6 +80,7 @@ class Task:
     dropout: float | None = None
     name: str = field(default="", init=False)
     monitor: str = field(default="", init=False)
+    dev_keys: tuple = field(default=(), init=False)  # the scores logged as val_<key> after each epoch
 
 
 @dataclass
@@ -71,6 +89,7 @@ class ClassificationTask(Task):
 
     name: str = field(default="cls", init=False)
     monitor: str = field(default="val_accuracy", init=False)
+    dev_keys: tuple = field(default=("accuracy", "macro_f1"), init=False)
 
     def read(self, path: str, labels: LabelSet | None = None) -> list[ClassificationExample]:
         return read_classification(path, text=self.text, label=self.label, text_b=self.text_b, labels=labels)
@@ -89,8 +108,6 @@ class ClassificationTask(Task):
 
     def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
                 verbose: int = 0) -> list[dict]:
-        from kerasbert.pipeline import to_dataset
-
         probabilities = np.concatenate(predict_batches(model, to_dataset(features, batch_size, labels=False),
                                                        verbose))
         return [{"label": labels.labels[int(np.argmax(row))],
@@ -102,6 +119,12 @@ class ClassificationTask(Task):
         y_pred = [labels.index(prediction["label"]) for prediction in predictions]
         return metrics.classification_metrics(y_true, y_pred, labels.labels)
 
+    def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
+        """The dev confusion matrix as ``confusion.png``."""
+        from kerasbert import plots
+
+        plots.plot_confusion(scores["confusion"], labels.labels, os.path.join(folder, "confusion.png"))
+
     def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list[ClassificationExample]:
         return [ClassificationExample(row["text"], "", row.get("text_b"), line=i + 1) for i, row in enumerate(rows)]
 
@@ -112,6 +135,7 @@ class NerTask(Task):
 
     name: str = field(default="ner", init=False)
     monitor: str = field(default="val_f1", init=False)
+    dev_keys: tuple = field(default=("precision", "recall", "f1"), init=False)
 
     def read(self, path: str, labels: LabelSet | None = None) -> list[NerExample]:
         if path.endswith((".jsonl", ".json")):
@@ -150,8 +174,6 @@ class NerTask(Task):
 
     def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
                 verbose: int = 0) -> list[dict]:
-        from kerasbert.pipeline import to_dataset
-
         decoder = heads.crf_decoder(model) if self.crf else model
         batches = predict_batches(decoder, to_dataset(features, batch_size, labels=False), verbose)
         rows = [row for batch in batches for row in (batch if self.crf else np.argmax(batch, axis=-1))]
@@ -166,6 +188,10 @@ class NerTask(Task):
         gold = [example.spans for example in examples]
         pred = [[(e["start"], e["end"], e["label"]) for e in prediction["entities"]] for prediction in predictions]
         return metrics.entity_metrics(gold, pred)
+
+    def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
+        """The dev per-type table as ``per_type.txt``."""
+        write_text(os.path.join(folder, "per_type.txt"), metrics.per_type_table(scores) + "\n")
 
     def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list[NerExample]:
         return [text_example(tokenizer, row["text"]) for row in rows]

@@ -38,7 +38,7 @@ from kerasbert.log import logger
 from kerasbert.models import build_transformer_model
 from kerasbert.pipeline import to_dataset
 from kerasbert.runs import Run, State
-from kerasbert.tasks import get_task
+from kerasbert.tasks import Task, get_task
 from kerasbert.tokenizer import Tokenizer
 
 __all__ = ["LayerwiseAdamW", "TrainArgs", "evaluate", "predict", "train"]
@@ -105,6 +105,10 @@ class TrainArgs:
                 raise fail(ConfigError, "--" + name.replace("_", "-"), "an int >= 1", repr(value))
         if self.crf and self.task != "ner":
             raise fail(ConfigError, "--crf", "--task ner", f"--task {self.task}")
+
+    def make_task(self) -> Task:
+        """The `kerasbert.tasks.Task` these arguments describe."""
+        return get_task(self.task, **{name: getattr(self, name) for name in TASK_OPTIONS})
 
 
 @keras.saving.register_keras_serializable("kerasbert")
@@ -212,15 +216,13 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     """
     run = Run(out)
     if resume:
-        saved = run.read_json("args.json")
-        if not run.has_state():
-            run.load_state(None, None)  # raises the clear "no saved state" error
-        args = TrainArgs(**saved)
+        args = TrainArgs(**run.read_json("args.json"))
+        run.state_folder()  # a clear error now, before reading any data, when there is nothing to resume
     else:
         args = TrainArgs(task=task, train=train, out=out, **options)
         run.check_new(overwrite)
     args.check()
-    the_task = get_task(args.task, **{name: getattr(args, name) for name in TASK_OPTIONS})
+    the_task = args.make_task()
     monitor = args.monitor or (the_task.monitor if args.dev else "loss")
 
     # read and check every input before writing anything
@@ -271,8 +273,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
             return {}
         predictions = the_task.predict(model, dev_features, dev_examples, labels, args.batch_size)
         scores = the_task.score(dev_examples, predictions, labels)
-        keys = ("accuracy", "macro_f1") if the_task.name == "cls" else ("precision", "recall", "f1")
-        return {f"val_{key}": scores[key] for key in keys}
+        return {f"val_{key}": scores[key] for key in the_task.dev_keys}
 
     keeper = EpochKeeper(run, state, score_dev, monitor, args.save_every, args.max_steps)
     dev_data = to_dataset(dev_features, args.batch_size) if dev_features is not None else None
@@ -283,28 +284,19 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         state.finished = bool(args.max_steps and state.global_step >= args.max_steps)
     state.finished = True
     run.save_state(state, model, optimizer)
-    return _finish(run, args, the_task, tokenizer, labels, dev_examples, dev_features, state, monitor, verbose)
+    return _finish(run, args, the_task, labels, dev_examples, dev_features, state, monitor)
 
 
-def _finish(run, args, the_task, tokenizer, labels, dev_examples, dev_features, state, monitor, verbose) -> dict:
-    """Score the best model on dev and write metrics.json, the confusion plot or per-type table, the export."""
-    from kerasbert.metrics import per_type_table
-
+def _finish(run, args, the_task, labels, dev_examples, dev_features, state, monitor) -> dict:
+    """Score the best model on dev and write metrics.json, the task's report (confusion plot or per-type
+    table) and the Google export."""
     best = run.load_model()
     result = {"task": args.task, "monitor": monitor, "best_epoch": state.best_epoch, "steps": state.global_step,
               "history": state.history[-1] if state.history else {}}
     if dev_examples is not None:
         predictions = the_task.predict(best, dev_features, dev_examples, labels, args.batch_size)
         result["dev"] = the_task.score(dev_examples, predictions, labels)
-        if args.task == "cls":
-            plots.plot_confusion(result["dev"]["confusion"], labels.labels, run.file("confusion.png"))
-        else:
-            table = per_type_table(result["dev"])
-            from kerasbert.data import write_text
-
-            write_text(run.file("per_type.txt"), table + "\n")
-            if verbose:
-                print(table)
+        the_task.write_report(run.path, result["dev"], labels)
     run.write_json("metrics.json", result)
     if args.export_google_checkpoint:
         os.makedirs(run.file("google"), exist_ok=True)
@@ -317,7 +309,7 @@ def _finish(run, args, the_task, tokenizer, labels, dev_examples, dev_features, 
 def _loaded(run_dir: str):
     run = Run(run_dir)
     args = TrainArgs(**run.read_json("args.json"))
-    the_task = get_task(args.task, **{name: getattr(args, name) for name in TASK_OPTIONS})
+    the_task = args.make_task()
     tokenizer = Tokenizer(run.file("vocab.txt"), do_lower_case=args.lowercase)
     return run, args, the_task, tokenizer, run.labels(), run.load_model()
 

@@ -247,3 +247,12 @@ def test_failed_rename_keeps_old_file_and_no_temp(tmp_path, monkeypatch):
         LabelSet(["a", "b"]).save(path)
     assert os.listdir(tmp_path) == ["labels.json"]
     assert LabelSet.load(path).labels == ["a"]
+
+
+def test_read_texts_for_prediction(tmp_path):
+    assert data.read_texts(write(tmp_path, "in.jsonl", '{"text": "a", "id": 1}\n\n')) == [{"text": "a", "id": 1}]
+    with pytest.raises(DataError, match=r"in\.jsonl:2: expected field 'text', found keys \['id'\]"):
+        data.read_texts(write(tmp_path, "in.jsonl", '{"text": "a"}\n{"id": 2}\n'))
+    with pytest.raises(DataError, match=r"in\.jsonl:1: expected one JSON object, found invalid JSON"):
+        data.read_texts(write(tmp_path, "in.jsonl", "not json\n"))
+    assert data.read_texts(write(tmp_path, "in.txt", "first\n\nsecond\n")) == [{"text": "first"}, {"text": "second"}]
