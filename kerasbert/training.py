@@ -26,6 +26,7 @@ import math
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Sequence
 
 import keras
@@ -33,6 +34,7 @@ import keras
 from kerasbert import plots
 from kerasbert.checkpoint import save_google_checkpoint
 from kerasbert.config import resolve_config
+from kerasbert.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.models import build_transformer_model
@@ -76,6 +78,8 @@ class TrainArgs:
     layerwise_lr_decay: float = 1.0
     seed: int = 0
     mixed_precision: bool = False
+    jit_compile: bool | None = None
+    strategy: str = "auto"  # None: XLA where it is measured to win (see compile_model)
     max_steps: int | None = None
     monitor: str | None = None
     save_every: int | None = None
@@ -157,6 +161,17 @@ def make_optimizer(args: TrainArgs, total_steps: int, num_layers: int) -> keras.
     return optimizer
 
 
+def compile_model(model: keras.Model, the_task: Task, args: TrainArgs, total_steps: int, num_layers: int,
+                  policy: str | None = None) -> keras.optimizers.Optimizer:
+    """``model.compile`` as `train` does it (the benchmark times this path); returns the optimizer."""
+    optimizer = make_optimizer(args, total_steps, num_layers)
+    if policy == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    model.compile(optimizer, **the_task.compile_arguments(model),
+                  jit_compile="auto" if args.jit_compile is None else args.jit_compile)
+    return optimizer
+
+
 class EpochKeeper(keras.callbacks.Callback):
     """Counts steps, saves resume state every ``save_every`` steps and at each epoch's end, scores dev,
     keeps the best model, and writes history and curves; stops at ``max_steps``."""
@@ -198,7 +213,7 @@ def _mixed_policy() -> str:
 
 
 def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: bool = False, verbose: int = 1,
-          **options) -> dict:
+          callbacks: Sequence[keras.callbacks.Callback] = (), **options) -> dict:
     """Fine-tune a BERT on ``train`` for ``task`` (``"cls"`` or ``"ner"``), writing the run folder ``out``.
 
     Args:
@@ -208,26 +223,32 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         resume: bool. continue the run in ``out`` from its saved state, with its saved arguments.
         overwrite: bool. empty ``out`` first.
         verbose: int. 0 silent, 1 progress bars and logs.
+        callbacks: more Keras callbacks for ``fit`` (after kerasbert's own, which saves state and scores dev).
         **options: the other `TrainArgs` fields (``dev``, ``config``, ``checkpoint``, ``vocab``, ``epochs``,
             ``lr``, ``crf``, ...), as the CLI's ``--options``.
 
     Returns:
         dict. ``metrics.json``: the monitor, the best epoch and its dev metrics (train metrics without dev).
     """
-    run = Run(out)
+    source = Run(out)  # the run folder: read on every worker, written by the chief only
     if resume:
-        args = TrainArgs(**run.read_json("args.json"))
-        run.state_folder()  # a clear error now, before reading any data, when there is nothing to resume
+        args = TrainArgs(**source.read_json("args.json"))
+        source.state_folder()  # a clear error now, before reading any data, when there is nothing to resume
     else:
         args = TrainArgs(task=task, train=train, out=out, **options)
-        run.check_new(overwrite)
     args.check()
+    strategy = make_strategy(args.strategy)  # before any other TensorFlow work (multi-worker configures it)
+    chief = is_chief(strategy)
+    if chief and not resume:
+        source.check_new(overwrite)
+    # non-chief workers write to a temporary folder, removed at the end (the TF multi-worker guide)
+    run = source if chief else Run(tempfile.mkdtemp(prefix="kerasbert-worker-"))
     the_task = args.make_task()
     monitor = args.monitor or (the_task.monitor if args.dev else "loss")
 
     # read and check every input before writing anything
     train_examples = the_task.read(args.train)
-    labels = run.labels() if resume else the_task.label_set(train_examples)
+    labels = source.labels() if resume else the_task.label_set(train_examples)
     dev_examples = the_task.read(args.dev, labels) if args.dev else None
     if verbose:
         logger.info("read %d training examples from %s%s; %d labels", len(train_examples), args.train,
@@ -247,29 +268,28 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     dev_features = the_task.encode(tokenizer, dev_examples, labels, args.maxlen, args.dev) if args.dev else None
     keras.utils.set_random_seed(args.seed)
     policy = _mixed_policy() if args.mixed_precision else None
-    backbone = build_transformer_model(config=config, checkpoint_path=args.checkpoint, verbose=verbose > 0,
-                                       dtype=policy)
-    model = the_task.head(backbone, labels)
-    steps_per_epoch = math.ceil(len(train_features) / args.batch_size)
+    global_batch = args.batch_size * strategy.num_replicas_in_sync
+    steps_per_epoch = math.ceil(len(train_features) / global_batch)
     total = min(steps_per_epoch * args.epochs, args.max_steps or math.inf)
-    optimizer = make_optimizer(args, total, config.num_hidden_layers)
-    if policy == "mixed_float16":
-        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    model.compile(optimizer, **the_task.compile_arguments(model))
-
+    logger.info("%s: %d replica(s) x %d rows = global batch %d; %d steps an epoch",
+                describe(strategy), strategy.num_replicas_in_sync, args.batch_size, global_batch, steps_per_epoch)
+    with strategy.scope():
+        backbone = build_transformer_model(config=config, checkpoint_path=args.checkpoint, verbose=verbose > 0,
+                                           dtype=policy)
+        model = the_task.head(backbone, labels)
+        optimizer = compile_model(model, the_task, args, total, config.num_hidden_layers, policy)
+        state = source.load_state(model, optimizer) if resume else State()
     if resume:
-        state = run.load_state(model, optimizer)
         logger.info("resuming %s at epoch %d, step %d", out, state.epoch + 1, state.step)
-    else:
+    elif chief:
         run.create(overwrite)
         run.write_json("args.json", dataclasses.asdict(args))
         labels.save(run.file("labels.json"))
         run.write_json("bert_config.json", config.to_dict())
         shutil.copyfile(args.vocab, run.file("vocab.txt"))
-        state = State()
 
     def score_dev() -> dict:
-        if dev_features is None:
+        if dev_features is None or not chief:
             return {}
         predictions = the_task.predict(model, dev_features, dev_examples, labels, args.batch_size)
         scores = the_task.score(dev_examples, predictions, labels)
@@ -277,13 +297,24 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
 
     keeper = EpochKeeper(run, state, score_dev, monitor, args.save_every, args.max_steps)
     dev_data = to_dataset(dev_features, args.batch_size) if dev_features is not None else None
+    loop = None
+    if is_multiworker(strategy):
+        loop = keras.callbacks.CallbackList([keeper, *callbacks], add_progbar=bool(verbose), model=model,
+                                            verbose=1 if verbose else 0, epochs=args.epochs, steps=steps_per_epoch)
+        train_step = make_train_step(model, strategy)
     while not state.finished and state.epoch < args.epochs:
-        data = to_dataset(train_features, args.batch_size, seed=args.seed, epoch=state.epoch, skip_batches=state.step)
-        model.fit(data, epochs=state.epoch + 1, initial_epoch=state.epoch, validation_data=dev_data,
-                  callbacks=[keeper], verbose=1 if verbose else 0, shuffle=False)
+        data = to_dataset(train_features, global_batch, seed=args.seed, epoch=state.epoch, skip_batches=state.step)
+        if loop is not None:
+            fit_epoch(model, strategy, data, loop, state.epoch, train_step)
+        else:
+            model.fit(data, epochs=state.epoch + 1, initial_epoch=state.epoch, validation_data=dev_data,
+                      callbacks=[keeper, *callbacks], verbose=1 if verbose else 0, shuffle=False)
         state.finished = bool(args.max_steps and state.global_step >= args.max_steps)
     state.finished = True
     run.save_state(state, model, optimizer)
+    if not chief:
+        shutil.rmtree(run.path, ignore_errors=True)
+        return {"task": args.task, "steps": state.global_step, "chief": False}
     return _finish(run, args, the_task, labels, dev_examples, dev_features, state, monitor)
 
 

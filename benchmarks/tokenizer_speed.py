@@ -5,27 +5,26 @@ vocabulary, no downloads) in interleaved rounds, checks that the ids are identic
 medians and ratios to ``benchmarks/RESULTS.md``.
 
 Usage:
-    python benchmarks/tokenize.py            # 100,000 sentences a language, 3 rounds
-    python benchmarks/tokenize.py --quick    # 2,000 sentences a language, 5 rounds
+    python benchmarks/tokenizer_speed.py            # 100,000 sentences a language, 3 rounds
+    python benchmarks/tokenizer_speed.py --quick    # 2,000 sentences a language, 5 rounds
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import platform
+import random
+import statistics
 import sys
+import tempfile
+import time
+from collections.abc import Callable
 
-# This script's folder comes first on sys.path, where this file would hide the standard library's
-# `tokenize` (imported by `logging`); put the repository root there instead.
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [os.path.dirname(HERE) if os.path.abspath(p or ".") == HERE else p for p in sys.path]
+if os.path.dirname(HERE) not in sys.path:
+    sys.path.insert(0, os.path.dirname(HERE))
 
-import argparse  # noqa: E402
-import platform  # noqa: E402
-import random  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 
 # bert4keras.tokenizers imports bert4keras.backend, hence TensorFlow: give it tf-keras. It is imported in
 # main(), after kerasbert (whose Keras 3 must be imported first).
@@ -104,7 +103,7 @@ def bench_language(name: str, texts: list[str], ours: Tokenizer, theirs,
 def report(rows: list[dict], args: argparse.Namespace, vocab_size: int) -> str:
     lines = [
         "## Tokenizer speed: kerasbert vs bert4keras", "",
-        f"`python benchmarks/tokenize.py{' --quick' if args.quick else ''}` — {args.n:,} synthetic sentences a "
+        f"`python benchmarks/tokenizer_speed.py{' --quick' if args.quick else ''}` — {args.n:,} synthetic sentences a "
         f"language, {args.rounds} interleaved rounds (medians), maxlen={args.maxlen}, vocabulary of "
         f"{vocab_size:,} tokens; {os.cpu_count()} CPU cores, Python {platform.python_version()}, "
         f"tokenizers {tokenizers.__version__}.", "",

@@ -1,0 +1,450 @@
+"""Model speed: kerasbert against bert4keras and keras-hub, side by side, in interleaved worker processes.
+
+Each measurement runs in a fresh worker process (so peak RSS and build time are its own), in
+round-robin order over several rounds; the table gives medians, ratios to bert4keras measured in
+the same run, and the share of the matmul peak measured by the ``matmul`` worker of the same run
+(FLOPs counted analytically: `forward_flops`; training counts forward + 2 × backward).
+
+What is timed is the path users get by default:
+- inference: ``model.predict`` on a model from ``build_transformer_model`` (bert4keras: its own
+  ``build_transformer_model``; keras-hub: ``BertBackbone.predict``);
+- training: ``fit`` of the classifier that ``kerasbert train`` builds, compiled by
+  `kerasbert.training.compile_model` (bert4keras: pooler + Dense with its ``Adam``; keras-hub:
+  ``BertTextClassifier`` with its default compile);
+- ``kerasbert-train``: the whole ``kerasbert.train`` on generated full-length text, to show that
+  data and tokenization are not the bottleneck (its step time against the bare ``kerasbert`` step).
+
+Usage:
+    python benchmarks/bench.py                      # BERT-base Chinese, 3 rounds, writes RESULTS.md
+    python benchmarks/bench.py --quick              # tiny config, 1 round: checks that every worker runs
+    python benchmarks/bench.py --device gpu         # on a GPU machine: mixed_float16 and bf16 MFU too
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from benchmarks.results import write_section  # noqa: E402
+
+MODES = ("infer", "train")
+# name: (framework, options); kerasbert-* are kerasbert's switches, not other code paths
+VARIANTS = {
+    "kerasbert": ("kerasbert", {}),
+    "kerasbert-xla": ("kerasbert", {"jit_compile": True}),
+    "kerasbert-noxla": ("kerasbert", {"jit_compile": False}),
+    "kerasbert-bf16": ("kerasbert", {"policy": "mixed_bfloat16"}),
+    "kerasbert-fp16": ("kerasbert", {"policy": "mixed_float16"}),
+    "bert4keras": ("bert4keras", {}),
+    "keras-hub": ("keras_hub", {}),
+    "kerasbert-train": ("kerasbert_train", {}),
+    "matmul": ("matmul", {}),
+}
+CPU_VARIANTS = ["matmul", "kerasbert", "kerasbert-xla", "kerasbert-noxla", "kerasbert-bf16", "bert4keras",
+                "keras-hub", "kerasbert-train"]
+GPU_VARIANTS = ["matmul", "kerasbert", "kerasbert-noxla", "kerasbert-fp16", "kerasbert-bf16", "bert4keras",
+                "keras-hub", "kerasbert-train"]
+TRAIN_ONLY = {"kerasbert-train"}
+NUM_CLASSES = 2
+
+
+def forward_flops(cfg: dict, batch: int, seq: int) -> int:
+    """Multiply-adds × 2 of one forward pass: per layer and token, Q/K/V/O projections 8H², the
+    feed-forward 4HI and attention scores and mixing 4SH; plus the pooler 2H² and the head 2HC a sequence."""
+    h, i, layers = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
+    return layers * batch * seq * (8 * h * h + 4 * h * i + 4 * seq * h) + batch * (2 * h * h + 2 * h * NUM_CLASSES)
+
+
+# --------------------------------------------------------------------------------------------- workers
+def _timer(base):
+    """A callback class on ``base`` (Keras 3 or tf-keras) that stamps the end of every batch."""
+
+    class StepTimer(base):
+        def __init__(self):
+            super().__init__()
+            self.stamps = [time.perf_counter()]
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.stamps.append(time.perf_counter())
+
+        on_predict_batch_end = on_train_batch_end
+
+    return StepTimer()
+
+
+def _step_times(timer, warmup: int) -> list[float]:
+    times = [b - a for a, b in zip(timer.stamps, timer.stamps[1:], strict=False)]
+    return times[warmup:]
+
+
+def _inputs(cfg: dict, batches: int, batch: int, seq: int, seed: int = 0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, cfg["vocab_size"], size=(batches * batch, seq)).astype("int32")
+    segments = np.zeros_like(ids)
+    segments[:, seq // 2:] = 1
+    labels = rng.integers(0, NUM_CLASSES, size=(batches * batch,)).astype("int32")
+    return ids, segments, labels
+
+
+def _set_policy(policy: str | None) -> None:
+    if policy:
+        import keras
+
+        keras.mixed_precision.set_global_policy(policy)
+
+
+def work_kerasbert(cfg, opts, mode, batch, seq, steps, warmup):
+    import keras
+
+    from kerasbert import build_transformer_model
+    from kerasbert.data import LabelSet
+    from kerasbert.training import TrainArgs, compile_model
+
+    _set_policy(opts.get("policy"))
+    ids, segments, labels = _inputs(cfg, steps + warmup, batch, seq)
+    start = time.perf_counter()
+    backbone = build_transformer_model(config=cfg, verbose=False)
+    timer = _timer(keras.callbacks.Callback)
+    if mode == "infer":
+        build = time.perf_counter() - start
+        if "jit_compile" in opts:
+            backbone.jit_compile = opts["jit_compile"]
+        backbone.predict([ids, segments], batch_size=batch, callbacks=[timer], verbose=0)
+    else:
+        args = TrainArgs(task="cls", train="-", out="-", batch_size=batch, jit_compile=opts.get("jit_compile"))
+        the_task = args.make_task()
+        model = the_task.head(backbone, LabelSet([str(i) for i in range(NUM_CLASSES)]))
+        compile_model(model, the_task, args, steps + warmup, cfg["num_hidden_layers"], opts.get("policy"))
+        build = time.perf_counter() - start
+        data = {"Input-Token": ids, "Input-Segment": segments}
+        model.fit(data, labels, batch_size=batch, epochs=1, callbacks=[timer], verbose=0, shuffle=False)
+    return build, _step_times(timer, warmup)
+
+
+def work_bert4keras(cfg, opts, mode, batch, seq, steps, warmup):
+    from bert4keras.models import build_transformer_model
+    from tensorflow import keras  # tf-keras under TF_USE_LEGACY_KERAS=1
+
+    ids, segments, labels = _inputs(cfg, steps + warmup, batch, seq)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(cfg, f)
+    start = time.perf_counter()
+    timer = _timer(keras.callbacks.Callback)
+    if mode == "infer":
+        model = build_transformer_model(f.name, None)
+        build = time.perf_counter() - start
+        model.predict([ids, segments], batch_size=batch, callbacks=[timer], verbose=0)
+    else:
+        bert = build_transformer_model(f.name, None, with_pool=True)
+        x = keras.layers.Dropout(cfg["hidden_dropout_prob"])(bert.output)
+        model = keras.Model(bert.inputs, keras.layers.Dense(NUM_CLASSES, activation="softmax")(x))
+        # bert4keras.optimizers.Adam needs the pre-2.11 optimizer API (_set_hyper); tf-keras's own Adam instead
+        model.compile(keras.optimizers.Adam(2e-5), "sparse_categorical_crossentropy", metrics=["accuracy"])
+        build = time.perf_counter() - start
+        model.fit([ids, segments], labels, batch_size=batch, epochs=1, callbacks=[timer], verbose=0, shuffle=False)
+    os.unlink(f.name)
+    return build, _step_times(timer, warmup)
+
+
+def work_keras_hub(cfg, opts, mode, batch, seq, steps, warmup):
+    import keras
+    import keras_hub
+    import numpy as np
+
+    ids, segments, labels = _inputs(cfg, steps + warmup, batch, seq)
+    data = {"token_ids": ids, "segment_ids": segments, "padding_mask": np.ones_like(ids, dtype=bool)}
+    start = time.perf_counter()
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=cfg["vocab_size"], num_layers=cfg["num_hidden_layers"], num_heads=cfg["num_attention_heads"],
+        hidden_dim=cfg["hidden_size"], intermediate_dim=cfg["intermediate_size"], dropout=cfg["hidden_dropout_prob"],
+        max_sequence_length=cfg["max_position_embeddings"], num_segments=cfg["type_vocab_size"])
+    timer = _timer(keras.callbacks.Callback)
+    if mode == "infer":
+        build = time.perf_counter() - start
+        backbone.predict(data, batch_size=batch, callbacks=[timer], verbose=0)
+    else:
+        model = keras_hub.models.BertTextClassifier(backbone, num_classes=NUM_CLASSES, preprocessor=None)
+        build = time.perf_counter() - start
+        model.fit(data, labels, batch_size=batch, epochs=1, callbacks=[timer], verbose=0, shuffle=False)
+    return build, _step_times(timer, warmup)
+
+
+def synthetic_text_data(folder: str, vocab_size: int, rows: int, chars: int, seed: int = 0) -> tuple[str, str]:
+    """A vocab.txt of ``vocab_size`` tokens (specials + CJK characters) and a TSV of ``rows`` texts of
+    ``chars`` random characters with random labels: every text fills ``maxlen`` word pieces."""
+    rng = random.Random(seed)
+    characters = [chr(0x4E00 + i) for i in range(vocab_size - 5)]
+    vocab, data = os.path.join(folder, "vocab.txt"), os.path.join(folder, "train.tsv")
+    with open(vocab, "w", encoding="utf-8") as f:
+        f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters) + "\n")
+    with open(data, "w", encoding="utf-8") as f:
+        f.write("text\tlabel\n")
+        for _ in range(rows):
+            f.write("".join(rng.choices(characters, k=chars)) + f"\t{rng.randrange(NUM_CLASSES)}\n")
+    return vocab, data
+
+
+def work_kerasbert_train(cfg, opts, mode, batch, seq, steps, warmup):
+    """``kerasbert.train`` end to end; also times tokenizing the same data (``encode``) per batch."""
+    import keras
+
+    from kerasbert.tokenizer import Tokenizer
+    from kerasbert.training import TrainArgs, train
+
+    folder = tempfile.mkdtemp()
+    rows = (steps + warmup) * batch
+    vocab, data = synthetic_text_data(folder, cfg["vocab_size"], rows, 2 * seq)
+    config = os.path.join(folder, "bert_config.json")
+    with open(config, "w") as f:
+        json.dump(cfg, f)
+    the_task = TrainArgs(task="cls", train=data, out="-").make_task()
+    examples = the_task.read(data)
+    tokenizer = Tokenizer(vocab)
+    start = time.perf_counter()
+    the_task.encode(tokenizer, examples, the_task.label_set(examples), seq, data)
+    tokenize = (time.perf_counter() - start) / (steps + warmup)
+    timer = _timer(keras.callbacks.Callback)
+    start = time.perf_counter()
+    train("cls", data, os.path.join(folder, "run"), config=config, vocab=vocab, batch_size=batch, epochs=1,
+          maxlen=seq, verbose=0, callbacks=[timer])
+    total = time.perf_counter() - start
+    return total - sum(_step_times(timer, 0)), _step_times(timer, warmup), {"tokenize_s": tokenize}
+
+
+def work_matmul(cfg, opts, mode, batch, seq, steps, warmup, device="cpu"):
+    """Best GFLOP/s of the model's own matmul shapes ([B·S, H]·[H, 3H], [H, I], [I, H]), with and without
+    XLA, in float32 (and the mixed dtypes on a GPU); ``step_s`` is unused."""
+    import tensorflow as tf
+
+    rows, h, i = batch * seq, cfg["hidden_size"], cfg["intermediate_size"]
+    peaks = {}
+    for dtype in ("float32",) + (("float16", "bfloat16") if device == "gpu" else ("bfloat16",)):
+        best = 0.0
+        for k, n in ((h, 3 * h), (h, i), (i, h)):
+            a = tf.random.normal((rows, k), dtype=tf.float32)
+            b = tf.random.normal((k, n), dtype=tf.float32)
+            a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+            for jit in (False, True):
+                fn = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)[:1]), jit_compile=jit)
+                fn(a, b).numpy()
+                times = []
+                for _ in range(max(3, steps)):
+                    t = time.perf_counter()
+                    fn(a, b).numpy()
+                    times.append(time.perf_counter() - t)
+                best = max(best, 2 * rows * k * n / statistics.median(times) / 1e9)
+        peaks[dtype] = best
+    return 0.0, [0.0], {"peak_gflops": peaks}
+
+
+WORKERS = {"kerasbert": work_kerasbert, "bert4keras": work_bert4keras, "keras_hub": work_keras_hub,
+           "kerasbert_train": work_kerasbert_train, "matmul": work_matmul}
+
+
+def worker_main(args) -> None:
+    framework, opts = VARIANTS[args.worker]
+    with open(args.config_file) as f:
+        cfg = json.load(f)
+    extra_args = {"device": args.device} if framework == "matmul" else {}
+    result = WORKERS[framework](cfg, opts, args.mode, args.batch, args.seq, args.steps, args.warmup, **extra_args)
+    build, times, extra = result if len(result) == 3 else (*result, {})
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("RESULT " + json.dumps({"build_s": build, "step_s": statistics.median(times), "times": times,
+                                  "rss_mb": rss, **extra}), flush=True)
+
+
+# ---------------------------------------------------------------------------------------- orchestrator
+def available(name: str) -> bool:
+    """keras-hub is measured where it is installed; every other worker needs only the test requirements."""
+    if VARIANTS[name][0] != "keras_hub":
+        return True
+    import importlib.util
+
+    return importlib.util.find_spec("keras_hub") is not None
+
+
+def run_worker(name: str, mode: str, args, config_file: str) -> dict:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if VARIANTS[name][0] == "bert4keras":
+        env.update(TF_KERAS="1", TF_USE_LEGACY_KERAS="1")
+    if args.device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = "-1"
+    batch = args.infer_batch if mode == "infer" else args.train_batch
+    command = [sys.executable, os.path.abspath(__file__), "--worker", name, "--mode", mode, "--config-file",
+               config_file, "--batch", str(batch), "--seq", str(args.seq), "--steps", str(args.steps),
+               "--warmup", str(args.warmup), "--device", args.device]
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise RuntimeError(f"worker {name} ({mode}) failed with exit {done.returncode}:\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for package in ("tensorflow", "keras", "tf-keras", "bert4keras", "keras-hub", "tokenizers"):
+        try:
+            found.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            pass
+    return ", ".join(found)
+
+
+def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, dict]:
+    """The markdown table and the figures the targets are read from."""
+    peaks = {k: statistics.median(r["peak_gflops"][k] for r in results[("matmul", "infer")])
+             for k in results[("matmul", "infer")][0]["peak_gflops"]}
+    figures, lines = {}, []
+    lines.append("| mode | variant | build s | step s (median) | seq/s | × bert4keras | GFLOP/s | % of matmul peak "
+                 "| peak RSS MB |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for mode in MODES:
+        batch = args.infer_batch if mode == "infer" else args.train_batch
+        flops = forward_flops(cfg, batch, args.seq) * (3 if mode == "train" else 1)
+        base = results.get(("bert4keras", mode))
+        base_step = statistics.median(r["step_s"] for r in base) if base else None
+        for name in names:
+            if name == "matmul" or (mode == "infer" and name in TRAIN_ONLY) or (name, mode) not in results:
+                continue
+            runs = results[(name, mode)]
+            step = statistics.median(r["step_s"] for r in runs)
+            policy = VARIANTS[name][1].get("policy")
+            peak = peaks["float32" if not policy else policy.split("_")[1]]
+            row = {"step_s": step, "seq_s": batch / step, "build_s": statistics.median(r["build_s"] for r in runs),
+                   "rss_mb": statistics.median(r["rss_mb"] for r in runs), "gflops": flops / step / 1e9,
+                   "peak_pct": 100 * flops / step / 1e9 / peak,
+                   "vs_bert4keras": base_step / step if base_step else None}
+            if "tokenize_s" in runs[0]:
+                row["tokenize_s"] = statistics.median(r["tokenize_s"] for r in runs)
+            figures[(name, mode)] = row
+            ratio = f"{row['vs_bert4keras']:.2f}" if row["vs_bert4keras"] else "—"
+            lines.append(f"| {mode} | {name} | {row['build_s']:.1f} | {step:.3f} | {row['seq_s']:.1f} | {ratio} | "
+                         f"{row['gflops']:.0f} | {row['peak_pct']:.0f}% | {row['rss_mb']:,.0f} |")
+    peak_text = ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items())
+    return "\n".join(lines), {"figures": figures, "peaks": peaks, "peak_text": peak_text}
+
+
+def targets(summary: dict, names: list[str]) -> str:
+    """The issue's targets, each with the figure measured and whether it is met."""
+    f = summary["figures"]
+    out = []
+
+    def check(text: str, value, goal, higher: bool = True, unit: str = "×"):
+        if value is None:
+            return
+        met = value >= goal if higher else value <= goal
+        out.append(f"- {text}: {value:.2f}{unit} (target {'≥' if higher else '≤'} {goal}{unit}) — "
+                   f"{'met' if met else '**missed**'}")
+
+    for mode, goal, peak_goal in (("infer", 1.15, 80), ("train", 1.25, 70)):
+        mine = f.get(("kerasbert", mode))
+        if not mine:
+            continue
+        check(f"{mode}: kerasbert vs bert4keras", mine["vs_bert4keras"], goal)
+        hub = f.get(("keras-hub", mode))
+        if hub:
+            check(f"{mode}: kerasbert vs keras-hub", hub["step_s"] / mine["step_s"], 1.0)
+        check(f"{mode}: kerasbert share of the matmul peak", mine["peak_pct"], peak_goal, unit="%")
+    mine, b4k = f.get(("kerasbert", "train")), f.get(("bert4keras", "train"))
+    if mine and b4k:
+        check("train: peak RSS kerasbert / bert4keras", mine["rss_mb"] / b4k["rss_mb"], 1.0, higher=False)
+    e2e = f.get(("kerasbert-train", "train"))
+    if mine and e2e:
+        check("`kerasbert train` step / bare model step", e2e["step_s"] / mine["step_s"], 1.05, higher=False)
+        check("tokenization time per batch / model step", 100 * e2e["tokenize_s"] / mine["step_s"], 5,
+              higher=False, unit="%")
+    for name in ("kerasbert-bf16", "kerasbert-fp16"):
+        for mode in MODES:
+            if (name, mode) in f and ("kerasbert", mode) in f:
+                out.append(f"- {mode}: {name} / fp32 speed: "
+                           f"{f[('kerasbert', mode)]['step_s'] / f[(name, mode)]['step_s']:.2f}×")
+    return "\n".join(out)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny config, small batches, one round")
+    parser.add_argument("--config", default=None, help="preset or bert_config.json (default bert_base_chinese)")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--infer-batch", type=int, default=None)
+    parser.add_argument("--train-batch", type=int, default=None)
+    parser.add_argument("--seq", type=int, default=None)
+    parser.add_argument("--steps", type=int, default=None, help="timed steps per worker")
+    parser.add_argument("--warmup", type=int, default=None, help="untimed first steps (tracing, compiling)")
+    parser.add_argument("--variants", default=None, help="comma-separated subset of " + ", ".join(VARIANTS))
+    parser.add_argument("--results", default=None, help="markdown file to write (default benchmarks/RESULTS.md)")
+    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--config-file", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker_main(args)
+
+    quick = args.quick
+    defaults = dict(config="tiny" if quick else "bert_base_chinese", rounds=1 if quick else 3,
+                    infer_batch=2 if quick else 16, train_batch=2 if quick else 8, seq=16 if quick else 128,
+                    steps=3 if quick else 5, warmup=1 if quick else 2)
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    from kerasbert.config import resolve_config
+
+    cfg = resolve_config(args.config).to_dict()
+    config_file = os.path.join(tempfile.mkdtemp(), "bert_config.json")
+    with open(config_file, "w") as f:
+        json.dump(cfg, f)
+    names = args.variants.split(",") if args.variants else (GPU_VARIANTS if args.device == "gpu" else CPU_VARIANTS)
+    names = [n for n in names if available(n)]
+    if "matmul" not in names:
+        names.insert(0, "matmul")
+    jobs = [(name, mode) for name in names for mode in MODES if not (mode == "infer" and name in TRAIN_ONLY)
+            and not (name == "matmul" and mode == "train")]
+    results: dict = {}
+    for round_ in range(args.rounds):
+        shift = round_ % len(jobs)
+        for name, mode in jobs[shift:] + jobs[:shift]:  # a different order each round
+            result = run_worker(name, mode, args, config_file)
+            results.setdefault((name, mode), []).append(result)
+            print(f"round {round_ + 1}/{args.rounds} {mode:5s} {name:16s} step {result['step_s']:.4f} s "
+                  f"build {result['build_s']:.1f} s rss {result['rss_mb']:,.0f} MB", flush=True)
+    table, summary = summarize(results, args, cfg, names)
+    import multiprocessing
+
+    command = "python benchmarks/bench.py" + " --quick" * quick + " --device gpu" * (args.device == "gpu")
+    text = (f"## Model speed: kerasbert vs bert4keras and keras-hub\n\n`{command}`"
+            f" — config {args.config} (L={cfg['num_hidden_layers']}, H={cfg['hidden_size']}, "
+            f"V={cfg['vocab_size']}), inference batch {args.infer_batch} × seq {args.seq}, training batch "
+            f"{args.train_batch} × seq {args.seq}; {args.rounds} interleaved rounds of fresh worker processes, "
+            f"{args.steps} timed steps after {args.warmup} warm-up steps each, medians. Device: {args.device}, "
+            f"{multiprocessing.cpu_count()} CPU cores, {platform.processor() or platform.machine()}; "
+            f"Python {platform.python_version()}, {versions()}.\n\n"
+            f"Matmul peak measured by the same run: {summary['peak_text']}.\n\n{table}\n\n"
+            f"Targets:\n{targets(summary, names)}\n")
+    print(text)
+    write_section("bench-quick" if quick else f"bench-{args.device}", text, args.results or
+                  os.path.join(HERE, "RESULTS.md"))
+
+
+if __name__ == "__main__":
+    main()
