@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -259,8 +260,11 @@ def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, 
         raise fail(ConfigError, "batch_size", "an int >= 1", repr(batch_size))
     order = _order(len(features), seed, epoch)
 
-    def ragged(rows, dtype):
-        return tf.ragged.constant([rows[i] for i in order], dtype=dtype, ragged_rank=1)
+    def ragged(rows, dtype):  # from flat values: tf.ragged.constant takes minutes on 10^5 rows
+        picked = [rows[i] for i in order]
+        lengths = np.fromiter(map(len, picked), np.int64, len(picked))
+        flat = np.fromiter(itertools.chain.from_iterable(picked), dtype.as_numpy_dtype, int(lengths.sum()))
+        return tf.RaggedTensor.from_row_lengths(flat, lengths)
 
     inputs = {"Input-Token": ragged(features.token_ids, tf.int32),
               "Input-Segment": ragged(features.segment_ids, tf.int32)}

@@ -245,6 +245,9 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     run = source if chief else Run(tempfile.mkdtemp(prefix="kerasbert-worker-"))
     the_task = args.make_task()
     monitor = args.monitor or (the_task.monitor if args.dev else "loss")
+    logged = {"loss", *(f"val_{key}" for key in the_task.dev_keys)}
+    if is_multiworker(strategy) and monitor not in logged:  # the multi-worker loop logs no Keras metrics
+        raise fail(ConfigError, "--monitor", f"one of {sorted(logged)} under --strategy multiworker", monitor)
 
     # read and check every input before writing anything
     train_examples = the_task.read(args.train)

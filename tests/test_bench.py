@@ -1,0 +1,40 @@
+"""The speed benchmark in --quick mode (tiny config): every worker runs and the report is written.
+It checks that the benchmark works, not speed (speed figures live in benchmarks/RESULTS.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from benchmarks.bench import forward_flops
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_forward_flops_by_hand():
+    cfg = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
+    # per layer and token: 8·32² + 4·32·64 + 4·16·32 = 8192 + 8192 + 2048; pooler 2·32², head 2·32·2 a row
+    assert forward_flops(cfg, batch=2, seq=16) == 2 * 2 * 16 * 18432 + 2 * (2048 + 128)
+
+
+def test_quick_benchmark_runs_every_worker_and_writes_its_section(tmp_path):
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# results\n\n<!-- other -->\nkept\n<!-- /other -->\n")
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench.py"), "--quick",
+                           "--results", str(results)], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = results.read_text()
+    assert "<!-- other -->\nkept\n<!-- /other -->" in text and "<!-- bench-quick -->" in text
+    rows = re.findall(r"^\| (infer|train) \| ([\w-]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+|—) \|", text, re.M)
+    found = {(mode, name) for mode, name, *_ in rows}
+    expected = {(mode, name) for mode in ("infer", "train")
+                for name in ("kerasbert", "kerasbert-xla", "kerasbert-bf16", "bert4keras", "keras-hub")}
+    assert expected | {("train", "kerasbert-train")} <= found, found
+    for mode, name, build, step, per_second, ratio in rows:
+        assert float(step) > 0 and float(per_second) > 0
+        if name == "bert4keras":
+            assert ratio == "1.00"
+    assert re.search(r"Matmul peak measured by the same run: float32 \d+ GFLOP/s", text)
+    assert "infer: kerasbert vs bert4keras:" in text and "`kerasbert train` step / bare model step:" in text
