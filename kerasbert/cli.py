@@ -135,6 +135,10 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--mixed-precision", action="store_true", help="float16 on GPU, bfloat16 on CPU")
     fit.add_argument("--monitor", help="dev metric that picks the best epoch (default: val_accuracy / val_f1)")
     fit.add_argument("--save-every", type=int, help="also save the resume state every N batches")
+    fit.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=None,
+                     help="compile the training step with XLA (default: where it is measured faster)")
+    fit.add_argument("--strategy", choices=("auto", "one", "mirrored", "multiworker"), default=defaults.strategy,
+                     help="tf.distribute strategy; --batch-size is per replica (default: auto)")
     run = parser.add_argument_group("run folder")
     run.add_argument("--resume", action="store_true", help="continue the run in --out with its saved arguments")
     run.add_argument("--overwrite", action="store_true", help="empty --out first")
@@ -210,6 +214,42 @@ def _run_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------- prepare
+def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", choices=("cls", "ner"), required=True, help="text classification or entity tagging")
+    parser.add_argument("--data", required=True, help="a file, or a glob of files in quotes ('data/train-*.tsv')")
+    parser.add_argument("--vocab", required=True, help="vocab.txt of the checkpoint")
+    parser.add_argument("--out", required=True, help="the folder to write (new or empty)")
+    parser.add_argument("--maxlen", type=int, default=128, help="word pieces a row keeps (default: %(default)s)")
+    parser.add_argument("--labels", help="labels.json of a run: use its label ids instead of reading the data's")
+    parser.add_argument("--chunk", type=int, default=10_000, help="examples encoded at once (default: %(default)s)")
+    parser.add_argument("--cased", dest="lowercase", action="store_false", help="keep case and accents")
+    for flag, dest, text in (("--text-field", "text", "text column (index or name)"),
+                             ("--text-b-field", "text_b", "second text column, for pairs"),
+                             ("--label-field", "label", "label column (index or name)")):
+        parser.add_argument(flag, dest=dest, type=_field, help=text)
+    parser.add_argument("--scheme", choices=("BIO", "BIOES", "BMES"), help="NER tag scheme (detected by default)")
+    parser.add_argument("--strict", action="store_true", help="an I- tag with no entity before it is an error")
+    parser.add_argument("--crf", action="store_true", help="NER: labels for a CRF head (every piece labelled)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _run_prepare(args: argparse.Namespace) -> int:
+    from kerasbert.data import LabelSet
+    from kerasbert.streaming import prepare
+    from kerasbert.tasks import get_task
+    from kerasbert.tokenizer import Tokenizer
+    from kerasbert.training import TASK_OPTIONS
+
+    task = get_task(args.task, **{name: vars(args).get(name) for name in TASK_OPTIONS})
+    labels = LabelSet.load(args.labels) if args.labels else None
+    meta = prepare(task, args.data, Tokenizer(args.vocab, do_lower_case=args.lowercase), args.maxlen, args.out,
+                   labels, chunk=args.chunk, verbose=0 if args.quiet else 1)
+    print(f"{meta['count']} examples ({meta['truncated']} cut to --maxlen {meta['maxlen']}) from "
+          f"{len(meta['files'])} files in {len(meta['shards'])} shards: {args.out}")
+    return 0
+
+
 # ------------------------------------------------------------------------------------------- demo
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", choices=("cls", "ner", "all"), default="all")
@@ -248,6 +288,8 @@ COMMANDS: dict[str, Command] = {
     "train": Command("fine-tune on a classification or NER dataset into a run folder", _train_arguments, _run_train),
     "evaluate": Command("score a run's model on a labelled file", _evaluate_arguments, _run_evaluate),
     "predict": Command("predict raw texts with a run's model", _predict_arguments, _run_predict),
+    "prepare": Command("tokenize a large dataset (a file or a glob) once into TFRecord shards, streaming it",
+                       _prepare_arguments, _run_prepare),
     "demo": Command("train, evaluate and predict on bundled data with the tiny config, offline",
                     _demo_arguments, _run_demo),
 }

@@ -1,7 +1,9 @@
 """Data readers: classification TSV/CSV/JSONL, NER CoNLL files and span JSONL.
 
 Every reader returns a list of small dataclass examples and raises one :class:`DataError`
-naming the file and line for bad input. Writers write to a temporary name and rename, so a
+naming the file and line for bad input. Each has an ``iter_*`` twin that yields the same examples
+while reading the file line by line, so files larger than memory stream (`kerasbert.streaming`);
+the list reader is ``list()`` of it, one parsing code path. Writers write to a temporary name and rename, so a
 failed write never leaves a partial file. Tag schemes live in :mod:`kerasbert.schemes`.
 
 NER examples keep character offsets (``NerExample.offsets`` per token, ``NerExample.spans``
@@ -23,7 +25,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kerasbert import schemes
@@ -54,20 +56,64 @@ def read_text(path: str) -> str:
     ...
     kerasbert.errors.DataError: /no/such/file.tsv: expected an existing file, found nothing at that path
     """
+    _check_exists(path)
+    with open(path, "rb") as handle:
+        text = _decode(handle.read(), path)
+    if not text.strip():
+        raise _empty(path)
+    return text
+
+
+def read_lines(path: str) -> Iterator[str]:
+    """Yield a UTF-8 file's lines one at a time, as ``read_text(path).splitlines()`` lists them.
+
+    The file is read line by line, never whole, so memory does not grow with its size. The
+    errors are those of :func:`read_text`; an empty file is reported once all of it is read.
+
+    Args:
+        path: str. the file.
+
+    Yields:
+        str. each line, without its line break.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.txt")
+    >>> _ = open(path, "wb").write(b"\\xef\\xbb\\xbfone\\r\\ntwo")
+    >>> list(read_lines(path))
+    ['one', 'two']
+    """
+    _check_exists(path)
+    blank, offset = True, 0
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            text = _decode(raw, path, number, offset)
+            offset += len(raw)
+            blank = blank and not text.strip()
+            yield from text.splitlines()
+    if blank:
+        raise _empty(path)
+
+
+def _check_exists(path: str) -> None:
     if not os.path.isfile(path):
         raise fail(DataError, path, "an existing file", "nothing at that path")
-    with open(path, "rb") as handle:
-        raw = handle.read()
+
+
+def _empty(path: str) -> DataError:
+    return fail(DataError, path, "at least one example", "an empty file")
+
+
+def _decode(raw: bytes, path: str, line: int = 1, offset: int = 0) -> str:
+    """UTF-8 ``raw`` (a BOM dropped at the file's start), found at ``line`` and byte ``offset`` of ``path``."""
     try:
-        text = raw.decode("utf-8-sig")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
+        line += raw.count(b"\n", 0, error.start)
         raise fail(DataError, f"{path}:{line}", "UTF-8 text",
-                   f"byte {raw[error.start]:#04x} at byte offset {error.start} that is not UTF-8",
+                   f"byte {raw[error.start]:#04x} at byte offset {offset + error.start} that is not UTF-8",
                    "convert the file to UTF-8 (e.g. iconv -f GBK -t UTF-8)") from None
-    if not text.strip():
-        raise fail(DataError, path, "at least one example", "an empty file")
-    return text
+    return text[1:] if offset == 0 and text.startswith("\ufeff") else text
 
 
 def write_text(path: str, text: str) -> None:
@@ -185,7 +231,7 @@ class LabelSet:
 
 def _rows(path: str, fmt: str) -> Iterable[tuple[int, list[str] | dict]]:
     """Yield ``(line, row)``: a list of columns, or the JSON value of a line; blank lines skipped."""
-    lines = read_text(path).splitlines()
+    lines = read_lines(path)
     if fmt == "jsonl":
         for number, line in enumerate(lines, 1):
             if line.strip():
@@ -247,6 +293,30 @@ def read_classification(path: str, text: Field | None = None, label: Field | Non
     >>> read_classification(path, text="sentence")
     [ClassificationExample(text='good film', label='pos', text_b=None, line=2)]
     """
+    examples = list(iter_classification(path, text, label, text_b, fmt, header))
+    if labels is not None:
+        labels.check(examples, path)
+    return examples
+
+
+def iter_classification(path: str, text: Field | None = None, label: Field | None = None,
+                        text_b: Field | None = None, fmt: str | None = None,
+                        header: bool | None = None) -> Iterator[ClassificationExample]:
+    """:func:`read_classification` one example at a time, reading the file as it goes.
+
+    Args:
+        path: str. the file. The other arguments are those of :func:`read_classification`.
+
+    Yields:
+        ClassificationExample.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.tsv")
+    >>> _ = open(path, "w").write("good\\tpos\\nbad\\tneg\\n")
+    >>> [example.label for example in iter_classification(path)]
+    ['pos', 'neg']
+    """
     fmt = fmt or _format_of(path)
     jsonl = fmt == "jsonl"
     text = ("text" if jsonl else 0) if text is None else text
@@ -257,16 +327,14 @@ def read_classification(path: str, text: Field | None = None, label: Field | Non
     if header:
         names = next(rows)[1]
         text, label, text_b = (_column(key, names, path) for key in (text, label, text_b))
-    examples = []
+    count = 0
     for line, row in rows:
+        count += 1
         where = f"{path}:{line}"
         second = None if text_b is None else _get(row, text_b, where)
-        examples.append(ClassificationExample(_get(row, text, where), _get(row, label, where), second, line))
-    if not examples:
+        yield ClassificationExample(_get(row, text, where), _get(row, label, where), second, line)
+    if not count:
         raise fail(DataError, path, "at least one example", "only a header")
-    if labels is not None:
-        labels.check(examples, path)
-    return examples
 
 
 def read_texts(path: str) -> list[dict]:
@@ -349,20 +417,33 @@ def _build_ner(text: str, offsets: list[tuple[int, int]], token_spans: list[Span
     return NerExample(text, [text[a:b] for a, b in offsets], tags, spans, list(offsets), line)
 
 
-def _conll_sentences(path: str) -> list[list[tuple[int, str, str]]]:
-    """Split a CoNLL file into sentences of ``(line, token, tag)``; token first, tag last column."""
-    sentences: list[list[tuple[int, str, str]]] = [[]]
-    for number, line in enumerate(read_text(path).splitlines(), 1):
+def _conll_sentences(path: str) -> Iterator[list[tuple[int, str, str]]]:
+    """Yield a CoNLL file's sentences of ``(line, token, tag)``; token first, tag last column."""
+    sentence: list[tuple[int, str, str]] = []
+    for number, line in enumerate(read_lines(path), 1):
         columns = line.split()
         if not columns or columns[0] == "-DOCSTART-":
-            if sentences[-1]:
-                sentences.append([])
+            if sentence:
+                yield sentence
+            sentence = []
             continue
         if len(columns) < 2:
             raise fail(DataError, f"{path}:{number}", "a token and its tag, separated by a space or tab",
                        f"{line.strip()!r} with no tag")
-        sentences[-1].append((number, columns[0], columns[-1]))
-    return [sentence for sentence in sentences if sentence]
+        sentence.append((number, columns[0], columns[-1]))
+    if sentence:
+        yield sentence
+
+
+def _conll_layout(path: str) -> tuple[list[str], bool]:
+    """Each tag of a CoNLL file once, in file order (so an error names the first bad one), and whether
+    every token is one character."""
+    tags: dict[str, None] = {}
+    chars = True
+    for sentence in _conll_sentences(path):
+        tags.update(dict.fromkeys(tag for _, _, tag in sentence))
+        chars = chars and all(len(token) == 1 for _, token, _ in sentence)
+    return list(tags), chars
 
 
 def read_conll(path: str, scheme: str | None = None, strict: bool = False, sep: str | None = None) -> list[NerExample]:
@@ -391,17 +472,32 @@ def read_conll(path: str, scheme: str | None = None, strict: bool = False, sep: 
     >>> example.tags, example.spans
     (['S-PER', 'O', 'O', 'S-LOC'], [(0, 4, 'PER'), (14, 19, 'LOC')])
     """
-    sentences = _conll_sentences(path)
-    scheme = scheme or schemes.detect_scheme([tag for sentence in sentences for _, _, tag in sentence], path)
-    if sep is None:
-        sep = "" if all(len(token) == 1 for sentence in sentences for _, token, _ in sentence) else " "
-    examples = []
-    for sentence in sentences:
+    return list(iter_conll(path, scheme, strict, sep))
+
+
+def iter_conll(path: str, scheme: str | None = None, strict: bool = False,
+               sep: str | None = None) -> Iterator[NerExample]:
+    """:func:`read_conll` one sentence (a `NerExample`) at a time, with the same arguments.
+
+    The file is never held whole. It is read twice when ``scheme`` or ``sep`` is not given: both are
+    properties of the whole file.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "dev.txt")
+    >>> _ = open(path, "w").write("张 B-PER\\n\\n京 B-LOC\\n")
+    >>> [example.entities() for example in iter_conll(path)]
+    [[('张', 'PER')], [('京', 'LOC')]]
+    """
+    if scheme is None or sep is None:
+        tags, chars = _conll_layout(path)
+        scheme = scheme or schemes.detect_scheme(tags, path)
+        sep = ("" if chars else " ") if sep is None else sep
+    for sentence in _conll_sentences(path):
         where = [f"{path}:{line}" for line, _, _ in sentence]
         token_spans = schemes.tags_to_spans([tag for _, _, tag in sentence], strict=strict, where=where)
         text, offsets = _join([token for _, token, _ in sentence], sep)
-        examples.append(_build_ner(text, offsets, token_spans, scheme, sentence[0][0]))
-    return examples
+        yield _build_ner(text, offsets, token_spans, scheme, sentence[0][0])
 
 
 def write_conll(path: str, examples: Sequence[NerExample], delimiter: str = " ") -> None:
@@ -484,15 +580,26 @@ def read_span_jsonl(path: str, scheme: str = "BIO", tokens: str = "char") -> lis
     >>> read_span_jsonl(path)[0].entities()
     [('北京', 'LOC')]
     """
-    examples = []
+    return list(iter_span_jsonl(path, scheme, tokens))
+
+
+def iter_span_jsonl(path: str, scheme: str = "BIO", tokens: str = "char") -> Iterator[NerExample]:
+    """:func:`read_span_jsonl` one line at a time, reading the file as it goes.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.jsonl")
+    >>> _ = open(path, "w").write('{"text": "北京", "entities": [[0, 2, "LOC"]]}\\n')
+    >>> [example.tags for example in iter_span_jsonl(path)]
+    [['B-LOC', 'I-LOC']]
+    """
     for line, row in _rows(path, "jsonl"):
         where = f"{path}:{line}"
         text = _get(row, "text", where)
         entities = row.get("entities", []) if isinstance(row, dict) else None
         if not isinstance(entities, list):
             raise fail(DataError, where, '"entities": a list', repr(entities))
-        examples.append(span_example(text, entities, scheme, tokens, where, line))
-    return examples
+        yield span_example(text, entities, scheme, tokens, where, line)
 
 
 def write_span_jsonl(path: str, examples: Sequence[NerExample]) -> None:

@@ -9,7 +9,7 @@ only talk to this interface, so both tasks share one training loop and one run-f
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,9 +19,9 @@ from kerasbert.data import (
     ClassificationExample,
     LabelSet,
     NerExample,
-    read_classification,
-    read_conll,
-    read_span_jsonl,
+    iter_classification,
+    iter_conll,
+    iter_span_jsonl,
     write_text,
 )
 from kerasbert.errors import ConfigError, DataError, fail
@@ -82,6 +82,13 @@ class Task:
     monitor: str = field(default="", init=False)
     dev_keys: tuple = field(default=(), init=False)  # the scores logged as val_<key> after each epoch
 
+    def read(self, path: str, labels: LabelSet | None = None) -> list:
+        """Every example of ``path``; with ``labels`` (the training set's), a label outside it is a DataError."""
+        examples = list(self.stream(path))
+        if labels is not None:
+            self.check(examples, labels, path)
+        return examples
+
 
 @dataclass
 class ClassificationTask(Task):
@@ -91,8 +98,11 @@ class ClassificationTask(Task):
     monitor: str = field(default="val_accuracy", init=False)
     dev_keys: tuple = field(default=("accuracy", "macro_f1"), init=False)
 
-    def read(self, path: str, labels: LabelSet | None = None) -> list[ClassificationExample]:
-        return read_classification(path, text=self.text, label=self.label, text_b=self.text_b, labels=labels)
+    def stream(self, path: str) -> Iterator[ClassificationExample]:
+        return iter_classification(path, text=self.text, label=self.label, text_b=self.text_b)
+
+    def check(self, examples: Sequence[ClassificationExample], labels: LabelSet, path: str) -> None:
+        labels.check(examples, path)
 
     def label_set(self, examples: Sequence[ClassificationExample]) -> LabelSet:
         return LabelSet.from_examples(examples)
@@ -137,20 +147,18 @@ class NerTask(Task):
     monitor: str = field(default="val_f1", init=False)
     dev_keys: tuple = field(default=("precision", "recall", "f1"), init=False)
 
-    def read(self, path: str, labels: LabelSet | None = None) -> list[NerExample]:
+    def stream(self, path: str) -> Iterator[NerExample]:
         if path.endswith((".jsonl", ".json")):
-            examples = read_span_jsonl(path)
-        else:
-            examples = read_conll(path, scheme=self.scheme, strict=self.strict)
-        if labels is not None:
-            known = {label[2:] for label in labels.labels if label != "O"}
-            for example in examples:
-                for _, _, label in example.spans:
-                    if label not in known:
-                        raise fail(DataError, f"{path}:{example.line}",
-                                   f"entity types seen in training, {sorted(known)}", f"{label!r}",
-                                   "add it to the training data")
-        return examples
+            return iter_span_jsonl(path)
+        return iter_conll(path, scheme=self.scheme, strict=self.strict)
+
+    def check(self, examples: Sequence[NerExample], labels: LabelSet, path: str) -> None:
+        known = {label[2:] for label in labels.labels if label != "O"}
+        for example in examples:
+            for _, _, label in example.spans:
+                if label not in known:
+                    raise fail(DataError, f"{path}:{example.line}", f"entity types seen in training, {sorted(known)}",
+                               f"{label!r}", "add it to the training data")
 
     def label_set(self, examples: Sequence[NerExample]) -> LabelSet:
         tags = ner_tag_set(examples)

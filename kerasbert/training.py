@@ -31,9 +31,10 @@ from collections.abc import Sequence
 
 import keras
 
-from kerasbert import plots
+from kerasbert import plots, streaming
 from kerasbert.checkpoint import save_google_checkpoint
 from kerasbert.config import resolve_config
+from kerasbert.data import LabelSet
 from kerasbert.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
@@ -89,6 +90,8 @@ class TrainArgs:
         """One clear error for the first argument out of range or path that does not exist."""
         for name in ("train", "dev", "vocab"):
             path = getattr(self, name)
+            if name == "train" and (streaming.is_glob(path) or os.path.isdir(path)):
+                continue  # a glob or a prepared folder, checked when it is read
             if path is not None and not os.path.isfile(path):
                 raise fail(ConfigError, f"--{name}", "an existing file", f"{path!r}, which does not exist")
         if self.vocab is None:
@@ -218,7 +221,8 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
 
     Args:
         task: str. ``"cls"`` (text or text-pair classification) or ``"ner"`` (entity tagging).
-        train: str. the training file (TSV/CSV/JSONL for cls; CoNLL or span JSONL for ner).
+        train: str. the training file (TSV/CSV/JSONL for cls; CoNLL or span JSONL for ner), read in memory;
+            or a glob of such files, or a folder written by ``kerasbert prepare``: streamed, never whole.
         out: str. the run folder; must be new or empty unless ``resume`` or ``overwrite``.
         resume: bool. continue the run in ``out`` from its saved state, with its saved arguments.
         overwrite: bool. empty ``out`` first.
@@ -250,29 +254,23 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         raise fail(ConfigError, "--monitor", f"one of {sorted(logged)} under --strategy multiworker", monitor)
 
     # read and check every input before writing anything
-    train_examples = the_task.read(args.train)
-    labels = source.labels() if resume else the_task.label_set(train_examples)
-    dev_examples = the_task.read(args.dev, labels) if args.dev else None
-    if verbose:
-        logger.info("read %d training examples from %s%s; %d labels", len(train_examples), args.train,
-                    f" and {len(dev_examples)} dev examples from {args.dev}" if args.dev else "", len(labels))
     tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
     config = resolve_config(args.config)
     if args.checkpoint is None and config.vocab_size != tokenizer.vocab_size:
         logger.info("training from scratch: vocab_size %d -> %d (the size of %s)", config.vocab_size,
                     tokenizer.vocab_size, args.vocab)
         config = config.replace(vocab_size=tokenizer.vocab_size)
-    if args.maxlen is None:
-        args.maxlen = min(128, config.max_position_embeddings)
-    if args.maxlen > config.max_position_embeddings:
-        raise fail(ConfigError, "--maxlen", f"<= max_position_embeddings = {config.max_position_embeddings}",
-                   str(args.maxlen))
-    train_features = the_task.encode(tokenizer, train_examples, labels, args.maxlen, args.train)
+    labels, count, train_data, prepared = _train_data(args, the_task, tokenizer, config,
+                                                      source.labels() if resume else None, verbose)
+    dev_examples = the_task.read(args.dev, labels) if args.dev else None
     dev_features = the_task.encode(tokenizer, dev_examples, labels, args.maxlen, args.dev) if args.dev else None
+    if verbose:
+        logger.info("%d training examples from %s%s; %d labels", count, args.train,
+                    f" and {len(dev_examples)} dev examples from {args.dev}" if args.dev else "", len(labels))
     keras.utils.set_random_seed(args.seed)
     policy = _mixed_policy() if args.mixed_precision else None
     global_batch = args.batch_size * strategy.num_replicas_in_sync
-    steps_per_epoch = math.ceil(len(train_features) / global_batch)
+    steps_per_epoch = math.ceil(count / global_batch)
     total = min(steps_per_epoch * args.epochs, args.max_steps or math.inf)
     logger.info("%s: %d replica(s) x %d rows = global batch %d; %d steps an epoch",
                 describe(strategy), strategy.num_replicas_in_sync, args.batch_size, global_batch, steps_per_epoch)
@@ -306,7 +304,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
                                             verbose=1 if verbose else 0, epochs=args.epochs, steps=steps_per_epoch)
         train_step = make_train_step(model, strategy)
     while not state.finished and state.epoch < args.epochs:
-        data = to_dataset(train_features, global_batch, seed=args.seed, epoch=state.epoch, skip_batches=state.step)
+        data = train_data(global_batch, state.epoch, state.step)
         if loop is not None:
             fit_epoch(model, strategy, data, loop, state.epoch, train_step)
         else:
@@ -315,10 +313,55 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         state.finished = bool(args.max_steps and state.global_step >= args.max_steps)
     state.finished = True
     run.save_state(state, model, optimizer)
+    if prepared:
+        shutil.rmtree(prepared, ignore_errors=True)
     if not chief:
         shutil.rmtree(run.path, ignore_errors=True)
         return {"task": args.task, "steps": state.global_step, "chief": False}
     return _finish(run, args, the_task, labels, dev_examples, dev_features, state, monitor)
+
+
+def _maxlen(args: TrainArgs, config, prepared: int | None = None) -> int:
+    """``--maxlen``: as given, or the prepared data's, or 128 (at most the model's positions)."""
+    maxlen = args.maxlen or prepared or min(128, config.max_position_embeddings)
+    if maxlen > config.max_position_embeddings:
+        raise fail(ConfigError, "--maxlen", f"<= max_position_embeddings = {config.max_position_embeddings}",
+                   str(maxlen))
+    if prepared and maxlen != prepared:
+        raise fail(ConfigError, "--maxlen", f"{prepared}, the maxlen {args.train} was prepared with", str(maxlen))
+    return maxlen
+
+
+def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, labels, verbose: int):
+    """``--train`` as ``(labels, count, dataset(batch_size, epoch, skip_batches), temporary folder)``.
+
+    One file is read and encoded in memory. A folder from ``kerasbert prepare`` is streamed from its
+    shards; a glob is first prepared (streamed, tokenized once) into a temporary folder, removed at the end.
+    """
+    if not os.path.isdir(args.train) and not streaming.is_glob(args.train):
+        args.maxlen = _maxlen(args, config)
+        examples = the_task.read(args.train, labels)
+        labels = labels or the_task.label_set(examples)
+        features = the_task.encode(tokenizer, examples, labels, args.maxlen, args.train)
+        return labels, len(features), lambda batch, epoch, skip: to_dataset(
+            features, batch, seed=args.seed, epoch=epoch, skip_batches=skip), None
+    folder = temporary = None
+    if os.path.isdir(args.train):
+        folder = args.train
+        meta = streaming.read_prepared(folder)
+        args.maxlen = _maxlen(args, config, meta["maxlen"])
+    else:
+        args.maxlen = _maxlen(args, config)
+        temporary = tempfile.mkdtemp(prefix="kerasbert-prepared-")
+        folder = os.path.join(temporary, "prepared")
+        meta = streaming.prepare(the_task, args.train, tokenizer, args.maxlen, folder, labels, verbose=verbose)
+    for key, expected in (("task", args.task), ("vocab_size", tokenizer.vocab_size)):
+        if meta[key] != expected:
+            raise fail(ConfigError, f"--train {args.train}", f"data prepared with {key} {expected}", str(meta[key]))
+    if labels is not None and labels.labels != meta["labels"]:
+        raise fail(ConfigError, f"--train {args.train}", f"the run's labels {labels.labels}", str(meta["labels"]))
+    return LabelSet(meta["labels"]), meta["count"], lambda batch, epoch, skip: streaming.prepared_dataset(
+        folder, batch, seed=args.seed, epoch=epoch, skip_batches=skip), temporary
 
 
 def _finish(run, args, the_task, labels, dev_examples, dev_features, state, monitor) -> dict:

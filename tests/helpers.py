@@ -104,3 +104,24 @@ def run_oracle(tasks: list[dict], workdir: str) -> dict[str, np.ndarray]:
         raise RuntimeError(f"bert4keras oracle failed:\n{proc.stderr[-4000:]}")
     with np.load(out) as data:
         return dict(data)
+
+
+def kill_mid_epoch(process, run: str, epoch: int = 1, timeout: float = 300) -> dict:
+    """SIGKILL ``process`` (a `kerasbert train` into ``run``) once its saved state is inside ``epoch``
+    (some steps of it done), and return that state."""
+    import signal
+    import time
+
+    state_file = os.path.join(run, "state", "state.json")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            state = json.load(open(state_file))
+        except (OSError, ValueError):
+            state = {}
+        if state.get("epoch") == epoch and state.get("step", 0) > 0:
+            break
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return json.load(open(state_file))

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -18,6 +16,8 @@ import pytest
 from kerasbert.demo_data import write_demo_data
 from kerasbert.distribute import make_strategy
 from kerasbert.errors import ConfigError
+
+from helpers import kill_mid_epoch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TWO_CPUS = """
@@ -61,12 +61,12 @@ def _free_ports(n):
     return ports
 
 
-def _workers(args, tmp_path):
+def _workers(args, tmp_path, tag="first"):
     """Two `kerasbert train` processes on 127.0.0.1, configured by TF_CONFIG; each with its own TMPDIR."""
     cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
     processes = []
     for index in range(2):
-        tmp = tmp_path / f"tmp{index}"
+        tmp = tmp_path / f"{tag}-tmp{index}"
         tmp.mkdir(exist_ok=True)
         env = _env(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
                    TMPDIR=str(tmp))
@@ -116,41 +116,24 @@ def test_mirrored_on_two_logical_cpus_equals_one_device(data, single, tmp_path):
     assert [row.split(",")[:2] for row in history[0]] == [row.split(",")[:2] for row in history[1]]  # epoch, loss
 
 
-def test_two_workers_equal_one_device_and_only_the_chief_writes(data, single, tmp_path):
-    out = str(tmp_path / "multi")
-    outputs = _wait(_workers(_args(data, out, "multiworker", 4), tmp_path))
-    assert "MultiWorkerMirroredStrategy: 2 replica(s) x 4 rows = global batch 8" in outputs[0]
-    _assert_same_weights(single, out)
-    assert json.load(open(os.path.join(out, "metrics.json")))["steps"] == 16  # 64 rows / 8, 2 epochs
-    assert os.listdir(tmp_path / "tmp1") == []  # the non-chief's temporary run folder is removed
-    assert "best epoch" in outputs[0] and "best epoch" not in outputs[1]
-
-
-def test_killed_worker_resumes_to_the_uninterrupted_result(data, single, tmp_path):
+def test_two_workers_killed_and_resumed_end_with_one_devices_weights(data, single, tmp_path):
     out = str(tmp_path / "killed")
     processes = _workers(_args(data, out, "multiworker", 4, "--save-every", "3"), tmp_path)
-    state_file = os.path.join(out, "state", "state.json")
-    deadline = time.time() + 300
-    while time.time() < deadline:  # kill worker 1 in the middle of the second epoch
-        try:
-            state = json.load(open(state_file))
-        except (OSError, ValueError):
-            state = {}
-        if state.get("epoch") == 1 and state.get("step", 0) > 0:
-            break
-        time.sleep(0.02)
-    processes[1].send_signal(signal.SIGKILL)
-    processes[1].wait()
+    state = kill_mid_epoch(processes[1], out)  # worker 1, in the middle of the second epoch
     try:  # the chief cannot go on without its peer: it fails or hangs in the next all-reduce
         processes[0].wait(timeout=20)
     except subprocess.TimeoutExpired:
         processes[0].kill()
         processes[0].wait()
-    state = json.load(open(state_file))
+    state = json.load(open(os.path.join(out, "state", "state.json")))  # what the chief saved last
     assert state["epoch"] == 1 and 0 < state["step"] < 8, state
-    _wait(_workers(["train", "--out", out, "--resume", "--quiet"], tmp_path))
-    assert json.load(open(os.path.join(out, "metrics.json")))["steps"] == 16
-    _assert_same_weights(single, out)
+    outputs = _wait(_workers(["train", "--out", out, "--resume", "--quiet"], tmp_path, "resumed"))
+    assert "MultiWorkerMirroredStrategy: 2 replica(s) x 4 rows = global batch 8" in outputs[0]
+    assert json.load(open(os.path.join(out, "metrics.json")))["steps"] == 16  # 64 rows / 8, 2 epochs
+    _assert_same_weights(single, out)  # two workers end with one device's weights
+    left = [name for name in os.listdir(tmp_path / "resumed-tmp1") if name.startswith("kerasbert-worker-")]
+    assert left == []  # the non-chief wrote only a temporary run folder, removed at its end
+    assert "best epoch" in outputs[0] and "best epoch" not in outputs[1]  # only the chief reports
 
 
 def test_strategy_errors():

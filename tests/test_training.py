@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 from kerasbert.cli import main
 from kerasbert.demo_data import write_demo_data
+
+from helpers import kill_mid_epoch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -103,19 +103,7 @@ def test_kill_and_resume_gives_the_uninterrupted_result(data, tmp_path):
     assert _cli(*_train_args(data, whole)).returncode == 0
     process = subprocess.Popen([sys.executable, "-m", "kerasbert", *_train_args(data, killed)], cwd=ROOT,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    state_file = os.path.join(killed, "state", "state.json")
-    deadline = time.time() + 300
-    while time.time() < deadline:  # kill in the middle of the second epoch
-        try:
-            state = json.load(open(state_file))
-        except (OSError, ValueError):
-            state = {}
-        if state.get("epoch") == 1 and state.get("step", 0) > 0:
-            break
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    state = json.load(open(state_file))
+    state = kill_mid_epoch(process, killed)
     assert state["epoch"] == 1 and 0 < state["step"] < 13, state  # 200 rows / 16 = 13 batches an epoch
     refused = _cli(*_train_args(data, killed))
     assert refused.returncode == 2 and "pass --resume to continue that run or --overwrite" in refused.stderr
