@@ -391,6 +391,7 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=None, help="timed steps per worker")
     parser.add_argument("--warmup", type=int, default=None, help="untimed first steps (tracing, compiling)")
     parser.add_argument("--variants", default=None, help="comma-separated subset of " + ", ".join(VARIANTS))
+    parser.add_argument("--replay", default=None, help="summarize the WORKER lines of an earlier run's output")
     parser.add_argument("--results", default=None, help="markdown file to write (default benchmarks/RESULTS.md)")
     parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
@@ -420,13 +421,21 @@ def main(argv=None) -> None:
     jobs = [(name, mode) for name in names for mode in MODES if not (mode == "infer" and name in TRAIN_ONLY)
             and not (name == "matmul" and mode == "train")]
     results: dict = {}
-    for round_ in range(args.rounds):
+    if args.replay:  # the WORKER lines of an earlier run's output, e.g. one stopped before its last round
+        for line in open(args.replay, encoding="utf-8"):
+            if line.startswith("WORKER "):
+                _, name, mode, raw = line.split(" ", 3)
+                results.setdefault((name, mode), []).append(json.loads(raw))
+        names = [name for name in names if (name, "infer") in results or (name, "train") in results]
+        args.rounds = max(len(runs) for runs in results.values())
+    for round_ in range(0 if args.replay else args.rounds):
         shift = round_ % len(jobs)
         for name, mode in jobs[shift:] + jobs[:shift]:  # a different order each round
             result = run_worker(name, mode, args, config_file)
             results.setdefault((name, mode), []).append(result)
             print(f"round {round_ + 1}/{args.rounds} {mode:5s} {name:16s} step {result['step_s']:.4f} s "
                   f"build {result['build_s']:.1f} s rss {result['rss_mb']:,.0f} MB", flush=True)
+            print(f"WORKER {name} {mode} {json.dumps(result)}", flush=True)
     table, summary = summarize(results, args, cfg, names)
     import multiprocessing
 
