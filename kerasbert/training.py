@@ -79,8 +79,8 @@ class TrainArgs:
     layerwise_lr_decay: float = 1.0
     seed: int = 0
     mixed_precision: bool = False
-    jit_compile: bool | None = None
-    strategy: str = "auto"  # None: XLA where it is measured to win (see compile_model)
+    jit_compile: bool | None = None  # None: Keras's "auto" (XLA with a GPU; off on CPU-only machines)
+    strategy: str = "auto"
     max_steps: int | None = None
     monitor: str | None = None
     save_every: int | None = None
@@ -355,9 +355,10 @@ def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, l
         temporary = tempfile.mkdtemp(prefix="kerasbert-prepared-")
         folder = os.path.join(temporary, "prepared")
         meta = streaming.prepare(the_task, args.train, tokenizer, args.maxlen, folder, labels, verbose=verbose)
-    for key, expected in (("task", args.task), ("vocab_size", tokenizer.vocab_size)):
-        if meta[key] != expected:
-            raise fail(ConfigError, f"--train {args.train}", f"data prepared with {key} {expected}", str(meta[key]))
+    found = {"task": meta["task"], "vocab_size": meta["vocab_size"], "crf": bool(meta["options"].get("crf"))}
+    for key, expected in (("task", args.task), ("vocab_size", tokenizer.vocab_size), ("crf", args.crf)):
+        if found[key] != expected:
+            raise fail(ConfigError, f"--train {args.train}", f"data prepared with {key} {expected}", str(found[key]))
     if labels is not None and labels.labels != meta["labels"]:
         raise fail(ConfigError, f"--train {args.train}", f"the run's labels {labels.labels}", str(meta["labels"]))
     return LabelSet(meta["labels"]), meta["count"], lambda batch, epoch, skip: streaming.prepared_dataset(

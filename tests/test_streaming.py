@@ -277,3 +277,17 @@ def test_train_streams_a_prepared_folder_or_a_glob_and_resumes(demo, tmp_path):
     assert json.load(open(os.path.join(runs["folder"], "args.json")))["maxlen"] == 48
     assert json.load(open(os.path.join(runs["killed"], "metrics.json")))["steps"] == 2 * math.ceil(
         streaming.read_prepared(prepared)["count"] / 16)
+
+
+def test_train_refuses_data_prepared_for_other_options(demo, tmp_path, capsys):
+    prepared = str(tmp_path / "ner")
+    assert main(["prepare", "--task", "ner", "--data", demo["ner_train"], "--vocab", demo["vocab"], "--out", prepared,
+                 "--maxlen", "32", "--quiet"]) == 0
+    base = ["train", "--train", prepared, "--vocab", demo["vocab"], "--quiet"]
+    assert main([*base, "--task", "ner", "--crf", "--out", str(tmp_path / "a")]) == 2
+    assert "expected data prepared with crf True, found False" in capsys.readouterr().err
+    assert main([*base, "--task", "ner", "--maxlen", "64", "--out", str(tmp_path / "b")]) == 2
+    assert "--maxlen: expected 32, the maxlen" in capsys.readouterr().err
+    assert main([*base, "--task", "cls", "--out", str(tmp_path / "c")]) == 2
+    assert "expected data prepared with task cls, found ner" in capsys.readouterr().err
+    assert not any(os.path.exists(tmp_path / name) for name in "abc")  # nothing written
