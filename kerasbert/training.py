@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import math
 import os
@@ -246,7 +247,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     if chief and not resume:
         source.check_new(overwrite)
     # non-chief workers write to a temporary folder, removed at the end (the TF multi-worker guide)
-    run = source if chief else Run(tempfile.mkdtemp(prefix="kerasbert-worker-"))
+    run = source if chief else Run(_temporary_folder("kerasbert-worker-"))
     the_task = args.make_task()
     monitor = args.monitor or (the_task.monitor if args.dev else "loss")
     logged = {"loss", *(f"val_{key}" for key in the_task.dev_keys)}
@@ -321,6 +322,13 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     return _finish(run, args, the_task, labels, dev_examples, dev_features, state, monitor)
 
 
+def _temporary_folder(prefix: str) -> str:
+    """A new temporary folder, removed when `train` ends and, should it fail, when the process exits."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def _maxlen(args: TrainArgs, config, prepared: int | None = None) -> int:
     """``--maxlen``: as given, or the prepared data's, or 128 (at most the model's positions)."""
     maxlen = args.maxlen or prepared or min(128, config.max_position_embeddings)
@@ -352,7 +360,7 @@ def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, l
         args.maxlen = _maxlen(args, config, meta["maxlen"])
     else:
         args.maxlen = _maxlen(args, config)
-        temporary = tempfile.mkdtemp(prefix="kerasbert-prepared-")
+        temporary = _temporary_folder("kerasbert-prepared-")
         folder = os.path.join(temporary, "prepared")
         meta = streaming.prepare(the_task, args.train, tokenizer, args.maxlen, folder, labels, verbose=verbose)
     found = {"task": meta["task"], "vocab_size": meta["vocab_size"], "crf": bool(meta["options"].get("crf"))}
