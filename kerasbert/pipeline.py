@@ -39,8 +39,8 @@ from kerasbert.log import logger
 from kerasbert.schemes import Span
 from kerasbert.tokenizer import Tokenizer
 
-__all__ = ["Features", "decode_ner", "encode_classification", "encode_ner", "ner_tag_set", "text_example",
-           "to_dataset"]
+__all__ = ["Features", "bucket_length", "decode_ner", "encode_classification", "encode_ner", "length_buckets",
+           "ner_tag_set", "text_example", "to_dataset"]
 
 
 @dataclass
@@ -290,3 +290,52 @@ def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, 
     if skip_batches:
         dataset = dataset.skip(skip_batches)
     return dataset.prefetch(tf.data.AUTOTUNE) if prefetch else dataset
+
+
+def bucket_length(length: int, maxlen: int, smallest: int = 16) -> int:
+    """The length `length_buckets` pads a batch of longest row ``length`` to: the next power of two
+    from ``smallest``, at most ``maxlen``.
+
+    Example:
+    >>> [bucket_length(n, 128) for n in (3, 16, 17, 100, 128)]
+    [16, 16, 32, 128, 128]
+    """
+    return min(maxlen, max(smallest, 1 << (int(length) - 1).bit_length()))
+
+
+def length_buckets(dataset, maxlen: int, smallest: int = 16):
+    """``dataset`` with each batch padded (with 0) to `bucket_length` of its own length.
+
+    XLA compiles once per input shape; batches padded to their own longest row have up to ``maxlen``
+    shapes, bucketed ones ``log2(maxlen / smallest) + 1``. Padding is masked everywhere (attention,
+    pooling, CRF, tagging weights), so the results are those of the unbucketed batches.
+
+    Args:
+        dataset: a ``tf.data.Dataset`` of `to_dataset` (or ``prepared_dataset``) batches.
+        maxlen: int. the longest bucket (the encoding's maxlen).
+        smallest: int. the shortest bucket.
+
+    Example:
+    >>> features = Features([[2, 4, 3], [2, 4, 4, 4, 3]], [[0] * 3, [0] * 5], [1, 0])
+    >>> [tuple(x["Input-Token"].shape) for x, y in length_buckets(to_dataset(features, 2), 128)]
+    [(2, 16)]
+    """
+    import tensorflow as tf
+
+    sizes = tf.constant(sorted({bucket_length(n, maxlen, smallest) for n in range(1, maxlen + 1)}), tf.int32)
+
+    def pad(*batch):
+        batch = batch if len(batch) > 1 else batch[0]
+        inputs = batch[0] if isinstance(batch, tuple) else batch
+        length = tf.shape(inputs["Input-Token"])[1]
+        target = sizes[tf.minimum(tf.searchsorted(sizes, [length])[0], len(sizes) - 1)]
+
+        def widen(x):  # [B, S, ...] -> [B, target, ...]; labels of classification ([B]) stay
+            if x.shape.rank is None or x.shape.rank < 2:
+                return x
+            paddings = tf.concat([[[0, 0], [0, target - length]], tf.zeros([x.shape.rank - 2, 2], tf.int32)], 0)
+            return tf.pad(x, paddings)
+
+        return tf.nest.map_structure(widen, batch)
+
+    return dataset.map(pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

@@ -176,8 +176,10 @@ class NerTask(Task):
     def compile_arguments(self, model) -> dict:
         if self.crf:
             return heads.loss_and_metrics(model)
-        # weights: 1 on each word's first piece, 0 on other pieces, [CLS], [SEP] and padding
-        loss = heads.SparseLabelLoss(int(model.output.shape[-1]), what="Tagging-Dense")
+        # weights: 1 on each word's first piece, 0 on other pieces, [CLS], [SEP] and padding; the loss is
+        # Σ w·CE / Σ w, the mean over words, whatever the padding (Keras's default divides by B·S)
+        loss = heads.SparseLabelLoss(int(model.output.shape[-1]), what="Tagging-Dense",
+                                     reduction="mean_with_sample_weight")
         return {"loss": loss, "weighted_metrics": ["sparse_categorical_accuracy"]}
 
     def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,

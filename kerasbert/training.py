@@ -35,12 +35,13 @@ import keras
 from kerasbert import plots, streaming
 from kerasbert.checkpoint import save_google_checkpoint
 from kerasbert.config import resolve_config
+from kerasbert.crf import ConditionalRandomField
 from kerasbert.data import LabelSet
 from kerasbert.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
-from kerasbert.models import build_transformer_model
-from kerasbert.pipeline import to_dataset
+from kerasbert.models import build_transformer_model, xla_pays
+from kerasbert.pipeline import bucket_length, length_buckets, to_dataset
 from kerasbert.runs import Run, State
 from kerasbert.tasks import Task, get_task
 from kerasbert.tokenizer import Tokenizer
@@ -80,7 +81,7 @@ class TrainArgs:
     layerwise_lr_decay: float = 1.0
     seed: int = 0
     mixed_precision: bool = False
-    jit_compile: bool | None = None  # None: Keras's "auto" (XLA with a GPU; off on CPU-only machines)
+    jit_compile: bool | None = None  # None: XLA when kerasbert.models.xla_pays (10M+ parameters, no CRF)
     strategy: str = "auto"
     max_steps: int | None = None
     monitor: str | None = None
@@ -167,12 +168,19 @@ def make_optimizer(args: TrainArgs, total_steps: int, num_layers: int) -> keras.
 
 def compile_model(model: keras.Model, the_task: Task, args: TrainArgs, total_steps: int, num_layers: int,
                   policy: str | None = None) -> keras.optimizers.Optimizer:
-    """``model.compile`` as `train` does it (the benchmark times this path); returns the optimizer."""
+    """``model.compile`` as `train` does it (the benchmark times this path); returns the optimizer.
+
+    The step is compiled with XLA when ``args.jit_compile`` says so, or, left at None, when
+    `kerasbert.models.xla_pays` (models of 10M parameters and more without a CRF).
+    """
+    jit_compile = xla_pays(model) if args.jit_compile is None else args.jit_compile
+    if jit_compile and any(isinstance(layer, ConditionalRandomField) for layer in model.layers):
+        raise fail(ConfigError, "--jit-compile", "no XLA with --crf", "--jit-compile",
+                   "the CRF's scan runs over a dynamic length, which XLA does not compile")
     optimizer = make_optimizer(args, total_steps, num_layers)
     if policy == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    model.compile(optimizer, **the_task.compile_arguments(model),
-                  jit_compile="auto" if args.jit_compile is None else args.jit_compile)
+    model.compile(optimizer, **the_task.compile_arguments(model), jit_compile=jit_compile)
     return optimizer
 
 
@@ -281,6 +289,10 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         model = the_task.head(backbone, labels)
         optimizer = compile_model(model, the_task, args, total, config.num_hidden_layers, policy)
         state = source.load_state(model, optimizer) if resume else State()
+    buckets = model.jit_compile and not is_multiworker(strategy)  # XLA: one compile per padded shape
+    if buckets:
+        logger.info("XLA (jit_compile): on; batches padded to lengths %s",
+                    sorted({bucket_length(n, args.maxlen) for n in range(1, args.maxlen + 1)}))
     if resume:
         logger.info("resuming %s at epoch %d, step %d", out, state.epoch + 1, state.step)
     elif chief:
@@ -299,6 +311,9 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
 
     keeper = EpochKeeper(run, state, score_dev, monitor, args.save_every, args.max_steps)
     dev_data = to_dataset(dev_features, args.batch_size) if dev_features is not None else None
+    if buckets:
+        train_data = _bucketed(train_data, args.maxlen)
+        dev_data = length_buckets(dev_data, args.maxlen) if dev_data is not None else None
     loop = None
     if is_multiworker(strategy):
         loop = keras.callbacks.CallbackList([keeper, *callbacks], add_progbar=bool(verbose), model=model,
@@ -320,6 +335,11 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         shutil.rmtree(run.path, ignore_errors=True)
         return {"task": args.task, "steps": state.global_step, "chief": False}
     return _finish(run, args, the_task, labels, dev_examples, dev_features, state, monitor)
+
+
+def _bucketed(train_data, maxlen: int):
+    """``train_data`` (a function of batch size, epoch and batches to skip) with `length_buckets`."""
+    return lambda batch, epoch, skip: length_buckets(train_data(batch, epoch, skip), maxlen)
 
 
 def _temporary_folder(prefix: str) -> str:

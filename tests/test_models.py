@@ -147,3 +147,14 @@ def test_mixed_precision_build_and_predict(policy):
     assert model.get_layer("Transformer-0-MultiHeadSelfAttention").qkv_kernel.dtype == "float32"
     np.testing.assert_allclose(np.asarray(low, "float32").sum(-1), 1.0, atol=2e-2)
     assert np.abs(np.asarray(low, "float32") - full).max() < 5e-2
+
+
+def test_xla_is_the_predict_default_from_ten_million_parameters_without_a_crf():
+    from kerasbert import heads
+    from kerasbert.models import XLA_MIN_PARAMS, xla_pays
+
+    tiny = build_transformer_model("tiny", verbose=False)
+    base2 = build_transformer_model("bert_base_chinese", num_hidden_layers=1, verbose=False)  # 30.9M
+    assert tiny.count_params() < XLA_MIN_PARAMS <= base2.count_params()
+    assert (tiny.jit_compile, base2.jit_compile) == (False, True)
+    assert xla_pays(heads.tagging(base2, 3)) and not xla_pays(heads.tagging(base2, 3, crf=True))

@@ -12,9 +12,11 @@ from kerasbert.data import ClassificationExample, LabelSet, read_conll, span_exa
 from kerasbert.errors import ConfigError, DataError
 from kerasbert.pipeline import (
     Features,
+    bucket_length,
     decode_ner,
     encode_classification,
     encode_ner,
+    length_buckets,
     ner_tag_set,
     text_example,
     to_dataset,
@@ -210,3 +212,23 @@ def test_large_inputs_encode_in_chunks_with_the_same_result(tokenizer, examples,
     assert encode_classification(tokenizer, rows) == whole_cls
     assert encode_ner(tokenizer, examples * 4, tags) == whole_ner
     assert "8/8" in capsys.readouterr().out  # the progress bar reached the end
+
+
+def test_length_buckets_pad_each_batch_to_a_power_of_two_up_to_maxlen(tokenizer):
+    features = _features(40)  # lengths 3..19
+    plain, bucketed = list(to_dataset(features, 4)), list(length_buckets(to_dataset(features, 4), 20))
+    assert len(plain) == len(bucketed) == 10
+    seen = set()
+    for (x, y, w), (bx, by, bw) in zip(plain, bucketed, strict=True):
+        length = x["Input-Token"].shape[1]
+        expected = 16 if length <= 16 else 20  # powers of two from 16, never past maxlen
+        seen.add(expected)
+        for key in ("Input-Token", "Input-Segment"):
+            assert bx[key].shape == (x[key].shape[0], expected)
+            assert (bx[key].numpy()[:, :length] == x[key].numpy()).all() and not bx[key].numpy()[:, length:].any()
+        assert (by.numpy()[:, :length] == y.numpy()).all() and bw.numpy().sum() == w.numpy().sum()
+    assert seen == {16, 20}
+    assert [bucket_length(n, 512) for n in (1, 16, 17, 33, 300, 512)] == [16, 16, 32, 64, 512, 512]
+    labels = encode_classification(tokenizer, [ClassificationExample("a", "x")], LabelSet(["x"]))
+    x, y = next(iter(length_buckets(to_dataset(labels, 1), 64)))
+    assert x["Input-Token"].shape == (1, 16) and y.numpy().tolist() == [0]  # class labels keep their shape

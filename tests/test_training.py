@@ -12,6 +12,7 @@ import pytest
 
 from kerasbert.cli import main
 from kerasbert.demo_data import write_demo_data
+from kerasbert.errors import ConfigError
 
 from helpers import kill_mid_epoch
 
@@ -211,3 +212,35 @@ def test_ner_crf_with_options_and_google_export(data, tmp_path):
     for name in ("Embedding-Token", "Transformer-1-MultiHeadSelfAttention", "Transformer-1-FeedForward-Norm"):
         for ours, theirs in zip(model.get_layer(name).get_weights(), google.get_layer(name).get_weights(), strict=True):
             np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("task", ["cls", "ner"])
+def test_xla_with_length_buckets_trains_as_the_plain_step(data, tmp_path, caplog, task):
+    """``jit_compile=True`` pads batches to length buckets and compiles with XLA: same losses and weights."""
+    from kerasbert import train
+    from kerasbert.config import resolve_config
+
+    config = tmp_path / "bert_config.json"  # no dropout: XLA draws other random numbers than TensorFlow's kernels
+    config.write_text(json.dumps({**resolve_config("tiny").to_dict(), "hidden_dropout_prob": 0.0,
+                                  "attention_probs_dropout_prob": 0.0}))
+    runs = {}
+    for jit in (False, True):
+        with caplog.at_level("INFO", logger="kerasbert"):
+            train(task, data[f"{task}_train"], str(tmp_path / f"jit{jit}"), config=str(config), vocab=data["vocab"],
+                  epochs=1, max_steps=5, batch_size=16, lr=2e-3, maxlen=48, dropout=0.0, jit_compile=jit, verbose=0)
+        runs[jit] = str(tmp_path / f"jit{jit}")
+    assert "XLA (jit_compile): on; batches padded to lengths [16, 32, 48]" in caplog.text
+    plain, xla = (json.load(open(os.path.join(runs[jit], "metrics.json"))) for jit in (False, True))
+    assert plain["steps"] == xla["steps"] == 5
+    np.testing.assert_allclose(plain["history"]["loss"], xla["history"]["loss"], rtol=1e-4)
+    for x, y in zip(_weights(runs[False]), _weights(runs[True]), strict=True):
+        np.testing.assert_allclose(x, y, atol=1e-4)
+
+
+def test_xla_is_refused_with_a_crf_and_off_by_default(data, tmp_path):
+    from kerasbert import train
+
+    args = {"vocab": data["vocab"], "crf": True, "epochs": 1, "max_steps": 1, "maxlen": 48, "verbose": 0}
+    with pytest.raises(ConfigError, match=r"--jit-compile: expected no XLA with --crf, found --jit-compile"):
+        train("ner", data["ner_train"], str(tmp_path / "refused"), jit_compile=True, **args)
+    assert train("ner", data["ner_train"], str(tmp_path / "auto"), **args)["steps"] == 1  # auto: no XLA with a CRF
