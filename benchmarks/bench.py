@@ -54,7 +54,8 @@ VARIANTS = {
     "kerasbert-train": ("kerasbert_train", {}),
     "matmul": ("matmul", {}),
 }
-CPU_VARIANTS = ["matmul", "kerasbert", "kerasbert-xla", "kerasbert-bf16", "bert4keras", "keras-hub", "kerasbert-train"]
+# kerasbert's default is XLA for models of 10M+ parameters (kerasbert.models.xla_pays): -noxla shows the plain graph
+CPU_VARIANTS = ["matmul", "kerasbert", "kerasbert-noxla", "kerasbert-bf16", "bert4keras", "keras-hub", "kerasbert-train"]
 GPU_VARIANTS = ["matmul", "kerasbert", "kerasbert-noxla", "kerasbert-fp16", "kerasbert-bf16", "bert4keras",
                 "keras-hub", "kerasbert-train"]
 TRAIN_ONLY = {"kerasbert-train"}
