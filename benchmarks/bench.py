@@ -55,7 +55,8 @@ VARIANTS = {
     "matmul": ("matmul", {}),
 }
 # kerasbert's default is XLA for models of 10M+ parameters (kerasbert.models.xla_pays): -noxla shows the plain graph
-CPU_VARIANTS = ["matmul", "kerasbert", "kerasbert-noxla", "kerasbert-bf16", "bert4keras", "keras-hub", "kerasbert-train"]
+CPU_VARIANTS = ["matmul", "kerasbert", "kerasbert-noxla", "kerasbert-bf16", "bert4keras", "keras-hub",
+                "kerasbert-train"]
 GPU_VARIANTS = ["matmul", "kerasbert", "kerasbert-noxla", "kerasbert-fp16", "kerasbert-bf16", "bert4keras",
                 "keras-hub", "kerasbert-train"]
 TRAIN_ONLY = {"kerasbert-train"}

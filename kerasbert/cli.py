@@ -136,7 +136,8 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--monitor", help="dev metric that picks the best epoch (default: val_accuracy / val_f1)")
     fit.add_argument("--save-every", type=int, help="also save the resume state every N batches")
     fit.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=None,
-                     help="compile the training step with XLA (default: where it is measured faster)")
+                     help="compile the training step with XLA; batches are then padded to length buckets "
+                          "(default: on for 10M+ parameters without --crf)")
     fit.add_argument("--strategy", choices=("auto", "one", "mirrored", "multiworker"), default=defaults.strategy,
                      help="tf.distribute strategy; --batch-size is per replica (default: auto)")
     run = parser.add_argument_group("run folder")
