@@ -209,6 +209,16 @@ class ConditionalRandomField(keras.layers.Layer):
         return {**super().get_config(), "lr_multiplier": self.lr_multiplier}
 
 
+def crf_layers(model: keras.Model) -> list[ConditionalRandomField]:
+    """The ``ConditionalRandomField`` layers of ``model`` (a tagging head has one).
+
+    Example:
+    >>> crf_layers(keras.Sequential([ConditionalRandomField()]))[0].name.startswith("conditional_random_field")
+    True
+    """
+    return [layer for layer in model.layers if isinstance(layer, ConditionalRandomField)]
+
+
 class ViterbiDecoder:
     """NumPy Viterbi decoding of one sequence, bert4keras's ``ViterbiDecoder`` interface.
 

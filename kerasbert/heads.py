@@ -20,7 +20,7 @@ import re
 import keras
 from keras import ops
 
-from kerasbert.crf import ConditionalRandomField, crf_accuracy
+from kerasbert.crf import ConditionalRandomField, crf_accuracy, crf_layers
 from kerasbert.errors import ModelError, fail
 from kerasbert.layers import Bias, MaskedMean, PaddingMask, TakeToken, get_activation
 
@@ -213,7 +213,7 @@ def crf_decoder(model: keras.Model) -> keras.Model:
     >>> int(decoder.predict([np.array([[2, 9, 3, 0]]), np.zeros((1, 4))], verbose=0)[0, -1])
     -1
     """
-    crfs = [layer for layer in model.layers if isinstance(layer, ConditionalRandomField)]
+    crfs = crf_layers(model)
     if len(crfs) != 1:
         raise fail(ModelError, "crf_decoder", "a model with one ConditionalRandomField layer",
                    f"{len(crfs)} in {model.name}", "build it with heads.tagging(..., crf=True)")

@@ -14,7 +14,7 @@ import keras
 from kerasbert import heads
 from kerasbert.checkpoint import load_google_checkpoint
 from kerasbert.config import BertConfig, resolve_config
-from kerasbert.crf import ConditionalRandomField
+from kerasbert.crf import crf_layers
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.layers import FeedForward, MultiHeadSelfAttention, PaddingMask, PositionEmbedding, TokenEmbedding
 
@@ -110,15 +110,7 @@ def xla_pays(model: keras.Model) -> bool:
     >>> xla_pays(build_transformer_model("tiny", verbose=False))
     False
     """
-    def layers(model):
-        for layer in model.layers:
-            yield layer
-            if isinstance(layer, keras.Model):
-                yield from layers(layer)
-
-    if any(isinstance(layer, ConditionalRandomField) for layer in layers(model)):
-        return False
-    return model.count_params() >= XLA_MIN_PARAMS
+    return not crf_layers(model) and model.count_params() >= XLA_MIN_PARAMS
 
 
 def build_transformer_model(

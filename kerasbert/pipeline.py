@@ -39,8 +39,8 @@ from kerasbert.log import logger
 from kerasbert.schemes import Span
 from kerasbert.tokenizer import Tokenizer
 
-__all__ = ["Features", "bucket_length", "decode_ner", "encode_classification", "encode_ner", "length_buckets",
-           "ner_tag_set", "text_example", "to_dataset"]
+__all__ = ["Features", "bucket_length", "bucket_lengths", "decode_ner", "encode_classification", "encode_ner",
+           "length_buckets", "ner_tag_set", "text_example", "to_dataset"]
 
 
 @dataclass
@@ -303,6 +303,16 @@ def bucket_length(length: int, maxlen: int, smallest: int = 16) -> int:
     return min(maxlen, max(smallest, 1 << (int(length) - 1).bit_length()))
 
 
+def bucket_lengths(maxlen: int, smallest: int = 16) -> list[int]:
+    """Every length `length_buckets` pads to, shortest first.
+
+    Example:
+    >>> bucket_lengths(48)
+    [16, 32, 48]
+    """
+    return sorted({bucket_length(n, maxlen, smallest) for n in range(1, maxlen + 1)})
+
+
 def length_buckets(dataset, maxlen: int, smallest: int = 16):
     """``dataset`` with each batch padded (with 0) to `bucket_length` of its own length.
 
@@ -322,7 +332,7 @@ def length_buckets(dataset, maxlen: int, smallest: int = 16):
     """
     import tensorflow as tf
 
-    sizes = tf.constant(sorted({bucket_length(n, maxlen, smallest) for n in range(1, maxlen + 1)}), tf.int32)
+    sizes = tf.constant(bucket_lengths(maxlen, smallest), tf.int32)
 
     def pad(*batch):
         batch = batch if len(batch) > 1 else batch[0]

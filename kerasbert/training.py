@@ -35,13 +35,13 @@ import keras
 from kerasbert import plots, streaming
 from kerasbert.checkpoint import save_google_checkpoint
 from kerasbert.config import resolve_config
-from kerasbert.crf import ConditionalRandomField
+from kerasbert.crf import crf_layers
 from kerasbert.data import LabelSet
 from kerasbert.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.models import build_transformer_model, xla_pays
-from kerasbert.pipeline import bucket_length, length_buckets, to_dataset
+from kerasbert.pipeline import bucket_lengths, length_buckets, to_dataset
 from kerasbert.runs import Run, State
 from kerasbert.tasks import Task, get_task
 from kerasbert.tokenizer import Tokenizer
@@ -174,7 +174,7 @@ def compile_model(model: keras.Model, the_task: Task, args: TrainArgs, total_ste
     `kerasbert.models.xla_pays` (models of 10M parameters and more without a CRF).
     """
     jit_compile = xla_pays(model) if args.jit_compile is None else args.jit_compile
-    if jit_compile and any(isinstance(layer, ConditionalRandomField) for layer in model.layers):
+    if jit_compile and crf_layers(model):
         raise fail(ConfigError, "--jit-compile", "no XLA with --crf", "--jit-compile",
                    "the CRF's scan runs over a dynamic length, which XLA does not compile")
     optimizer = make_optimizer(args, total_steps, num_layers)
@@ -291,8 +291,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         state = source.load_state(model, optimizer) if resume else State()
     buckets = model.jit_compile and not is_multiworker(strategy)  # XLA: one compile per padded shape
     if buckets:
-        logger.info("XLA (jit_compile): on; batches padded to lengths %s",
-                    sorted({bucket_length(n, args.maxlen) for n in range(1, args.maxlen + 1)}))
+        logger.info("XLA (jit_compile): on; batches padded to lengths %s", bucket_lengths(args.maxlen))
     if resume:
         logger.info("resuming %s at epoch %d, step %d", out, state.epoch + 1, state.step)
     elif chief:
