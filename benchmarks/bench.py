@@ -1,9 +1,14 @@
 """Model speed: kerasbert against bert4keras and keras-hub, side by side, in interleaved worker processes.
 
-Each measurement runs in a fresh worker process (so peak RSS and build time are its own), in
-round-robin order over several rounds; the table gives medians, ratios to bert4keras measured in
-the same run, and the share of the matmul peak measured by the ``matmul`` worker of the same run
-(FLOPs counted analytically: `forward_flops`; training counts forward + 2 × backward).
+Each variant runs in a worker process of its own (so peak RSS and build time are its own). The
+workers are started together and stepped in turn: each waits before every batch until the
+orchestrator says go, so one round is one step of every variant, back to back, in an order that
+reverses every round. This machine's speed drifts by ±15 % from minute to minute; a variant and
+bert4keras measured seconds apart see the same machine, so the ratio of each round's pair is
+taken and the table gives the median of those paired ratios, beside median step times and the
+share of the matmul peak measured by the ``matmul`` worker of the same run (FLOPs counted
+analytically: `forward_flops`; training counts forward + 2 × backward). Training workers hold
+4+ GB each: at most ``--group`` of them run at once, kerasbert and bert4keras in every group.
 
 What is timed is the path users get by default:
 - inference: ``model.predict`` on a model from ``build_transformer_model`` (bert4keras: its own
@@ -13,10 +18,14 @@ What is timed is the path users get by default:
   ``BertTextClassifier`` with its default compile);
 - ``kerasbert-train``: the whole ``kerasbert.train`` on generated full-length text, to show that
   data and tokenization are not the bottleneck (its step time against the bare ``kerasbert`` step).
+Each library runs with the environment its users give it: kerasbert's workers import kerasbert first,
+which turns TensorFlow's oneDNN kernels on (`kerasbert.onednn`); bert4keras and keras-hub get the
+caller's ``TF_ENABLE_ONEDNN_OPTS`` (TensorFlow's own choice when unset). ``kerasbert-nodnn`` and
+``bert4keras-onednn`` swap that switch, to show what it is worth to each.
 
 Usage:
-    python benchmarks/bench.py                      # BERT-base Chinese, 3 rounds, writes RESULTS.md
-    python benchmarks/bench.py --quick              # tiny config, 1 round: checks that every worker runs
+    python benchmarks/bench.py                      # BERT-base Chinese, 10 rounds, writes RESULTS.md
+    python benchmarks/bench.py --quick              # tiny config, 3 rounds: checks that every worker runs
     python benchmarks/bench.py --device gpu         # on a GPU machine: mixed_float16 and bf16 MFU too
 """
 
@@ -27,6 +36,7 @@ import json
 import os
 import platform
 import random
+import re
 import resource
 import statistics
 import subprocess
@@ -41,6 +51,10 @@ if ROOT not in sys.path:
 
 from benchmarks.results import write_section  # noqa: E402
 
+# the orchestrator imports kerasbert, which sets TF_ENABLE_ONEDNN_OPTS (kerasbert.onednn): workers get the
+# user's own value, so bert4keras and keras-hub run as their users run them and kerasbert sets it itself
+USER_ONEDNN = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+
 MODES = ("infer", "train")
 # name: (framework, options); kerasbert-* are kerasbert's switches, not other code paths
 VARIANTS = {
@@ -53,11 +67,14 @@ VARIANTS = {
     "keras-hub": ("keras_hub", {}),
     "kerasbert-train": ("kerasbert_train", {}),
     "matmul": ("matmul", {}),
+    "kerasbert-nodnn": ("kerasbert", {"env": {"TF_ENABLE_ONEDNN_OPTS": "0"}}),
+    "bert4keras-onednn": ("bert4keras", {"env": {"TF_ENABLE_ONEDNN_OPTS": "1"}}),
 }
-# kerasbert's default is XLA for models of 10M+ parameters (kerasbert.models.xla_pays): -noxla shows the plain graph
-CPU_VARIANTS = ["matmul", "kerasbert", "kerasbert-noxla", "kerasbert-bf16", "bert4keras", "keras-hub",
-                "kerasbert-train"]
-GPU_VARIANTS = ["matmul", "kerasbert", "kerasbert-noxla", "kerasbert-fp16", "kerasbert-bf16", "bert4keras",
+# kerasbert's defaults: XLA for models of 10M+ parameters (kerasbert.models.xla_pays), -noxla shows the plain
+# graph; oneDNN on x86-64 (kerasbert.onednn), -nodnn without it, and bert4keras-onednn bert4keras with it
+CPU_VARIANTS = ["kerasbert", "kerasbert-noxla", "kerasbert-nodnn", "kerasbert-bf16", "bert4keras", "bert4keras-onednn",
+                "keras-hub", "kerasbert-train"]
+GPU_VARIANTS = ["kerasbert", "kerasbert-noxla", "kerasbert-fp16", "kerasbert-bf16", "bert4keras",
                 "keras-hub", "kerasbert-train"]
 TRAIN_ONLY = {"kerasbert-train"}
 NUM_CLASSES = 2
@@ -71,25 +88,30 @@ def forward_flops(cfg: dict, batch: int, seq: int) -> int:
 
 
 # --------------------------------------------------------------------------------------------- workers
-def _timer(base):
-    """A callback class on ``base`` (Keras 3 or tf-keras) that stamps the end of every batch."""
+def _timer(base, mode: str):
+    """A callback on ``base`` (Keras 3 or tf-keras) that lets the orchestrator step the worker: before each
+    ``fit`` (train) or ``predict`` (infer) batch it prints WAIT and blocks until a line comes on stdin; after
+    the batch it prints STEP and the batch's seconds. ``ready`` is when the first batch was reached."""
 
-    class StepTimer(base):
+    class StepGate(base):
         def __init__(self):
             super().__init__()
-            self.stamps = [time.perf_counter()]
+            self.times, self.ready = [], None
 
-        def on_train_batch_end(self, batch, logs=None):
-            self.stamps.append(time.perf_counter())
+        def begin(self, batch, logs=None):
+            self.ready = self.ready or time.perf_counter()
+            print("WAIT", flush=True)
+            sys.stdin.readline()
+            self.start = time.perf_counter()
 
-        on_predict_batch_end = on_train_batch_end
+        def end(self, batch, logs=None):
+            self.times.append(time.perf_counter() - self.start)
+            print(f"STEP {self.times[-1]}", flush=True)
 
-    return StepTimer()
-
-
-def _step_times(timer, warmup: int) -> list[float]:
-    times = [b - a for a, b in zip(timer.stamps, timer.stamps[1:], strict=False)]
-    return times[warmup:]
+    hook = "train" if mode == "train" else "predict"
+    setattr(StepGate, f"on_{hook}_batch_begin", StepGate.begin)
+    setattr(StepGate, f"on_{hook}_batch_end", StepGate.end)
+    return StepGate()
 
 
 def _inputs(cfg: dict, batches: int, batch: int, seq: int, seed: int = 0):
@@ -111,17 +133,17 @@ def _set_policy(policy: str | None) -> None:
 
 
 def work_kerasbert(cfg, opts, mode, batch, seq, steps, warmup):
-    import keras
-
-    from kerasbert import build_transformer_model
+    from kerasbert import build_transformer_model  # before Keras, as users do: it turns oneDNN on (kerasbert.onednn)
     from kerasbert.data import LabelSet
     from kerasbert.training import TrainArgs, compile_model
 
     _set_policy(opts.get("policy"))
+    import keras
+
     ids, segments, labels = _inputs(cfg, steps + warmup, batch, seq)
     start = time.perf_counter()
     backbone = build_transformer_model(config=cfg, verbose=False)
-    timer = _timer(keras.callbacks.Callback)
+    timer = _timer(keras.callbacks.Callback, mode)
     if mode == "infer":
         build = time.perf_counter() - start
         if "jit_compile" in opts:
@@ -135,7 +157,7 @@ def work_kerasbert(cfg, opts, mode, batch, seq, steps, warmup):
         build = time.perf_counter() - start
         data = {"Input-Token": ids, "Input-Segment": segments}
         model.fit(data, labels, batch_size=batch, epochs=1, callbacks=[timer], verbose=0, shuffle=False)
-    return build, _step_times(timer, warmup)
+    return build, timer.times[warmup:]
 
 
 def work_bert4keras(cfg, opts, mode, batch, seq, steps, warmup):
@@ -146,7 +168,7 @@ def work_bert4keras(cfg, opts, mode, batch, seq, steps, warmup):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(cfg, f)
     start = time.perf_counter()
-    timer = _timer(keras.callbacks.Callback)
+    timer = _timer(keras.callbacks.Callback, mode)
     if mode == "infer":
         model = build_transformer_model(f.name, None)
         build = time.perf_counter() - start
@@ -160,7 +182,7 @@ def work_bert4keras(cfg, opts, mode, batch, seq, steps, warmup):
         build = time.perf_counter() - start
         model.fit([ids, segments], labels, batch_size=batch, epochs=1, callbacks=[timer], verbose=0, shuffle=False)
     os.unlink(f.name)
-    return build, _step_times(timer, warmup)
+    return build, timer.times[warmup:]
 
 
 def work_keras_hub(cfg, opts, mode, batch, seq, steps, warmup):
@@ -175,7 +197,7 @@ def work_keras_hub(cfg, opts, mode, batch, seq, steps, warmup):
         vocabulary_size=cfg["vocab_size"], num_layers=cfg["num_hidden_layers"], num_heads=cfg["num_attention_heads"],
         hidden_dim=cfg["hidden_size"], intermediate_dim=cfg["intermediate_size"], dropout=cfg["hidden_dropout_prob"],
         max_sequence_length=cfg["max_position_embeddings"], num_segments=cfg["type_vocab_size"])
-    timer = _timer(keras.callbacks.Callback)
+    timer = _timer(keras.callbacks.Callback, mode)
     if mode == "infer":
         build = time.perf_counter() - start
         backbone.predict(data, batch_size=batch, callbacks=[timer], verbose=0)
@@ -183,7 +205,7 @@ def work_keras_hub(cfg, opts, mode, batch, seq, steps, warmup):
         model = keras_hub.models.BertTextClassifier(backbone, num_classes=NUM_CLASSES, preprocessor=None)
         build = time.perf_counter() - start
         model.fit(data, labels, batch_size=batch, epochs=1, callbacks=[timer], verbose=0, shuffle=False)
-    return build, _step_times(timer, warmup)
+    return build, timer.times[warmup:]
 
 
 def synthetic_text_data(folder: str, vocab_size: int, rows: int, chars: int, seed: int = 0) -> tuple[str, str]:
@@ -195,7 +217,6 @@ def synthetic_text_data(folder: str, vocab_size: int, rows: int, chars: int, see
     with open(vocab, "w", encoding="utf-8") as f:
         f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters) + "\n")
     with open(data, "w", encoding="utf-8") as f:
-        f.write("text\tlabel\n")
         for _ in range(rows):
             f.write("".join(rng.choices(characters, k=chars)) + f"\t{rng.randrange(NUM_CLASSES)}\n")
     return vocab, data
@@ -203,12 +224,12 @@ def synthetic_text_data(folder: str, vocab_size: int, rows: int, chars: int, see
 
 def work_kerasbert_train(cfg, opts, mode, batch, seq, steps, warmup):
     """``kerasbert.train`` end to end; also times tokenizing the same data (``encode``) per batch."""
-    import keras
-
-    from kerasbert.tokenizer import Tokenizer
+    from kerasbert.tokenizer import Tokenizer  # before Keras (kerasbert.onednn)
     from kerasbert.training import TrainArgs, train
 
     folder = tempfile.mkdtemp()
+    import keras
+
     rows = (steps + warmup) * batch
     vocab, data = synthetic_text_data(folder, cfg["vocab_size"], rows, 2 * seq)
     config = os.path.join(folder, "bert_config.json")
@@ -220,17 +241,17 @@ def work_kerasbert_train(cfg, opts, mode, batch, seq, steps, warmup):
     start = time.perf_counter()
     the_task.encode(tokenizer, examples, the_task.label_set(examples), seq, data)
     tokenize = (time.perf_counter() - start) / (steps + warmup)
-    timer = _timer(keras.callbacks.Callback)
+    timer = _timer(keras.callbacks.Callback, mode)
     start = time.perf_counter()
     train("cls", data, os.path.join(folder, "run"), config=config, vocab=vocab, batch_size=batch, epochs=1,
           maxlen=seq, verbose=0, callbacks=[timer])
-    total = time.perf_counter() - start
-    return total - sum(_step_times(timer, 0)), _step_times(timer, warmup), {"tokenize_s": tokenize}
+    return timer.ready - start, timer.times[warmup:], {"tokenize_s": tokenize}
 
 
 def work_matmul(cfg, opts, mode, batch, seq, steps, warmup, device="cpu"):
     """Best GFLOP/s of the model's own matmul shapes ([B·S, H]·[H, 3H], [H, I], [I, H]) and of a square
-    [B·S, B·S]·[B·S, B·S] one, with and without XLA, in float32 (and the mixed dtypes); ``step_s`` is unused."""
+    [B·S, B·S]·[B·S, B·S] one, with and without XLA, in float32 (and the mixed dtypes); ``step_s`` is unused.
+    The orchestrator runs it with and without oneDNN, at the start and the end of the run, and takes the best."""
     import tensorflow as tf
 
     rows, h, i = batch * seq, cfg["hidden_size"], cfg["intermediate_size"]
@@ -280,21 +301,112 @@ def available(name: str) -> bool:
     return importlib.util.find_spec("keras_hub") is not None
 
 
-def run_worker(name: str, mode: str, args, config_file: str) -> dict:
+def _worker_process(name: str, mode: str, args, config_file: str, extra_env=None) -> tuple[list[str], dict]:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if VARIANTS[name][0] == "bert4keras":
         env.update(TF_KERAS="1", TF_USE_LEGACY_KERAS="1")
+    env.pop("TF_ENABLE_ONEDNN_OPTS", None)
+    env.update({"TF_ENABLE_ONEDNN_OPTS": USER_ONEDNN} if USER_ONEDNN is not None else {})
+    env.update(VARIANTS[name][1].get("env", {}), **(extra_env or {}))
     if args.device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = "-1"
     batch = args.infer_batch if mode == "infer" else args.train_batch
     command = [sys.executable, os.path.abspath(__file__), "--worker", name, "--mode", mode, "--config-file",
                config_file, "--batch", str(batch), "--seq", str(args.seq), "--steps", str(args.steps),
                "--warmup", str(args.warmup), "--device", args.device]
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode or not lines:
-        raise RuntimeError(f"worker {name} ({mode}) failed with exit {done.returncode}:\n{done.stderr[-3000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    return command, env
+
+
+class Worker:
+    """A worker process that the orchestrator steps: ``step()`` lets it run one batch and waits until it is idle
+    again; ``result()`` lets it finish and returns its RESULT (build time, step times, peak RSS)."""
+
+    def __init__(self, name: str, mode: str, args, config_file: str):
+        self.name, self.mode = name, mode
+        self.log = tempfile.TemporaryFile("w+")
+        command, env = _worker_process(name, mode, args, config_file)
+        self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.log, text=True)
+        self._read("WAIT")  # built, and waiting before its first batch
+
+    def _read(self, prefix: str) -> str:
+        for line in self.process.stdout:
+            if line.startswith(prefix):
+                return line[len(prefix):].strip()
+        self.process.wait()
+        self.log.seek(0)
+        raise RuntimeError(f"worker {self.name} ({self.mode}) failed with exit {self.process.returncode}:\n"
+                           f"{self.log.read()[-3000:]}")
+
+    def step(self, last: bool) -> float:
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+        seconds = float(self._read("STEP "))
+        if not last:
+            self._read("WAIT")
+        return seconds
+
+    def result(self) -> dict:
+        result = json.loads(self._read("RESULT "))
+        self.process.wait()
+        return result
+
+
+def measure_peak(args, config_file: str) -> dict:
+    """The matmul worker's peaks, the best of TensorFlow's kernels with and without oneDNN (--quick: with)."""
+    peaks: dict = {}
+    for onednn in ("1",) if args.quick else ("0", "1"):
+        command, env = _worker_process("matmul", "infer", args, config_file, {"TF_ENABLE_ONEDNN_OPTS": onednn})
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+        if done.returncode or not lines:
+            raise RuntimeError(f"worker matmul failed with exit {done.returncode}:\n{done.stderr[-3000:]}")
+        for dtype, gflops in json.loads(lines[-1][len("RESULT "):])["peak_gflops"].items():
+            peaks[dtype] = max(peaks.get(dtype, 0.0), gflops)
+    return {"peak_gflops": peaks}
+
+
+def groups(names: list[str], size: int) -> list[list[str]]:
+    """``names`` in groups of at most ``size`` that run at once, kerasbert and bert4keras in every group."""
+    anchors = [name for name in ("kerasbert", "bert4keras") if name in names]
+    rest = [name for name in names if name not in anchors]
+    if len(names) <= size or not rest:
+        return [names]
+    width = max(1, size - len(anchors))
+    return [anchors + rest[i:i + width] for i in range(0, len(rest), width)]
+
+
+def run_group(names: list[str], mode: str, args, config_file: str, index: int) -> dict:
+    """Start the group's workers one after another (each builds alone), then step them round-robin:
+    warm-up rounds, then ``args.steps`` timed rounds, the order reversed every round."""
+    workers = [Worker(name, mode, args, config_file) for name in names]
+    rounds = args.warmup + args.steps
+    for round_ in range(rounds):
+        line = []
+        for worker in workers if round_ % 2 == 0 else workers[::-1]:
+            line.append(f"{worker.name} {worker.step(last=round_ == rounds - 1):.3f}")
+        print(f"{mode} group {index + 1} round {round_ + 1}/{rounds}" + " (warm-up)" * (round_ < args.warmup)
+              + ": " + ", ".join(line) + " s", flush=True)
+    return {worker.name: {**worker.result(), "group": index} for worker in workers}
+
+
+def paired(results: dict, mode: str, a: str, b: str) -> float | None:
+    """Median over the rounds where both ran (same group) of a's step time / b's: how much faster b is."""
+    ratios = []
+    for run_a in results.get((a, mode), []):
+        for run_b in results.get((b, mode), []):
+            if run_a["group"] == run_b["group"]:
+                ratios += [x / y for x, y in zip(run_a["times"], run_b["times"], strict=True)]
+    return statistics.median(ratios) if ratios else None
+
+
+def cpu_text() -> str:
+    """The CPU's model and the vector extensions TensorFlow's CPU kernels choose by (from /proc/cpuinfo)."""
+    info = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    model = re.search(r"^model name\s*:\s*(.+)$", info, re.M)
+    flags = re.search(r"^flags\s*:\s*(.+)$", info, re.M)
+    wanted = [f for f in (flags.group(1).split() if flags else []) if f.startswith(("avx", "amx")) or f == "fma"]
+    return f"{model.group(1) if model else platform.machine()} ({' '.join(sorted(set(wanted))) or 'flags unknown'})"
 
 
 def versions() -> str:
@@ -311,7 +423,7 @@ def versions() -> str:
 
 def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, dict]:
     """The markdown table and the figures the targets are read from."""
-    peaks = {k: statistics.median(r["peak_gflops"][k] for r in results[("matmul", "infer")])
+    peaks = {k: max(r["peak_gflops"][k] for r in results[("matmul", "infer")])
              for k in results[("matmul", "infer")][0]["peak_gflops"]}
     figures, lines = {}, []
     lines.append("| mode | variant | build s | step s (median) | seq/s | × bert4keras | GFLOP/s | % of matmul peak "
@@ -320,19 +432,17 @@ def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, di
     for mode in MODES:
         batch = args.infer_batch if mode == "infer" else args.train_batch
         flops = forward_flops(cfg, batch, args.seq) * (3 if mode == "train" else 1)
-        base = results.get(("bert4keras", mode))
-        base_step = statistics.median(r["step_s"] for r in base) if base else None
         for name in names:
             if name == "matmul" or (mode == "infer" and name in TRAIN_ONLY) or (name, mode) not in results:
                 continue
             runs = results[(name, mode)]
-            step = statistics.median(r["step_s"] for r in runs)
+            step = statistics.median(t for r in runs for t in r["times"])
             policy = VARIANTS[name][1].get("policy")
             peak = peaks["float32" if not policy else policy.split("_")[1]]
             row = {"step_s": step, "seq_s": batch / step, "build_s": statistics.median(r["build_s"] for r in runs),
                    "rss_mb": statistics.median(r["rss_mb"] for r in runs), "gflops": flops / step / 1e9,
                    "peak_pct": 100 * flops / step / 1e9 / peak,
-                   "vs_bert4keras": base_step / step if base_step else None}
+                   "vs_bert4keras": paired(results, mode, "bert4keras", name)}
             if "tokenize_s" in runs[0]:
                 row["tokenize_s"] = statistics.median(r["tokenize_s"] for r in runs)
             figures[(name, mode)] = row
@@ -343,7 +453,7 @@ def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, di
     return "\n".join(lines), {"figures": figures, "peaks": peaks, "peak_text": peak_text}
 
 
-def targets(summary: dict, names: list[str]) -> str:
+def targets(summary: dict, results: dict) -> str:
     """The issue's targets, each with the figure measured and whether it is met."""
     f = summary["figures"]
     out = []
@@ -360,38 +470,36 @@ def targets(summary: dict, names: list[str]) -> str:
         if not mine:
             continue
         check(f"{mode}: kerasbert vs bert4keras", mine["vs_bert4keras"], goal)
-        hub = f.get(("keras-hub", mode))
-        if hub:
-            check(f"{mode}: kerasbert vs keras-hub", hub["step_s"] / mine["step_s"], 1.0)
+        check(f"{mode}: kerasbert vs keras-hub", paired(results, mode, "keras-hub", "kerasbert"), 1.0)
         check(f"{mode}: kerasbert share of the matmul peak", mine["peak_pct"], peak_goal, unit="%")
     mine, b4k = f.get(("kerasbert", "train")), f.get(("bert4keras", "train"))
     if mine and b4k:
         check("train: peak RSS kerasbert / bert4keras", mine["rss_mb"] / b4k["rss_mb"], 1.0, higher=False)
     e2e = f.get(("kerasbert-train", "train"))
     if mine and e2e:
-        check("`kerasbert train` step / bare model step", e2e["step_s"] / mine["step_s"], 1.05, higher=False)
+        check("`kerasbert train` step / bare model step", paired(results, "train", "kerasbert-train", "kerasbert"),
+              1.05, higher=False)
         check("tokenization time per batch / model step", 100 * e2e["tokenize_s"] / mine["step_s"], 5,
               higher=False, unit="%")
     for name in ("kerasbert-bf16", "kerasbert-fp16"):
         for mode in MODES:
             if (name, mode) in f and ("kerasbert", mode) in f:
-                out.append(f"- {mode}: {name} / fp32 speed: "
-                           f"{f[('kerasbert', mode)]['step_s'] / f[(name, mode)]['step_s']:.2f}×")
+                out.append(f"- {mode}: {name} / fp32 speed: {paired(results, mode, 'kerasbert', name):.2f}×")
     return "\n".join(out)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="tiny config, small batches, one round")
+    parser.add_argument("--quick", action="store_true", help="tiny config, small batches, 3 rounds")
     parser.add_argument("--config", default=None, help="preset or bert_config.json (default bert_base_chinese)")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
-    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--group", type=int, default=4, help="training workers alive at once (4+ GB each)")
     parser.add_argument("--infer-batch", type=int, default=None)
     parser.add_argument("--train-batch", type=int, default=None)
     parser.add_argument("--seq", type=int, default=None)
-    parser.add_argument("--steps", type=int, default=None, help="timed steps per worker")
-    parser.add_argument("--warmup", type=int, default=None, help="untimed first steps (tracing, compiling)")
+    parser.add_argument("--steps", type=int, default=None, help="timed rounds: one step of every worker each")
+    parser.add_argument("--warmup", type=int, default=None, help="untimed first rounds (tracing, compiling)")
     parser.add_argument("--variants", default=None, help="comma-separated subset of " + ", ".join(VARIANTS))
     parser.add_argument("--replay", default=None, help="summarize the WORKER lines of an earlier run's output")
     parser.add_argument("--results", default=None, help="markdown file to write (default benchmarks/RESULTS.md)")
@@ -404,9 +512,8 @@ def main(argv=None) -> None:
         return worker_main(args)
 
     quick = args.quick
-    defaults = dict(config="tiny" if quick else "bert_base_chinese", rounds=1 if quick else 3,
-                    infer_batch=2 if quick else 16, train_batch=2 if quick else 8, seq=16 if quick else 128,
-                    steps=3 if quick else 4, warmup=1)
+    defaults = dict(config="tiny" if quick else "bert_base_chinese", infer_batch=2 if quick else 16,
+                    train_batch=2 if quick else 8, seq=16 if quick else 128, steps=3 if quick else 10, warmup=1)
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
@@ -418,26 +525,27 @@ def main(argv=None) -> None:
         json.dump(cfg, f)
     names = args.variants.split(",") if args.variants else (GPU_VARIANTS if args.device == "gpu" else CPU_VARIANTS)
     names = [n for n in names if available(n)]
-    if "matmul" not in names:
-        names.insert(0, "matmul")
-    jobs = [(name, mode) for name in names for mode in MODES if not (mode == "infer" and name in TRAIN_ONLY)
-            and not (name == "matmul" and mode == "train")]
+    names = [n for n in names if n != "matmul"]
     results: dict = {}
-    if args.replay:  # the WORKER lines of an earlier run's output, e.g. one stopped before its last round
+    if args.replay:  # the WORKER lines of an earlier run's output, e.g. one stopped before its end
         for line in open(args.replay, encoding="utf-8"):
             if line.startswith("WORKER "):
                 _, name, mode, raw = line.split(" ", 3)
                 results.setdefault((name, mode), []).append(json.loads(raw))
         names = [name for name in names if (name, "infer") in results or (name, "train") in results]
-        args.rounds = max(len(runs) for runs in results.values())
-    for round_ in range(0 if args.replay else args.rounds):
-        shift = round_ % len(jobs)
-        for name, mode in jobs[shift:] + jobs[:shift]:  # a different order each round
-            result = run_worker(name, mode, args, config_file)
-            results.setdefault((name, mode), []).append(result)
-            print(f"round {round_ + 1}/{args.rounds} {mode:5s} {name:16s} step {result['step_s']:.4f} s "
-                  f"build {result['build_s']:.1f} s rss {result['rss_mb']:,.0f} MB", flush=True)
-            print(f"WORKER {name} {mode} {json.dumps(result)}", flush=True)
+    else:
+        results[("matmul", "infer")] = [measure_peak(args, config_file)]  # and at the end: the machine drifts
+        for mode in MODES:
+            members = [name for name in names if not (mode == "infer" and name in TRAIN_ONLY)]
+            size = args.group if mode == "train" and not quick else len(members)
+            for index, group in enumerate(groups(members, size)):
+                for name, result in run_group(group, mode, args, config_file, index).items():
+                    results.setdefault((name, mode), []).append(result)
+                    print(f"WORKER {name} {mode} {json.dumps(result)}", flush=True)
+        if not quick:
+            results[("matmul", "infer")].append(measure_peak(args, config_file))
+        for result in results[("matmul", "infer")]:
+            print(f"WORKER matmul infer {json.dumps(result)}", flush=True)
     table, summary = summarize(results, args, cfg, names)
     import multiprocessing
 
@@ -445,12 +553,14 @@ def main(argv=None) -> None:
     text = (f"## Model speed: kerasbert vs bert4keras and keras-hub\n\n`{command}`"
             f" — config {args.config} (L={cfg['num_hidden_layers']}, H={cfg['hidden_size']}, "
             f"V={cfg['vocab_size']}), inference batch {args.infer_batch} × seq {args.seq}, training batch "
-            f"{args.train_batch} × seq {args.seq}; {args.rounds} interleaved rounds of fresh worker processes, "
-            f"{args.steps} timed steps after {args.warmup} warm-up steps each, medians. Device: {args.device}, "
-            f"{multiprocessing.cpu_count()} CPU cores, {platform.processor() or platform.machine()}; "
+            f"{args.train_batch} × seq {args.seq}; a worker process a variant, stepped in turn: {args.steps} timed "
+            f"rounds (one step of each) after {args.warmup} warm-up round; median step times, and × bert4keras is "
+            f"the median of the rounds' paired ratios. Device: {args.device}, "
+            f"{multiprocessing.cpu_count()} CPU cores, {cpu_text()}; "
             f"Python {platform.python_version()}, {versions()}.\n\n"
-            f"Matmul peak measured by the same run: {summary['peak_text']}.\n\n{table}\n\n"
-            f"Targets:\n{targets(summary, names)}\n")
+            f"Matmul peak measured by the same run (the best with and without oneDNN, at its start and end): "
+            f"{summary['peak_text']}.\n\n{table}\n\n"
+            f"Targets (ratios are medians of paired rounds):\n{targets(summary, results)}\n")
     print(text)
     write_section("bench-quick" if quick else f"bench-{args.device}", text, args.results or
                   os.path.join(HERE, "RESULTS.md"))

@@ -4,10 +4,11 @@ Run: python examples/classifier_in_few_lines.py bert_config.json bert_model.ckpt
 """
 import sys
 
+# isort: off
+from kerasbert import build_transformer_model, heads  # first: it turns oneDNN on before TensorFlow loads
 import keras
 import numpy as np
-
-from kerasbert import build_transformer_model, heads
+# isort: on
 
 config_path, checkpoint_path = sys.argv[1:3]
 bert = build_transformer_model(config_path, checkpoint_path)  # logs one line per checkpoint variable

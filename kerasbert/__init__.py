@@ -7,14 +7,18 @@ Example:
 'Transformer-1-FeedForward-Norm'
 """
 
-from kerasbert import heads
-from kerasbert.checkpoint import LoadReport, load_google_checkpoint, save_google_checkpoint
-from kerasbert.config import BertConfig
-from kerasbert.errors import CheckpointError, ConfigError, KerasBertError, ModelError
-from kerasbert.models import build_transformer_model
-from kerasbert.summary import Summary, annotate, summary
-from kerasbert.tokenizer import Tokenizer, load_vocab
-from kerasbert.training import evaluate, predict, train
+from kerasbert.onednn import prefer_onednn
+
+prefer_onednn()  # before anything imports TensorFlow: it reads the switch once, at import
+
+from kerasbert import heads  # noqa: E402
+from kerasbert.checkpoint import LoadReport, load_google_checkpoint, save_google_checkpoint  # noqa: E402
+from kerasbert.config import BertConfig  # noqa: E402
+from kerasbert.errors import CheckpointError, ConfigError, KerasBertError, ModelError  # noqa: E402
+from kerasbert.models import build_transformer_model  # noqa: E402
+from kerasbert.summary import Summary, annotate, summary  # noqa: E402
+from kerasbert.tokenizer import Tokenizer, load_vocab  # noqa: E402
+from kerasbert.training import evaluate, predict, train  # noqa: E402
 
 # `kerasbert.summary` is the function; `kerasbert.summary.annotate(model)` keeps working as well.
 summary.annotate = annotate

@@ -11,13 +11,33 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # benchmarks/ is not part of the installed package
 
-from benchmarks.bench import forward_flops  # noqa: E402
+from benchmarks.bench import forward_flops, groups, paired  # noqa: E402
 
 
 def test_forward_flops_by_hand():
     cfg = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
     # per layer and token: 8·32² + 4·32·64 + 4·16·32 = 8192 + 8192 + 2048; pooler 2·32², head 2·32·2 a row
     assert forward_flops(cfg, batch=2, seq=16) == 2 * 2 * 16 * 18432 + 2 * (2048 + 128)
+
+
+def test_groups_keep_kerasbert_and_bert4keras_in_each():
+    names = ["kerasbert", "kerasbert-noxla", "bert4keras", "keras-hub", "kerasbert-bf16", "kerasbert-train"]
+    assert groups(names, 4) == [["kerasbert", "bert4keras", "kerasbert-noxla", "keras-hub"],
+                                ["kerasbert", "bert4keras", "kerasbert-bf16", "kerasbert-train"]]
+    assert groups(names, 6) == [names]
+    assert groups(["kerasbert", "bert4keras", "keras-hub"], 2) == [["kerasbert", "bert4keras", "keras-hub"]]
+
+
+def test_paired_ratio_is_the_median_of_same_round_ratios_within_a_group():
+    # the machine slows down 2x between rounds; the ratio of each round's pair stays 1.5 in group 0
+    results = {("bert4keras", "infer"): [{"group": 0, "times": [3.0, 6.0, 3.0]}, {"group": 1, "times": [2.0]}],
+               ("kerasbert", "infer"): [{"group": 0, "times": [2.0, 4.0, 2.0]}, {"group": 1, "times": [1.0]}],
+               ("keras-hub", "infer"): [{"group": 1, "times": [4.0]}]}
+    # rounds 3/2, 6/4, 3/2 (group 0) and 2/1 (group 1): median of [1.5, 1.5, 1.5, 2.0]
+    assert paired(results, "infer", "bert4keras", "kerasbert") == 1.5
+    assert paired(results, "infer", "keras-hub", "kerasbert") == 4.0  # only group 1 has both
+    assert paired(results, "infer", "keras-hub", "kerasbert-bf16") is None
+    assert paired(results, "train", "bert4keras", "kerasbert") is None
 
 
 # every worker function once; kerasbert-noxla / -bf16 are kerasbert's worker with jit_compile=False / a dtype
@@ -44,5 +64,5 @@ def test_quick_benchmark_runs_every_worker_and_writes_its_section(tmp_path):
         assert float(step) > 0 and float(per_second) > 0
         if name == "bert4keras":
             assert ratio == "1.00"
-    assert re.search(r"Matmul peak measured by the same run: float32 \d+ GFLOP/s", text)
+    assert re.search(r"Matmul peak measured by the same run \(.*?\): float32 \d+ GFLOP/s", text)
     assert "infer: kerasbert vs bert4keras:" in text and "`kerasbert train` step / bare model step:" in text
