@@ -305,8 +305,10 @@ def _worker_process(name: str, mode: str, args, config_file: str, extra_env=None
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if VARIANTS[name][0] == "bert4keras":
         env.update(TF_KERAS="1", TF_USE_LEGACY_KERAS="1")
-    env.pop("TF_ENABLE_ONEDNN_OPTS", None)
-    env.update({"TF_ENABLE_ONEDNN_OPTS": USER_ONEDNN} if USER_ONEDNN is not None else {})
+    if USER_ONEDNN is None:
+        env.pop("TF_ENABLE_ONEDNN_OPTS", None)
+    else:
+        env["TF_ENABLE_ONEDNN_OPTS"] = USER_ONEDNN
     env.update(VARIANTS[name][1].get("env", {}), **(extra_env or {}))
     if args.device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = "-1"
@@ -318,16 +320,20 @@ def _worker_process(name: str, mode: str, args, config_file: str, extra_env=None
 
 
 class Worker:
-    """A worker process that the orchestrator steps: ``step()`` lets it run one batch and waits until it is idle
-    again; ``result()`` lets it finish and returns its RESULT (build time, step times, peak RSS)."""
+    """A worker process: ``ready()`` waits until it is built and waiting before its first batch, ``step()``
+    lets it run one batch and waits until it is idle again; ``result()`` lets it finish and returns its
+    RESULT (build time, step times, peak RSS; the matmul worker, which is not stepped, its peaks)."""
 
-    def __init__(self, name: str, mode: str, args, config_file: str):
+    def __init__(self, name: str, mode: str, args, config_file: str, extra_env=None):
         self.name, self.mode = name, mode
         self.log = tempfile.TemporaryFile("w+")
-        command, env = _worker_process(name, mode, args, config_file)
+        command, env = _worker_process(name, mode, args, config_file, extra_env)
         self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=self.log, text=True)
-        self._read("WAIT")  # built, and waiting before its first batch
+
+    def ready(self) -> Worker:
+        self._read("WAIT")
+        return self
 
     def _read(self, prefix: str) -> str:
         for line in self.process.stdout:
@@ -349,6 +355,7 @@ class Worker:
     def result(self) -> dict:
         result = json.loads(self._read("RESULT "))
         self.process.wait()
+        self.log.close()
         return result
 
 
@@ -356,12 +363,8 @@ def measure_peak(args, config_file: str) -> dict:
     """The matmul worker's peaks, the best of TensorFlow's kernels with and without oneDNN (--quick: with)."""
     peaks: dict = {}
     for onednn in ("1",) if args.quick else ("0", "1"):
-        command, env = _worker_process("matmul", "infer", args, config_file, {"TF_ENABLE_ONEDNN_OPTS": onednn})
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
-        lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-        if done.returncode or not lines:
-            raise RuntimeError(f"worker matmul failed with exit {done.returncode}:\n{done.stderr[-3000:]}")
-        for dtype, gflops in json.loads(lines[-1][len("RESULT "):])["peak_gflops"].items():
+        result = Worker("matmul", "infer", args, config_file, {"TF_ENABLE_ONEDNN_OPTS": onednn}).result()
+        for dtype, gflops in result["peak_gflops"].items():
             peaks[dtype] = max(peaks.get(dtype, 0.0), gflops)
     return {"peak_gflops": peaks}
 
@@ -379,7 +382,7 @@ def groups(names: list[str], size: int) -> list[list[str]]:
 def run_group(names: list[str], mode: str, args, config_file: str, index: int) -> dict:
     """Start the group's workers one after another (each builds alone), then step them round-robin:
     warm-up rounds, then ``args.steps`` timed rounds, the order reversed every round."""
-    workers = [Worker(name, mode, args, config_file) for name in names]
+    workers = [Worker(name, mode, args, config_file).ready() for name in names]
     rounds = args.warmup + args.steps
     for round_ in range(rounds):
         line = []
@@ -433,7 +436,7 @@ def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, di
         batch = args.infer_batch if mode == "infer" else args.train_batch
         flops = forward_flops(cfg, batch, args.seq) * (3 if mode == "train" else 1)
         for name in names:
-            if name == "matmul" or (mode == "infer" and name in TRAIN_ONLY) or (name, mode) not in results:
+            if (mode == "infer" and name in TRAIN_ONLY) or (name, mode) not in results:
                 continue
             runs = results[(name, mode)]
             step = statistics.median(t for r in runs for t in r["times"])
