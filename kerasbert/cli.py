@@ -25,6 +25,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
+from kerasbert.demo_data import DEMO_TRAINING
 from kerasbert.errors import ConfigError, KerasBertError, ModelError, fail
 
 HEAD_SPECS = "cls:N, tagging:K, tagging:K:crf, mlm or nsp"
@@ -255,7 +256,7 @@ def _run_prepare(args: argparse.Namespace) -> int:
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", choices=("cls", "ner", "all"), default="all")
     parser.add_argument("--out", default="kerasbert-demo", help="folder for the data and runs (default: %(default)s)")
-    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--epochs", type=int, default=DEMO_TRAINING["epochs"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -274,8 +275,9 @@ def _run_demo(args: argparse.Namespace) -> int:
     for task in ("cls", "ner") if args.task == "all" else (args.task,):
         run = os.path.join(args.out, task)
         print(f"== {task}: training the tiny config from scratch on {data[task + '_train']}")
-        train(task, data[f"{task}_train"], run, dev=data[f"{task}_dev"], vocab=data["vocab"], epochs=args.epochs,
-              batch_size=32, lr=2e-3, maxlen=64, seed=args.seed, overwrite=True, verbose=0 if args.quiet else 1)
+        train(task, data[f"{task}_train"], run, dev=data[f"{task}_dev"], vocab=data["vocab"],
+              **{**DEMO_TRAINING, "epochs": args.epochs}, seed=args.seed, overwrite=True,
+              verbose=0 if args.quiet else 1)
         _print_scores(evaluate(run, data[f"{task}_test"], verbose=0), f"== {task}: test set")
         for row in predict(run, DEMO_TEXTS[task]):
             print(json.dumps(row, ensure_ascii=False))

@@ -22,6 +22,9 @@ import re
 
 from kerasbert.data import write_text
 
+#: how ``kerasbert demo`` trains on this data (the tiny config from scratch); tests and the benchmark reuse it
+DEMO_TRAINING = {"epochs": 8, "batch_size": 32, "lr": 2e-3, "maxlen": 64}
+
 SUBJECTS = ("这部电影", "这家餐厅", "服务", "这本书", "酒店的房间", "手机", "这款耳机", "快递", "这个景点", "老师的课",
             "这双鞋", "菜的味道", "前台的态度", "这台电脑", "这次旅行")
 ADVERBS = ("非常", "很", "特别", "真的", "有点", "十分", "相当", "挺", "实在")

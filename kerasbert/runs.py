@@ -106,6 +106,10 @@ class Run:
         writer.writerows(history)
         write_text(self.file("history.csv"), out.getvalue())
 
+    def read_history(self) -> list[dict]:
+        """``history.csv``: one dict of strings per epoch."""
+        return list(csv.DictReader(io.StringIO(read_text(self._require("history.csv")))))
+
     # ------------------------------------------------------------------ models
     def save_model(self, model) -> None:
         """Save ``model`` as ``model.keras`` without its optimizer (a fresh functional wrapper)."""

@@ -145,6 +145,11 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
         return self.layer_decay ** depth
 
     def update_step(self, gradient, variable, learning_rate):
+        if type(gradient).__name__ == "IndexedSlices":
+            # an embedding's gradient on TensorFlow: made dense here once, not twice inside AdamW (m, then v)
+            import tensorflow as tf
+
+            gradient = tf.convert_to_tensor(gradient)
         # the TensorFlow backend passes the backend variable; its Keras variable knows the path
         scale = self.lr_scale(self._trainable_variables[self._get_variable_index(variable)].path)
         super().update_step(gradient, variable, learning_rate * scale if scale != 1 else learning_rate)
@@ -411,7 +416,8 @@ def _finish(run, args, the_task, labels, dev_examples, dev_features, state, moni
     return result
 
 
-def _loaded(run_dir: str):
+def load_run(run_dir: str):
+    """A run folder's ``(Run, TrainArgs, Task, Tokenizer, LabelSet, best model)``."""
     run = Run(run_dir)
     args = TrainArgs(**run.read_json("args.json"))
     the_task = args.make_task()
@@ -426,7 +432,7 @@ def evaluate(run_dir: str, data: str, batch_size: int | None = None, verbose: in
         dict. cls: ``accuracy``, ``macro_f1``, ``per_label``, ``confusion``; ner: micro/macro
         ``precision``/``recall``/``f1`` and ``per_type`` (entity level, on character spans).
     """
-    run, args, the_task, tokenizer, labels, model = _loaded(run_dir)
+    run, args, the_task, tokenizer, labels, model = load_run(run_dir)
     examples = the_task.read(data, labels)
     features = the_task.encode(tokenizer, examples, labels, args.maxlen, data)
     predictions = the_task.predict(model, features, examples, labels, batch_size or args.batch_size, verbose)
@@ -442,7 +448,7 @@ def predict(run_dir: str, texts: Sequence[str | dict], batch_size: int | None = 
         list of dict. cls: ``{"text", "label", "probabilities"}``; ner: ``{"text", "entities": [{"start",
         "end", "label", "text"}]}`` with character offsets into the text.
     """
-    run, args, the_task, tokenizer, labels, model = _loaded(run_dir)
+    run, args, the_task, tokenizer, labels, model = load_run(run_dir)
     rows = [row if isinstance(row, dict) else {"text": row} for row in texts]
     examples = the_task.examples_of_texts(tokenizer, rows)
     features = the_task.encode(tokenizer, examples, None, args.maxlen, "input")

@@ -54,11 +54,6 @@ def test_chinese_with_pooler_and_uncased_shares(capsys):
     assert [round(100 * g["share"], 2) for g in data["groups"]] == [21.77, 77.69, 0.54]
 
 
-def test_large_chinese(capsys):
-    data = summary_json(capsys, "bert_large_chinese")
-    assert data["total_line"] == "Total 324,472,832 = embeddings 22,163,456 + 24 × 12,596,224 (encoder)"
-
-
 def test_tagging_head_and_memory_estimate(capsys):
     data = summary_json(capsys, "bert_base_chinese", "--head", "tagging:11", "--batch", "8", "--seq", "128")
     assert (rows(data)["Tagging-Dense"]["params"], groups(data)["head"]) == (8_459, 8_459)

@@ -39,10 +39,3 @@ def test_bert_base_uncased_split():
     assert count(model, "Transformer-") == 85054464
     assert count(model, "Pooler") == 590592
     assert model.count_params() == 109482240
-
-
-def test_bert_large_chinese():
-    model = build_transformer_model("bert_large_chinese", verbose=False)
-    assert count(model, "Embedding-") == 22163456
-    assert count(model, "Transformer-0-") == 12596224
-    assert model.count_params() == 324472832 == 22163456 + 24 * 12596224

@@ -1,0 +1,70 @@
+"""Mixed precision checked against float32: do two runs answer the same?
+
+`kerasbert train --mixed-precision` computes in float16 (GPU) or bfloat16 (CPU) and keeps float32 weights.
+It should change the speed, not the answers. Train the same data with the same seed twice, once each way,
+then `argmax_agreement` counts where the two models predict the same class (cls: one prediction per
+example) or tag (ner: one per word, on its first word piece, where the entities are read), and `loss_gap`
+measures how far apart the two loss curves run. ``benchmarks/mixed_precision.py`` reports both on the demo.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasbert import heads
+from kerasbert.pipeline import to_dataset
+from kerasbert.runs import Run
+from kerasbert.training import load_run
+
+
+def _predicted(run_dir: str, data: str, batch_size: int) -> np.ndarray:
+    """The class of every example (cls) or the tag on every word's first piece (ner), in file order."""
+    _, args, task, tokenizer, labels, model = load_run(run_dir)
+    features = task.encode(tokenizer, task.read(data, labels), labels, args.maxlen, data)
+    decoder = heads.crf_decoder(model) if getattr(task, "crf", False) else model
+    rows = []
+    for inputs in to_dataset(features, batch_size, labels=False):
+        outputs = np.asarray(decoder(inputs, training=False))
+        rows.extend(outputs if outputs.ndim == 1 + (args.task == "ner") else outputs.argmax(-1))  # CRF: tags
+    if args.task != "ner":
+        return np.array(rows)
+    # the pieces the spans are read from (`decode_ner`): not [CLS], [SEP], padding, or a word's later pieces
+    return np.concatenate([row[[i for i in firsts if i >= 0]] for row, firsts in
+                           zip(rows, features.first_pieces, strict=True)])
+
+
+def argmax_agreement(run_a: str, run_b: str, data: str, batch_size: int = 32) -> dict:
+    """How often two runs' models predict the same class or tag on a labelled file.
+
+    Args:
+        run_a: str. a run folder (e.g. trained in float32).
+        run_b: str. another run folder of the same task and labels (e.g. with ``--mixed-precision``).
+        data: str. a labelled file in the task's training format; its labels are not used.
+        batch_size: int. rows per prediction batch.
+
+    Returns:
+        dict. ``agreement`` (share of equal predictions), ``compared`` (predictions: examples for cls,
+        words for ner) and ``differ`` (how many differ).
+
+    Example (two runs of ``kerasbert demo``, one of them with ``mixed_precision=True``):
+        argmax_agreement("runs/fp32", "runs/mixed", "demo/data/cls/test.tsv")  # {"agreement": 1.0, ...}
+    """
+    ours, theirs = (_predicted(run, data, batch_size) for run in (run_a, run_b))
+    differ = int((ours != theirs).sum())
+    return {"agreement": 1.0 - differ / max(1, len(ours)), "compared": int(len(ours)), "differ": differ}
+
+
+def loss_gap(run_a: str, run_b: str) -> float:
+    """The largest gap between two runs' epoch losses, as a share of run_a's first-epoch loss.
+
+    ``history.csv`` of each run gives the training loss per epoch; the runs must have the same number
+    of epochs. 0.0 is the same curve; 0.05 means never further apart than 5 % of where training began.
+    """
+    curves = []
+    for run in (run_a, run_b):
+        rows = Run(run).read_history()
+        curves.append(np.array([float(row["loss"]) for row in rows]))
+    if len(curves[0]) != len(curves[1]) or not len(curves[0]):
+        raise ValueError(f"loss_gap: {run_a} has {len(curves[0])} epochs, {run_b} has {len(curves[1])}")
+    return float(np.abs(curves[0] - curves[1]).max() / curves[0][0])
+
