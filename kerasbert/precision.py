@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerasbert import heads
+from kerasbert.errors import ConfigError, fail
 from kerasbert.pipeline import to_dataset
 from kerasbert.runs import Run
 from kerasbert.training import load_run
@@ -49,6 +50,10 @@ def argmax_agreement(run_a: str, run_b: str, data: str, batch_size: int = 32) ->
     Example (two runs of ``kerasbert demo``, one of them with ``mixed_precision=True``):
         argmax_agreement("runs/fp32", "runs/mixed", "demo/data/cls/test.tsv")  # {"agreement": 1.0, ...}
     """
+    labels = [Run(run).labels().labels for run in (run_a, run_b)]
+    if labels[0] != labels[1]:
+        raise fail(ConfigError, run_b, f"the labels of {run_a} ({len(labels[0])})", f"others ({len(labels[1])})",
+                   "compare two runs of the same task and training data")
     ours, theirs = (_predicted(run, data, batch_size) for run in (run_a, run_b))
     differ = int((ours != theirs).sum())
     return {"agreement": 1.0 - differ / max(1, len(ours)), "compared": int(len(ours)), "differ": differ}
@@ -60,11 +65,8 @@ def loss_gap(run_a: str, run_b: str) -> float:
     ``history.csv`` of each run gives the training loss per epoch; the runs must have the same number
     of epochs. 0.0 is the same curve; 0.05 means never further apart than 5 % of where training began.
     """
-    curves = []
-    for run in (run_a, run_b):
-        rows = Run(run).read_history()
-        curves.append(np.array([float(row["loss"]) for row in rows]))
-    if len(curves[0]) != len(curves[1]) or not len(curves[0]):
-        raise ValueError(f"loss_gap: {run_a} has {len(curves[0])} epochs, {run_b} has {len(curves[1])}")
+    curves = [np.array([float(row["loss"]) for row in Run(run).read_history()]) for run in (run_a, run_b)]
+    if len(curves[1]) != len(curves[0]) or not len(curves[0]):
+        raise fail(ConfigError, f"{run_b}/history.csv", f"{len(curves[0])} epochs, as {run_a}",
+                   f"{len(curves[1])}", "compare two runs trained for the same number of epochs")
     return float(np.abs(curves[0] - curves[1]).max() / curves[0][0])
-

@@ -24,7 +24,7 @@ def test_loss_gap_is_the_largest_epoch_gap_over_the_first_loss(tmp_path):
     assert loss_gap(a, b) == pytest.approx(0.1 / 2.0)
     assert loss_gap(a, a) == 0.0
     short = _history(tmp_path / "short", [2.0, 1.0])
-    with pytest.raises(ValueError, match="a has 3 epochs, .*short has 2"):
+    with pytest.raises(ConfigError, match="short/history.csv: expected 3 epochs, as .*a, found 2"):
         loss_gap(a, short)
     with pytest.raises(ConfigError, match="a kerasbert run folder with history.csv"):
         loss_gap(a, str(tmp_path))

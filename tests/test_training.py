@@ -64,6 +64,8 @@ def test_mixed_precision_demo_predicts_as_the_float32_demo(demo, tmp_path):
     sentences = open(os.path.join(data, "ner", "test.txt"), encoding="utf-8").read().strip().split("\n\n")
     same = argmax_agreement(runs["ner"], runs["ner"], os.path.join(data, "ner", "test.txt"))
     assert same == {"agreement": 1.0, "compared": sum(len(s.splitlines()) for s in sentences), "differ": 0}
+    with pytest.raises(ConfigError, match="expected the labels of .*cls"):
+        argmax_agreement(runs["cls"], runs["ner"], os.path.join(data, "cls", "test.tsv"))
 
 
 def test_ner_metrics_equal_seqeval_and_spans_are_offsets(demo):
