@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kerasbert import heads
 from kerasbert.errors import ConfigError, fail
-from kerasbert.pipeline import to_dataset
 from kerasbert.runs import Run
 from kerasbert.training import load_run
 
@@ -22,16 +20,12 @@ def _predicted(run_dir: str, data: str, batch_size: int) -> np.ndarray:
     """The class of every example (cls) or the tag on every word's first piece (ner), in file order."""
     _, args, task, tokenizer, labels, model = load_run(run_dir)
     features = task.encode(tokenizer, task.read(data, labels), labels, args.maxlen, data)
-    decoder = heads.crf_decoder(model) if getattr(task, "crf", False) else model
-    rows = []
-    for inputs in to_dataset(features, batch_size, labels=False):
-        outputs = np.asarray(decoder(inputs, training=False))
-        rows.extend(outputs if outputs.ndim == 1 + (args.task == "ner") else outputs.argmax(-1))  # CRF: tags
+    ids = task.predicted_ids(model, features, batch_size)
     if args.task != "ner":
-        return np.array(rows)
+        return ids
     # the pieces the spans are read from (`decode_ner`): not [CLS], [SEP], padding, or a word's later pieces
     return np.concatenate([row[[i for i in firsts if i >= 0]] for row, firsts in
-                           zip(rows, features.first_pieces, strict=True)])
+                           zip(ids, features.first_pieces, strict=True)])
 
 
 def argmax_agreement(run_a: str, run_b: str, data: str, batch_size: int = 32) -> dict:

@@ -116,10 +116,16 @@ class ClassificationTask(Task):
     def compile_arguments(self, model) -> dict:
         return heads.loss_and_metrics(model)
 
+    def _probabilities(self, model, features: Features, batch_size: int, verbose: int = 0) -> np.ndarray:
+        return np.concatenate(predict_batches(model, to_dataset(features, batch_size, labels=False), verbose))
+
+    def predicted_ids(self, model, features: Features, batch_size: int, verbose: int = 0) -> np.ndarray:
+        """The argmax label id of every example."""
+        return np.argmax(self._probabilities(model, features, batch_size, verbose), axis=-1)
+
     def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
                 verbose: int = 0) -> list[dict]:
-        probabilities = np.concatenate(predict_batches(model, to_dataset(features, batch_size, labels=False),
-                                                       verbose))
+        probabilities = self._probabilities(model, features, batch_size, verbose)
         return [{"label": labels.labels[int(np.argmax(row))],
                  "probabilities": {label: round(float(p), 6) for label, p in zip(labels.labels, row, strict=True)}}
                 for row in probabilities]
@@ -182,11 +188,15 @@ class NerTask(Task):
                                      reduction="mean_with_sample_weight")
         return {"loss": loss, "weighted_metrics": ["sparse_categorical_accuracy"]}
 
-    def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
-                verbose: int = 0) -> list[dict]:
+    def predicted_ids(self, model, features: Features, batch_size: int, verbose: int = 0) -> list[np.ndarray]:
+        """The tag id of every word piece of every example: the CRF's Viterbi path, or the argmax."""
         decoder = heads.crf_decoder(model) if self.crf else model
         batches = predict_batches(decoder, to_dataset(features, batch_size, labels=False), verbose)
-        rows = [row for batch in batches for row in (batch if self.crf else np.argmax(batch, axis=-1))]
+        return [row for batch in batches for row in (batch if self.crf else np.argmax(batch, axis=-1))]
+
+    def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
+                verbose: int = 0) -> list[dict]:
+        rows = self.predicted_ids(model, features, batch_size, verbose)
         predictions = []
         for example, row, firsts in zip(examples, rows, features.first_pieces, strict=True):
             spans = decode_ner(row, firsts, example.offsets, labels)
