@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+import keras
 import numpy as np
 
 from kerasbert import heads, metrics
@@ -186,7 +187,7 @@ class NerTask(Task):
         # Σ w·CE / Σ w, the mean over words, whatever the padding (Keras's default divides by B·S)
         loss = heads.SparseLabelLoss(int(model.output.shape[-1]), what="Tagging-Dense",
                                      reduction="mean_with_sample_weight")
-        return {"loss": loss, "weighted_metrics": ["sparse_categorical_accuracy"]}
+        return {"loss": loss, "weighted_metrics": [heads.accuracy_metric(keras.metrics.sparse_categorical_accuracy)]}
 
     def predicted_ids(self, model, features: Features, batch_size: int, verbose: int = 0) -> list[np.ndarray]:
         """The tag id of every word piece of every example: the CRF's Viterbi path, or the argmax."""

@@ -186,6 +186,9 @@ def compile_model(model: keras.Model, the_task: Task, args: TrainArgs, total_ste
     if policy == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     model.compile(optimizer, **the_task.compile_arguments(model), jit_compile=jit_compile)
+    # its variables made now, not inside fit's first trace, which would then be traced twice (see
+    # `kerasbert.heads.accuracy_metric`)
+    optimizer.build(model.trainable_variables)
     return optimizer
 
 

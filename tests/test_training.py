@@ -223,6 +223,35 @@ def test_layerwise_learning_rates(data, tmp_path):
     assert keras.optimizers.deserialize(keras.optimizers.serialize(optimizer)).layer_decay == 0.5
 
 
+@pytest.mark.parametrize("task, options", [("cls", {}), ("ner", {}), ("ner", {"crf": True})])
+def test_fit_makes_no_variables_so_the_step_is_traced_once(task, options):
+    """compile_model builds the optimizer and the metrics: a variable made in fit's first trace would make
+    TensorFlow trace the step a second time (for BERT-base 8 s more and 0.25 GB more peak memory)."""
+    import tensorflow as tf
+
+    from kerasbert import build_transformer_model
+    from kerasbert.data import LabelSet
+    from kerasbert.training import TrainArgs, compile_model
+
+    args = TrainArgs(task=task, train="-", out="-", batch_size=4, **options)
+    the_task = args.make_task()
+    model = the_task.head(build_transformer_model("tiny", verbose=False), LabelSet(["O", "B-X", "I-X"]))
+    compile_model(model, the_task, args, total_steps=2, num_layers=2)
+    ids = np.random.default_rng(0).integers(5, 100, (8, 16)).astype("int32")
+    labels = np.zeros((8, 16) if task == "ner" else (8,), "int32")
+    made = []
+
+    def record(next_creator, **kwargs):
+        made.append(kwargs.get("name"))
+        return next_creator(**kwargs)
+
+    with tf.variable_creator_scope(record):
+        history = model.fit({"Input-Token": ids, "Input-Segment": 0 * ids}, labels, batch_size=4, verbose=0)
+    assert made == []
+    assert {"loss", "sparse_categorical_accuracy" if task == "cls" or not options else "crf_accuracy"} <= set(
+        history.history)
+
+
 def test_ner_crf_with_options_and_google_export(data, tmp_path):
     from kerasbert import build_transformer_model, train
     from kerasbert.runs import Run
