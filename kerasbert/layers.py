@@ -51,6 +51,22 @@ def gelu_erf(x):
     return keras.activations.gelu(x, approximate=False)
 
 
+def gelu_erf_composed(x):
+    """`gelu_erf` written as ``0.5·x·(1+erf(x/√2))``, the form of Google's BERT and bert4keras; equal to
+    Keras's erfc form within float32 rounding (1e-7 relative, more for x < -3 where 1+erf cancels).
+
+    `FeedForward` uses it in training: XLA's gradient of this form keeps one tensor of the inner layer's
+    size (erf's) from the forward pass for the backward one, where Keras's erfc form keeps two (BERT-base,
+    8 × 128: 144 MB less of the step's 1.3 GB buffer). Inference keeps the erfc form, which TensorFlow's
+    oneDNN fuses with the matmul before it.
+
+    Example:
+    >>> float(ops.max(ops.abs(gelu_erf_composed(ops.ones(3)) - gelu_erf(ops.ones(3))))) < 1e-6
+    True
+    """
+    return 0.5 * x * (1.0 + ops.erf(x * 0.7071067811865476))
+
+
 @_SERIALIZABLE
 def gelu_tanh(x):
     """GELU, tanh approximation ``0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³)))`` (HF "gelu_new")."""
@@ -321,8 +337,9 @@ class FeedForward(keras.layers.Layer):
         """Tensors inside the layer kept for backprop: the inner layer before and after the activation, 2·B·S·I."""
         return 2 * batch * seq * self.units
 
-    def call(self, inputs):
-        x = self.activation_fn(ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias)
+    def call(self, inputs, training=None):
+        activation = gelu_erf_composed if training and self.activation == "gelu" else self.activation_fn
+        x = activation(ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias)
         return ops.matmul(x, self.output_kernel) + self.output_bias
 
     def get_config(self):
