@@ -62,6 +62,7 @@ VARIANTS = {
     "kerasbert-xla": ("kerasbert", {"jit_compile": True}),
     "kerasbert-noxla": ("kerasbert", {"jit_compile": False}),
     "kerasbert-bf16": ("kerasbert", {"policy": "mixed_bfloat16"}),
+    "kerasbert-bf16-xla": ("kerasbert", {"policy": "mixed_bfloat16", "jit_compile": True}),
     "kerasbert-fp16": ("kerasbert", {"policy": "mixed_float16"}),
     "bert4keras": ("bert4keras", {}),
     "keras-hub": ("keras_hub", {}),

@@ -276,8 +276,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         x, key_mask = inputs
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         qkv = ops.matmul(x, self.qkv_kernel) + self.qkv_bias  # (batch, seq, 3·H)
-        qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_size))  # (batch, seq, 3, heads, d)
-        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # each (batch, seq, heads, d)
+        # split, not qkv[..., 0]: the gradient of a split is one concatenation, that of each slice a full-size
+        # tensor of zeros (without XLA, 0.28 s of a 1.3 s BERT-base bf16 training step)
+        heads = (batch, length, self.num_heads, self.head_size)
+        q, k, v = (ops.reshape(t, heads) for t in ops.split(qkv, 3, axis=-1))  # each (batch, seq, heads, d)
         scores = ops.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.head_size)  # (batch, heads, seq, seq)
         scores = ops.where(key_mask[:, None, None, :], ops.cast(scores, "float32"), -math.inf)
         probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)  # softmax in float32 under mixed precision

@@ -158,3 +158,17 @@ def test_xla_is_the_predict_default_from_ten_million_parameters_without_a_crf():
     assert tiny.count_params() < XLA_MIN_PARAMS <= base2.count_params()
     assert (tiny.jit_compile, base2.jit_compile) == (False, True)
     assert xla_pays(heads.tagging(base2, 3)) and not xla_pays(heads.tagging(base2, 3, crf=True))
+
+
+def test_no_xla_for_half_precision_without_a_gpu(monkeypatch):
+    """XLA's CPU matmul does not use the CPU's bf16 units (AMX); TensorFlow's oneDNN kernels do."""
+    import keras
+
+    from kerasbert.models import xla_pays
+
+    base_bf16 = build_transformer_model("bert_base_chinese", num_hidden_layers=1, dtype="mixed_bfloat16",
+                                        verbose=False)
+    assert keras.distribution.list_devices("gpu") == []  # the tests' machines have none
+    assert base_bf16.jit_compile is False
+    monkeypatch.setattr(keras.distribution, "list_devices", lambda kind=None: ["gpu:0"])
+    assert xla_pays(base_bf16)

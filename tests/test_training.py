@@ -223,6 +223,52 @@ def test_layerwise_learning_rates(data, tmp_path):
     assert keras.optimizers.deserialize(keras.optimizers.serialize(optimizer)).layer_decay == 0.5
 
 
+def test_xla_update_gives_the_plain_update_and_compiles_once():
+    """LayerwiseAdamW(xla_update=True) in a step without XLA: the same weights as the plain update, after
+    batches of two lengths (the embedding's sparse gradient is made dense first: one compile)."""
+    import keras
+
+    from kerasbert import build_transformer_model, heads
+    from kerasbert.training import LayerwiseAdamW
+
+    models = []
+    for xla_update in (False, True):
+        keras.utils.set_random_seed(0)  # the same weights and dropout masks
+        model = heads.cls(build_transformer_model("tiny", verbose=False), 2)
+        optimizer = LayerwiseAdamW(0.5, 2, learning_rate=1e-3, weight_decay=0.01, xla_update=xla_update)
+        model.compile(optimizer, loss="sparse_categorical_crossentropy", jit_compile=False)
+        optimizer.build(model.trainable_variables)
+        for length in (4, 6, 4):
+            x = [np.array([[2] + [5, 6, 7, 8, 9][:length - 2] + [3]] * 4), np.zeros((4, length), "int32")]
+            model.train_on_batch(x, np.array([0, 1, 0, 1]))
+        models.append(model)
+    assert models[0].optimizer._xla_apply is None
+    assert models[1].optimizer._xla_apply.experimental_get_tracing_count() == 1
+    for plain, fused in zip(models[0].trainable_variables, models[1].trainable_variables, strict=True):
+        np.testing.assert_allclose(fused.numpy(), plain.numpy(), atol=1e-6, err_msg=plain.path)
+    assert int(models[1].optimizer.iterations.numpy()) == 3
+    for plain, fused in zip(models[0].optimizer.variables, models[1].optimizer.variables, strict=True):
+        np.testing.assert_allclose(fused.numpy(), plain.numpy(), rtol=1e-5, atol=1e-8, err_msg=plain.path)
+
+
+def test_compile_model_compiles_the_update_where_the_step_has_no_xla():
+    from kerasbert import build_transformer_model
+    from kerasbert.data import LabelSet
+    from kerasbert.training import TrainArgs, compile_model
+
+    labels = LabelSet(["O", "B-X", "I-X"])
+    base1 = build_transformer_model("bert_base_chinese", num_hidden_layers=1, verbose=False)  # 30.9M
+    seen = {}
+    for name, model, crf in (("tiny", build_transformer_model("tiny", verbose=False), False),
+                             ("base", base1, False), ("base-crf", base1, True)):
+        args = TrainArgs(task="ner", train="-", out="-", crf=crf)
+        the_task = args.make_task()
+        head = the_task.head(model, labels)
+        optimizer = compile_model(head, the_task, args, 10, 1)
+        seen[name] = (head.jit_compile, optimizer.xla_update)
+    assert seen == {"tiny": (False, False), "base": (True, False), "base-crf": (False, True)}
+
+
 @pytest.mark.parametrize("task, options", [("cls", {}), ("ner", {}), ("ner", {"crf": True})])
 def test_fit_makes_no_variables_so_the_step_is_traced_once(task, options):
     """compile_model builds the optimizer and the metrics: a variable made in fit's first trace would make
