@@ -9,7 +9,7 @@ close loss curves. Speed is not measured here (a tiny model says nothing about i
 ``kerasbert-bf16`` / ``kerasbert-fp16`` workers on BERT-base.
 
 Usage:
-    python benchmarks/mixed_precision.py           # writes the mixed-precision-cpu (-gpu) section of RESULTS.md
+    python benchmarks/mixed_precision.py           # writes the mixed-precision-cpu (-cpu-amx, -gpu) section
     python benchmarks/mixed_precision.py --quick   # cls only, 1 epoch on 120 examples: checks that it runs
 """
 
@@ -25,6 +25,7 @@ ROOT = os.path.dirname(HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from benchmarks.bench import cpu_text, machine_kind  # noqa: E402
 from benchmarks.results import write_section  # noqa: E402
 
 TASKS = {"cls": ("cls", False), "ner": ("ner", False), "ner-crf": ("ner", True)}
@@ -84,18 +85,19 @@ def main(argv=None) -> None:
     epochs = 1 if args.quick else DEMO_TRAINING["epochs"]
     results = {name: compare(name, data, folder, epochs) for name in (["cls"] if args.quick else TASKS)}
     device = "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
+    where = "GPU" if device == "gpu" else cpu_text()
     command = "python benchmarks/mixed_precision.py" + " --quick" * args.quick
     epochs_text = f"{epochs} epoch{'s' * (epochs != 1)}"
     text = (f"## Mixed precision on the demo: the same answers as float32?\n\n`{command}` — the tiny config "
             f"trained from scratch as `kerasbert demo` does ({epochs_text}), twice in float32 and once with "
-            f"`--mixed-precision` ({_mixed_policy()} on this {device}), same data and seed; each compared with "
-            f"the first float32 run. Agreement: equal argmax on the test set (cls: per example; ner: per word, "
+            f"`--mixed-precision` ({_mixed_policy()} on this {device}: {where}), same data and seed; each compared "
+            f"with the first float32 run. Agreement: equal argmax on the test set (cls: per example; ner: per word, "
             f"on its first piece); target >= {TARGET:.1%}. Loss gap: the largest gap between two runs' epoch "
             f"losses, as a share of the first epoch's loss. The second float32 run repeats the first exactly: the "
             f"mixed run's differences come from its precision.\n\n"
             f"{table(results)}\n")
     print(text)
-    write_section(f"mixed-precision-{'quick' if args.quick else device}", text,
+    write_section(f"mixed-precision-{'quick' if args.quick else machine_kind(device)}", text,
                   args.results or os.path.join(HERE, "RESULTS.md"))
 
 

@@ -11,7 +11,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # benchmarks/ is not part of the installed package
 
-from benchmarks.bench import forward_flops, groups, paired  # noqa: E402
+from benchmarks.bench import forward_flops, groups, paired, targets  # noqa: E402
 
 
 def test_forward_flops_by_hand():
@@ -38,6 +38,19 @@ def test_paired_ratio_is_the_median_of_same_round_ratios_within_a_group():
     assert paired(results, "infer", "keras-hub", "kerasbert") == 4.0  # only group 1 has both
     assert paired(results, "infer", "keras-hub", "kerasbert-bf16") is None
     assert paired(results, "train", "bert4keras", "kerasbert") is None
+
+
+def test_mixed_precision_target_applies_where_half_precision_has_its_own_units():
+    rows = {(name, mode): {"step_s": 1.0, "peak_pct": 50.0, "vs_bert4keras": 1.0}
+            for name in ("kerasbert", "kerasbert-bf16") for mode in ("infer", "train")}
+    results = {("kerasbert", mode): [{"group": 0, "times": [2.0, 2.0]}] for mode in ("infer", "train")}
+    results |= {("kerasbert-bf16", "infer"): [{"group": 0, "times": [1.0, 1.0]}],  # 2.0 x fp32
+                ("kerasbert-bf16", "train"): [{"group": 0, "times": [1.5, 1.5]}]}  # 1.33 x fp32
+    amx = targets({"figures": rows}, results, half_units=True)
+    assert "- infer: kerasbert-bf16 / fp32 speed: 2.00× (target ≥ 1.6×) — met" in amx
+    assert "- train: kerasbert-bf16 / fp32 speed: 1.33× (target ≥ 1.6×) — **missed**" in amx
+    plain = targets({"figures": rows}, results, half_units=False)
+    assert "- infer: kerasbert-bf16 / fp32 speed: 2.00× (no bf16 units: fp32 stays the default)" in plain
 
 
 # every worker function once; kerasbert-noxla / -bf16 are kerasbert's worker with jit_compile=False / a dtype
