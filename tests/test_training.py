@@ -223,9 +223,11 @@ def test_layerwise_learning_rates(data, tmp_path):
     assert keras.optimizers.deserialize(keras.optimizers.serialize(optimizer)).layer_decay == 0.5
 
 
-def test_xla_update_gives_the_plain_update_and_compiles_once():
+@pytest.mark.parametrize("accumulate", [None, 2])
+def test_xla_update_gives_the_plain_update_and_compiles_once(accumulate):
     """LayerwiseAdamW(xla_update=True) in a step without XLA: the same weights as the plain update, after
-    batches of two lengths (the embedding's sparse gradient is made dense first: one compile)."""
+    batches of two lengths (the embedding's sparse gradient is made dense first: one compile), also when
+    gradients are accumulated (Keras then updates inside a cond)."""
     import keras
 
     from kerasbert import build_transformer_model, heads
@@ -235,10 +237,11 @@ def test_xla_update_gives_the_plain_update_and_compiles_once():
     for xla_update in (False, True):
         keras.utils.set_random_seed(0)  # the same weights and dropout masks
         model = heads.cls(build_transformer_model("tiny", verbose=False), 2)
-        optimizer = LayerwiseAdamW(0.5, 2, learning_rate=1e-3, weight_decay=0.01, xla_update=xla_update)
+        optimizer = LayerwiseAdamW(0.5, 2, learning_rate=1e-3, weight_decay=0.01, xla_update=xla_update,
+                                   gradient_accumulation_steps=accumulate)
         model.compile(optimizer, loss="sparse_categorical_crossentropy", jit_compile=False)
         optimizer.build(model.trainable_variables)
-        for length in (4, 6, 4):
+        for length in (4, 6, 4, 5):
             x = [np.array([[2] + [5, 6, 7, 8, 9][:length - 2] + [3]] * 4), np.zeros((4, length), "int32")]
             model.train_on_batch(x, np.array([0, 1, 0, 1]))
         models.append(model)
@@ -246,7 +249,8 @@ def test_xla_update_gives_the_plain_update_and_compiles_once():
     assert models[1].optimizer._xla_apply.experimental_get_tracing_count() == 1
     for plain, fused in zip(models[0].trainable_variables, models[1].trainable_variables, strict=True):
         np.testing.assert_allclose(fused.numpy(), plain.numpy(), atol=1e-6, err_msg=plain.path)
-    assert int(models[1].optimizer.iterations.numpy()) == 3
+    assert int(models[1].optimizer.iterations.numpy()) == int(models[0].optimizer.iterations.numpy()) == 4 // (
+        accumulate or 1)  # with accumulation Keras counts updates
     for plain, fused in zip(models[0].optimizer.variables, models[1].optimizer.variables, strict=True):
         np.testing.assert_allclose(fused.numpy(), plain.numpy(), rtol=1e-5, atol=1e-8, err_msg=plain.path)
 
