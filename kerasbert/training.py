@@ -153,21 +153,28 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
         return self.layer_decay ** depth
 
     def apply(self, grads, trainable_variables=None):
-        if not (self.xla_update and self.built and keras.config.backend() == "tensorflow"):
+        if not self._compiles_update(trainable_variables):
             return super().apply(grads, trainable_variables)
         import tensorflow as tf
 
-        variables = self._trainable_variables
-        if (tf.distribute.has_strategy() or not tf.inside_function() or (trainable_variables is not None and
-                [id(v) for v in trainable_variables] != [id(v) for v in variables])):
-            return super().apply(grads, trainable_variables)
         if self._xla_apply is None:
             self._xla_apply = tf.function(lambda dense: super(LayerwiseAdamW, self).apply(dense), jit_compile=True)
         # an embedding's gradient (tf.IndexedSlices, as many rows as the batch has tokens) made dense here, in
         # the plain graph, and every gradient given its variable's static shape (a step traced for inputs of
         # any length leaves some unknown): the XLA function then compiles once
         return self._xla_apply([g if g is None else tf.ensure_shape(tf.convert_to_tensor(g), v.shape)
-                                for g, v in zip(grads, variables, strict=True)])
+                                for g, v in zip(grads, self._trainable_variables, strict=True)])
+
+    def _compiles_update(self, trainable_variables) -> bool:
+        """``xla_update`` is on and can be: TensorFlow, a built optimizer, its own variables, inside a traced
+        step and outside a distribution strategy (whose cross-replica update cannot run inside XLA)."""
+        if not (self.xla_update and self.built and keras.config.backend() == "tensorflow"):
+            return False
+        import tensorflow as tf
+
+        own = trainable_variables is None or [id(v) for v in trainable_variables] == [
+            id(v) for v in self._trainable_variables]
+        return own and tf.inside_function() and not tf.distribute.has_strategy()
 
     def update_step(self, gradient, variable, learning_rate):
         if type(gradient).__name__ == "IndexedSlices":
