@@ -338,6 +338,9 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     buckets = model.jit_compile and not is_multiworker(strategy)  # XLA: one compile per padded shape
     if buckets:
         logger.info("XLA (jit_compile): on; batches padded to lengths %s", bucket_lengths(args.maxlen))
+    elif getattr(optimizer, "inner_optimizer", optimizer).xla_update and describe(strategy) == "one device":
+        logger.info("XLA (jit_compile): off for the step (%s), on for AdamW's update", "--crf" if args.crf else
+                    "--no-jit-compile" if args.jit_compile is False else f"{policy} on a CPU")
     if resume:
         logger.info("resuming %s at epoch %d, step %d", out, state.epoch + 1, state.step)
     elif chief:

@@ -319,6 +319,22 @@ def test_ner_crf_with_options_and_google_export(data, tmp_path):
             np.testing.assert_array_equal(ours, theirs)
 
 
+def test_a_large_crf_tagger_trains_with_the_update_compiled(data, tmp_path, caplog):
+    """A CRF keeps XLA off the step; a model of 10M+ parameters still gets AdamW's update compiled."""
+    from kerasbert import train
+    from kerasbert.config import resolve_config
+
+    config = tmp_path / "bert_config.json"  # BERT-base's widths, 2 layers: 15M parameters with the demo vocab
+    config.write_text(json.dumps({**resolve_config("bert_base_chinese").to_dict(), "num_hidden_layers": 2}))
+    out = str(tmp_path / "run")
+    with caplog.at_level("INFO", logger="kerasbert"):
+        train("ner", data["ner_train"], out, config=str(config), vocab=data["vocab"], crf=True, epochs=1,
+              max_steps=3, batch_size=8, maxlen=32, verbose=0)
+    assert "XLA (jit_compile): off for the step (--crf), on for AdamW's update" in caplog.text
+    metrics = json.load(open(os.path.join(out, "metrics.json")))
+    assert metrics["steps"] == 3 and np.isfinite(metrics["history"]["loss"]).all()
+
+
 def test_xla_with_length_buckets_trains_as_the_plain_step(data, tmp_path, caplog, task="ner"):
     """``jit_compile=True`` pads batches to length buckets and compiles with XLA: same losses and weights.
 
