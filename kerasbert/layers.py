@@ -17,6 +17,7 @@ from keras import ops
 from kerasbert.errors import ModelError, fail
 
 _SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
+HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
 
 
 @dataclasses.dataclass(frozen=True)
@@ -342,7 +343,7 @@ class FeedForward(keras.layers.Layer):
     def call(self, inputs, training=None):
         activation = gelu_erf_composed if training and self.activation == "gelu" else self.activation_fn
         x = ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias  # (batch, seq, I)
-        if self.compute_dtype in ("bfloat16", "float16") and not training:
+        if self.compute_dtype in HALF_DTYPES and not training:
             # inference under mixed precision: the activation in float32, rounded once, and faster on CPU, where
             # TensorFlow runs erf/erfc on bf16 one element at a time (BERT-base bf16 0.75 -> 0.63 s a batch).
             # Not in training: the backward pass would keep its float32 intermediates (bf16 step +290 MB peak RSS)

@@ -16,7 +16,14 @@ from kerasbert.checkpoint import load_google_checkpoint
 from kerasbert.config import BertConfig, resolve_config
 from kerasbert.crf import crf_layers
 from kerasbert.errors import ConfigError, ModelError, fail
-from kerasbert.layers import FeedForward, MultiHeadSelfAttention, PaddingMask, PositionEmbedding, TokenEmbedding
+from kerasbert.layers import (
+    HALF_DTYPES,
+    FeedForward,
+    MultiHeadSelfAttention,
+    PaddingMask,
+    PositionEmbedding,
+    TokenEmbedding,
+)
 
 # bert4keras keyword arguments that name a BertConfig field differently.
 _BERT4KERAS_ALIASES = {
@@ -95,7 +102,6 @@ def _resolve(config_path, config, keep_tokens, dropout_rate, overrides) -> tuple
 
 
 XLA_MIN_PARAMS = 10_000_000
-HALF_DTYPES = ("float16", "bfloat16")
 
 
 def xla_pays(model: keras.Model) -> bool:
