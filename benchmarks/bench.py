@@ -33,6 +33,8 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import json
 import os
 import platform
@@ -67,6 +69,7 @@ VARIANTS = {
     "kerasbert-fp16": ("kerasbert", {"policy": "mixed_float16"}),
     "bert4keras": ("bert4keras", {}),
     "keras-hub": ("keras_hub", {}),
+    "keras-hub-fp16": ("keras_hub", {"policy": "mixed_float16"}),
     "kerasbert-train": ("kerasbert_train", {}),
     "matmul": ("matmul", {}),
     "kerasbert-nodnn": ("kerasbert", {"env": {"TF_ENABLE_ONEDNN_OPTS": "0"}}),
@@ -77,7 +80,7 @@ VARIANTS = {
 CPU_VARIANTS = ["kerasbert", "kerasbert-noxla", "kerasbert-nodnn", "kerasbert-bf16", "kerasbert-bf16-xla", "bert4keras",
                 "bert4keras-onednn", "keras-hub", "kerasbert-train"]
 GPU_VARIANTS = ["kerasbert", "kerasbert-noxla", "kerasbert-fp16", "kerasbert-bf16", "bert4keras",
-                "keras-hub", "kerasbert-train"]
+                "keras-hub", "keras-hub-fp16", "kerasbert-train"]
 TRAIN_ONLY = {"kerasbert-train"}
 NUM_CLASSES = 2
 
@@ -107,6 +110,7 @@ def _timer(base, mode: str):
             self.start = time.perf_counter()
 
         def end(self, batch, logs=None):
+            _wait(logs)
             self.times.append(time.perf_counter() - self.start)
             print(f"STEP {self.times[-1]}", flush=True)
 
@@ -114,6 +118,17 @@ def _timer(base, mode: str):
     setattr(StepGate, f"on_{hook}_batch_begin", StepGate.begin)
     setattr(StepGate, f"on_{hook}_batch_end", StepGate.end)
     return StepGate()
+
+
+def _wait(logs) -> None:
+    """Block until the batch's results exist: JAX returns them before its device is done (async dispatch)."""
+    if isinstance(logs, dict):
+        logs = list(logs.values())
+    if isinstance(logs, (list, tuple)):
+        for value in logs:
+            _wait(value)
+    elif hasattr(logs, "block_until_ready"):
+        logs.block_until_ready()
 
 
 def _inputs(cfg: dict, batches: int, batch: int, seq: int, seed: int = 0):
@@ -188,6 +203,7 @@ def work_bert4keras(cfg, opts, mode, batch, seq, steps, warmup):
 
 
 def work_keras_hub(cfg, opts, mode, batch, seq, steps, warmup):
+    _set_policy(opts.get("policy"))
     import keras
     import keras_hub
     import numpy as np
@@ -206,7 +222,10 @@ def work_keras_hub(cfg, opts, mode, batch, seq, steps, warmup):
     else:
         model = keras_hub.models.BertTextClassifier(backbone, num_classes=NUM_CLASSES, preprocessor=None)
         build = time.perf_counter() - start
-        model.fit(data, labels, batch_size=batch, epochs=1, callbacks=[timer], verbose=0, shuffle=False)
+        # keras-hub's own fit makes a tf.data (or grain) dataset of the arrays first; without either (JAX on
+        # a GPU machine without TensorFlow) Keras's fit takes them as they are, as it does kerasbert's
+        fit = model.fit if importlib.util.find_spec("tensorflow") else functools.partial(keras.Model.fit, model)
+        fit(data, labels, batch_size=batch, epochs=1, callbacks=[timer], verbose=0, shuffle=False)
     return build, timer.times[warmup:]
 
 
@@ -250,29 +269,48 @@ def work_kerasbert_train(cfg, opts, mode, batch, seq, steps, warmup):
     return timer.ready - start, timer.times[warmup:], {"tokenize_s": tokenize}
 
 
-def work_matmul(cfg, opts, mode, batch, seq, steps, warmup, device="cpu"):
-    """Best GFLOP/s of the model's own matmul shapes ([B·S, H]·[H, 3H], [H, I], [I, H]) and of a square
-    [B·S, B·S]·[B·S, B·S] one, with and without XLA, in float32 (and the mixed dtypes); ``step_s`` is unused.
-    The orchestrator runs it with and without oneDNN, at the start and the end of the run, and takes the best."""
+def _matmul_products(dtype: str, shapes):
+    """For each ``(m, k, n)``, the ways the Keras backend in use runs ``sum(a @ b)`` on random ``dtype``
+    operands: callables that return once the result exists. TensorFlow: its plain graph and XLA; JAX: XLA."""
+    import keras
+
+    if keras.config.backend() == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        product = jax.jit(lambda x, y: jnp.sum(jnp.matmul(x, y), dtype="float32"))
+        for m, k, n in shapes:
+            a, b = (jax.random.normal(jax.random.key(seed), shape).astype(dtype)
+                    for seed, shape in ((0, (m, k)), (1, (k, n))))
+            yield m * k * n, [lambda a=a, b=b: product(a, b).block_until_ready()]
+        return
     import tensorflow as tf
 
+    products = [tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)), jit_compile=jit) for jit in (False, True)]
+    for m, k, n in shapes:
+        a, b = (tf.cast(tf.random.normal(shape), dtype) for shape in ((m, k), (k, n)))
+        yield m * k * n, [lambda fn=fn, a=a, b=b: fn(a, b).numpy() for fn in products]
+
+
+def work_matmul(cfg, opts, mode, batch, seq, steps, warmup, device="cpu"):
+    """Best GFLOP/s of the model's own matmul shapes ([B·S, H]·[H, 3H], [H, I], [I, H]) and of a square
+    [B·S, B·S]·[B·S, B·S] one, each way the backend runs them (`_matmul_products`), in float32 (and the
+    mixed dtypes); ``step_s`` is unused. The orchestrator runs it at the start and the end of the run (on
+    TensorFlow's CPU with and without oneDNN) and takes the best."""
     rows, h, i = batch * seq, cfg["hidden_size"], cfg["intermediate_size"]
+    shapes = [(rows, h, 3 * h), (rows, h, i), (rows, i, h), (rows, rows, rows)]
     peaks = {}
     for dtype in ("float32",) + (("float16", "bfloat16") if device == "gpu" else ("bfloat16",)):
         best = 0.0
-        for k, n in ((h, 3 * h), (h, i), (i, h), (rows, rows)):
-            a = tf.random.normal((rows, k), dtype=tf.float32)
-            b = tf.random.normal((k, n), dtype=tf.float32)
-            a, b = tf.cast(a, dtype), tf.cast(b, dtype)
-            for jit in (False, True):
-                fn = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)), jit_compile=jit)
-                fn(a, b).numpy()
+        for multiply_adds, runs in _matmul_products(dtype, shapes):
+            for run in runs:
+                run()
                 times = []
                 for _ in range(max(5, steps)):
                     t = time.perf_counter()
-                    fn(a, b).numpy()
+                    run()
                     times.append(time.perf_counter() - t)
-                best = max(best, 2 * rows * k * n / statistics.median(times) / 1e9)
+                best = max(best, 2 * multiply_adds / statistics.median(times) / 1e9)
         peaks[dtype] = best
     return 0.0, [0.0], {"peak_gflops": peaks}
 
@@ -289,18 +327,44 @@ def worker_main(args) -> None:
     result = WORKERS[framework](cfg, opts, args.mode, args.batch, args.seq, args.steps, args.warmup, **extra_args)
     build, times, extra = result if len(result) == 3 else (*result, {})
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if args.device == "gpu":
+        extra["gpu_mb"] = gpu_peak_mb()
     print("RESULT " + json.dumps({"build_s": build, "step_s": statistics.median(times), "times": times,
                                   "rss_mb": rss, **extra}), flush=True)
 
 
-# ---------------------------------------------------------------------------------------- orchestrator
-def available(name: str) -> bool:
-    """keras-hub is measured where it is installed; every other worker needs only the test requirements."""
-    if VARIANTS[name][0] != "keras_hub":
-        return True
-    import importlib.util
+def gpu_peak_mb() -> float | None:
+    """The most GPU memory this process held (MB), as its framework counts it; None where unknown."""
+    if "jax" in sys.modules:
+        import jax
 
-    return importlib.util.find_spec("keras_hub") is not None
+        return (jax.devices()[0].memory_stats() or {}).get("peak_bytes_in_use", 0) / 2**20 or None
+    import tensorflow as tf
+
+    return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20 if tf.config.list_logical_devices(
+        "GPU") else None
+
+
+# ---------------------------------------------------------------------------------------- orchestrator
+def available(name: str) -> str | None:
+    """Why ``name`` cannot run here, or None. On TensorFlow every worker needs only the test requirements
+    (keras-hub is measured where it is installed). On another Keras backend (``KERAS_BACKEND=jax``, e.g. on a
+    GPU machine without TensorFlow) bert4keras and ``kerasbert train`` (tf.data) need TensorFlow, and
+    ``jit_compile=False`` means op-by-op Python there, not TensorFlow's plain graph."""
+    framework, opts = VARIANTS[name]
+    needs = {"keras_hub": ["keras_hub"], "bert4keras": ["tensorflow", "bert4keras"],
+             "kerasbert_train": ["tensorflow"]}.get(framework, [])
+    missing = [module for module in needs if importlib.util.find_spec(module) is None]
+    if missing:
+        return f"{', '.join(missing)} not installed"
+    if opts.get("jit_compile") is False and keras_backend() != "tensorflow":
+        return f"no plain graph on {keras_backend()}"
+    return None
+
+
+def keras_backend() -> str:
+    """The Keras backend the workers get, without importing Keras (which would import TensorFlow)."""
+    return os.environ.get("KERAS_BACKEND", "tensorflow")
 
 
 def _worker_process(name: str, mode: str, args, config_file: str, extra_env=None) -> tuple[list[str], dict]:
@@ -314,6 +378,8 @@ def _worker_process(name: str, mode: str, args, config_file: str, extra_env=None
     env.update(VARIANTS[name][1].get("env", {}), **(extra_env or {}))
     if args.device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = "-1"
+    else:  # the workers share the GPU: each takes memory as it needs it, not all of it at start
+        env.update(TF_FORCE_GPU_ALLOW_GROWTH="true", XLA_PYTHON_CLIENT_PREALLOCATE="false")
     batch = args.infer_batch if mode == "infer" else args.train_batch
     command = [sys.executable, os.path.abspath(__file__), "--worker", name, "--mode", mode, "--config-file",
                config_file, "--batch", str(batch), "--seq", str(args.seq), "--steps", str(args.steps),
@@ -364,7 +430,8 @@ class Worker:
 def measure_peak(args, config_file: str) -> dict:
     """The matmul worker's peaks, the best of TensorFlow's kernels with and without oneDNN (--quick: with)."""
     peaks: dict = {}
-    for onednn in ("1",) if args.quick else ("0", "1"):
+    cpu_tensorflow = args.device == "cpu" and keras_backend() == "tensorflow"
+    for onednn in ("0", "1") if cpu_tensorflow and not args.quick else ("1",):
         result = Worker("matmul", "infer", args, config_file, {"TF_ENABLE_ONEDNN_OPTS": onednn}).result()
         for dtype, gflops in result["peak_gflops"].items():
             peaks[dtype] = max(peaks.get(dtype, 0.0), gflops)
@@ -417,6 +484,38 @@ def cpu_text() -> str:
     return f"{_cpuinfo('model name') or platform.machine()} ({' '.join(sorted(set(wanted))) or 'flags unknown'})"
 
 
+def shown_options(argv: list[str]) -> list[str]:
+    """The command line's options for the report, without where it was written (``--results``)."""
+    shown, skip = [], False
+    for word in argv:
+        if skip or word == "--results":
+            skip = not skip
+            continue
+        if not word.startswith("--results="):
+            shown.append(word)
+    return shown
+
+
+def peak_how(args) -> str:
+    """How the matmul peak was measured, for the report."""
+    if keras_backend() == "tensorflow":
+        how = "TensorFlow's plain graph and XLA" + (", with and without oneDNN" if args.device == "cpu" else "")
+    else:
+        how = f"{keras_backend()}, compiled"
+    # JAX and TensorFlow run float32 matmuls as TF32 on the tensor cores of an Ampere or later GPU by default
+    return how + ("; float32 matmuls run as TF32, in the models too" if args.device == "gpu" else "")
+
+
+def gpu_text() -> str:
+    """`` (NVIDIA H100 80GB HBM3, driver 580.1)`` from nvidia-smi, or nothing."""
+    try:
+        found = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=30).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return f" ({found[0].replace(', ', ', driver ')})" if found else ""
+
+
 def machine_kind(device: str) -> str:
     """``gpu``, ``cpu-amx`` (a CPU with AMX bf16 units, where oneDNN's bf16 matmuls are about 4 x its fp32
     ones) or ``cpu``: the results of each go to a section of their own."""
@@ -429,7 +528,7 @@ def versions() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     found = []
-    for package in ("tensorflow", "keras", "tf-keras", "bert4keras", "keras-hub", "tokenizers"):
+    for package in ("tensorflow", "jax", "jaxlib", "keras", "tf-keras", "bert4keras", "keras-hub", "tokenizers"):
         try:
             found.append(f"{package} {version(package)}")
         except PackageNotFoundError:
@@ -442,9 +541,10 @@ def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, di
     peaks = {k: max(r["peak_gflops"][k] for r in results[("matmul", "infer")])
              for k in results[("matmul", "infer")][0]["peak_gflops"]}
     figures, lines = {}, []
+    gpu = any(r.get("gpu_mb") for runs in results.values() for r in runs)
     lines.append("| mode | variant | build s | step s (median) | seq/s | × bert4keras | GFLOP/s | % of matmul peak "
-                 "| peak RSS MB |")
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+                 "| peak RSS MB |" + " peak GPU MB |" * gpu)
+    lines.append("|---|---|---|---|---|---|---|---|---|" + "---|" * gpu)
     for mode in MODES:
         batch = args.infer_batch if mode == "infer" else args.train_batch
         flops = forward_flops(cfg, batch, args.seq) * (3 if mode == "train" else 1)
@@ -454,17 +554,21 @@ def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, di
             runs = results[(name, mode)]
             step = statistics.median(t for r in runs for t in r["times"])
             policy = VARIANTS[name][1].get("policy")
-            peak = peaks["float32" if not policy else policy.split("_")[1]]
+            peak = peaks.get("float32" if not policy else policy.split("_")[1])  # none for fp16 on a CPU
             row = {"step_s": step, "seq_s": batch / step, "build_s": statistics.median(r["build_s"] for r in runs),
                    "rss_mb": statistics.median(r["rss_mb"] for r in runs), "gflops": flops / step / 1e9,
-                   "peak_pct": 100 * flops / step / 1e9 / peak,
+                   "peak_pct": 100 * flops / step / 1e9 / peak if peak else None,
                    "vs_bert4keras": paired(results, mode, "bert4keras", name)}
             if "tokenize_s" in runs[0]:
                 row["tokenize_s"] = statistics.median(r["tokenize_s"] for r in runs)
             figures[(name, mode)] = row
             ratio = f"{row['vs_bert4keras']:.2f}" if row["vs_bert4keras"] else "—"
+            share = f"{row['peak_pct']:.0f}%" if peak else "—"
+            if gpu:
+                row["gpu_mb"] = statistics.median(r.get("gpu_mb") or 0 for r in runs)
             lines.append(f"| {mode} | {name} | {row['build_s']:.1f} | {step:.3f} | {row['seq_s']:.1f} | {ratio} | "
-                         f"{row['gflops']:.0f} | {row['peak_pct']:.0f}% | {row['rss_mb']:,.0f} |")
+                         f"{row['gflops']:.0f} | {share} | {row['rss_mb']:,.0f} |"
+                         + f" {row.get('gpu_mb', 0):,.0f} |" * gpu)
     peak_text = ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items())
     return "\n".join(lines), {"figures": figures, "peaks": peaks, "peak_text": peak_text}
 
@@ -488,6 +592,8 @@ def targets(summary: dict, results: dict, half_units: bool) -> str:
             continue
         check(f"{mode}: kerasbert vs bert4keras", mine["vs_bert4keras"], goal)
         check(f"{mode}: kerasbert vs keras-hub", paired(results, mode, "keras-hub", "kerasbert"), 1.0)
+        check(f"{mode}: kerasbert-fp16 vs keras-hub-fp16", paired(results, mode, "keras-hub-fp16", "kerasbert-fp16"),
+              1.0)
         check(f"{mode}: kerasbert share of the matmul peak", mine["peak_pct"], peak_goal, unit="%")
     mine, b4k = f.get(("kerasbert", "train")), f.get(("bert4keras", "train"))
     if mine and b4k:
@@ -533,8 +639,10 @@ def main(argv=None) -> None:
         return worker_main(args)
 
     quick = args.quick
-    defaults = dict(config="tiny" if quick else "bert_base_chinese", infer_batch=2 if quick else 16,
-                    train_batch=2 if quick else 8, seq=16 if quick else 128, steps=3 if quick else 10, warmup=1)
+    gpu = args.device == "gpu" and not quick  # a GPU wants bigger batches, and its steps take milliseconds
+    defaults = dict(config="tiny" if quick else "bert_base_chinese", infer_batch=2 if quick else 128 if gpu else 16,
+                    train_batch=2 if quick else 32 if gpu else 8, seq=16 if quick else 128,
+                    steps=3 if quick else 30 if gpu else 10, warmup=2 if gpu else 1)
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
@@ -545,8 +653,8 @@ def main(argv=None) -> None:
     with open(config_file, "w") as f:
         json.dump(cfg, f)
     names = args.variants.split(",") if args.variants else (GPU_VARIANTS if args.device == "gpu" else CPU_VARIANTS)
-    names = [n for n in names if available(n)]
-    names = [n for n in names if n != "matmul"]
+    skipped = {n: available(n) for n in names if available(n)}
+    names = [n for n in names if n not in skipped and n != "matmul"]
     results: dict = {}
     if args.replay:  # the WORKER lines of an earlier run's output, e.g. one stopped before its end
         for line in open(args.replay, encoding="utf-8"):
@@ -571,16 +679,19 @@ def main(argv=None) -> None:
     import multiprocessing
 
     kind = machine_kind(args.device)
-    command = "python benchmarks/bench.py" + " --quick" * quick + " --device gpu" * (args.device == "gpu")
+    command = " ".join(["python benchmarks/bench.py", *shown_options(sys.argv[1:] if argv is None else argv)])
+    if keras_backend() != "tensorflow":
+        command = f"KERAS_BACKEND={keras_backend()} {command}"
     text = (f"## Model speed: kerasbert vs bert4keras and keras-hub\n\n`{command}`"
             f" — config {args.config} (L={cfg['num_hidden_layers']}, H={cfg['hidden_size']}, "
             f"V={cfg['vocab_size']}), inference batch {args.infer_batch} × seq {args.seq}, training batch "
             f"{args.train_batch} × seq {args.seq}; a worker process a variant, stepped in turn: {args.steps} timed "
-            f"rounds (one step of each) after {args.warmup} warm-up round; median step times, and × bert4keras is "
-            f"the median of the rounds' paired ratios. Device: {args.device}, "
-            f"{multiprocessing.cpu_count()} CPU cores, {cpu_text()}; "
+            f"rounds (one step of each) after {args.warmup} warm-up round{'s' * (args.warmup > 1)}; median step "
+            f"times, and × bert4keras is the median of the rounds' paired ratios. Device: {args.device}{gpu_text()}, "
+            f"{multiprocessing.cpu_count()} CPU cores, {cpu_text()}; Keras backend {keras_backend()}; "
             f"Python {platform.python_version()}, {versions()}.\n\n"
-            f"Matmul peak measured by the same run (the best with and without oneDNN, at its start and end): "
+            + "".join(f"Not measured: {name} ({why}).\n\n" for name, why in skipped.items()) +
+            f"Matmul peak measured by the same run ({peak_how(args)}, at its start and end): "
             f"{summary['peak_text']}.\n\n{table}\n\n"
             f"Targets (ratios are medians of paired rounds):\n{targets(summary, results, kind != 'cpu')}\n")
     print(text)

@@ -22,6 +22,7 @@ from kerasbert.layers import (
     MultiHeadSelfAttention,
     PaddingMask,
     PositionEmbedding,
+    SegmentEmbedding,
     TokenEmbedding,
 )
 
@@ -42,8 +43,8 @@ def _embeddings(token_ids, segment_ids, cfg: BertConfig, init, dropout_rate: flo
                                name="Embedding-Token")
     x = embedding(token_ids)
     if segment_ids is not None:
-        s = keras.layers.Embedding(cfg.type_vocab_size, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
-                                   name="Embedding-Segment")(segment_ids)
+        s = SegmentEmbedding(cfg.type_vocab_size, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
+                             name="Embedding-Segment")(segment_ids)
         x = keras.layers.Add(dtype=dtype, name="Embedding-Token-Segment")([x, s])
     x = PositionEmbedding(cfg.max_position_embeddings, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
                           name="Embedding-Position")(x)
@@ -112,6 +113,7 @@ def xla_pays(model: keras.Model) -> bool:
     Keras already turns it on with a GPU. It compiles once per input shape (seconds on small models, 5 s
     for BERT-base inference, 45 s for its training step), which a model of fewer than
     ``XLA_MIN_PARAMS`` parameters never wins back. The CRF's scan (dynamic length) does not compile.
+    On the JAX backend every model without a CRF is compiled (as Keras does there by default).
     A model that computes in float16 or bfloat16 (a mixed policy) gets no XLA without a GPU: XLA's CPU
     matmul does not use the CPU's bf16 units (AMX), TensorFlow's oneDNN matmul does; on an AMX CPU a
     [2048, 768] x [768, 3072] bf16 matmul ran at 1,435 GFLOP/s in the plain graph and 295 under XLA.
@@ -120,7 +122,11 @@ def xla_pays(model: keras.Model) -> bool:
     >>> xla_pays(build_transformer_model("tiny", verbose=False))
     False
     """
-    if crf_layers(model) or model.count_params() < XLA_MIN_PARAMS:
+    if crf_layers(model):
+        return False
+    if keras.config.backend() == "jax":  # JAX runs an uncompiled step op by op from Python: always slower
+        return True
+    if model.count_params() < XLA_MIN_PARAMS:
         return False
     half = any(layer.compute_dtype in HALF_DTYPES for layer in model.layers)
     return not half or bool(keras.distribution.list_devices("gpu"))

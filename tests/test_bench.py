@@ -79,3 +79,36 @@ def test_quick_benchmark_runs_every_worker_and_writes_its_section(tmp_path):
             assert ratio == "1.00"
     assert re.search(r"Matmul peak measured by the same run \(.*?\): float32 \d+ GFLOP/s", text)
     assert "infer: kerasbert vs bert4keras:" in text and "`kerasbert train` step / bare model step:" in text
+
+
+def test_quick_benchmark_runs_on_the_jax_backend_without_bert4keras(tmp_path):
+    """The GPU machines here have JAX but no TensorFlow: the same script runs kerasbert and keras-hub on
+    Keras's JAX backend, measures the matmul peak with JAX, and names what it could not measure."""
+    results = tmp_path / "RESULTS.md"
+    command = [sys.executable, os.path.join(ROOT, "benchmarks", "bench.py"), "--quick", "--results", str(results),
+               "--variants", "kerasbert,kerasbert-noxla,keras-hub"]
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = results.read_text()
+    assert "Keras backend jax" in text and "Not measured: kerasbert-noxla (no plain graph on jax)." in text
+    rows = re.findall(r"^\| (infer|train) \| ([\w-]+) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \|", text, re.M)
+    assert {(mode, name) for mode, name, _ in rows} == {(mode, name) for mode in ("infer", "train")
+                                                          for name in ("kerasbert", "keras-hub")}
+    assert all(float(per_second) > 0 for *_, per_second in rows)
+    assert re.search(r"float32 \d+ GFLOP/s, bfloat16 \d+ GFLOP/s", text)
+    assert "infer: kerasbert vs keras-hub:" in text and "vs bert4keras" not in text.split("Targets")[1]
+
+
+def test_a_worker_that_cannot_run_here_says_why(monkeypatch):
+    import importlib.util
+
+    from benchmarks.bench import available
+
+    assert available("kerasbert-noxla") is None and available("bert4keras") is None
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    assert available("kerasbert-noxla") == "no plain graph on jax" and available("kerasbert") is None
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorflow" else real(name, *a))
+    assert available("bert4keras") == "tensorflow not installed"
+    assert available("kerasbert-train") == "tensorflow not installed"

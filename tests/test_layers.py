@@ -15,6 +15,7 @@ from kerasbert.layers import (
     MultiHeadSelfAttention,
     PaddingMask,
     PositionEmbedding,
+    SegmentEmbedding,
     TakeToken,
     TokenEmbedding,
     gelu_erf,
@@ -119,6 +120,42 @@ def test_token_embedding_reverse_is_tied_projection():
     np.testing.assert_allclose(emb(looked_up, reverse=True), looked_up @ emb.embeddings.numpy().T, atol=1e-6)
 
 
+@pytest.mark.parametrize("rows", [2, 20])
+def test_segment_embedding_equals_a_lookup_and_so_does_its_gradient(rows):
+    """One-hot sum (2 rows) or lookup (20 > MAX_ONE_HOT): the same outputs as keras.layers.Embedding, bit for bit,
+    and the same gradient: each row gets the sum of its tokens' output gradients."""
+    import tensorflow as tf
+
+    ours, theirs = SegmentEmbedding(rows, 4), keras.layers.Embedding(rows, 4)
+    ids = rng.integers(0, rows, size=(3, 5)).astype("int32")
+    ours.build(ids.shape), theirs.build(ids.shape)
+    table = rng.normal(size=(rows, 4)).astype("float32")
+    ours.embeddings.assign(table), theirs.embeddings.assign(table)
+    upstream = rng.normal(size=(3, 5, 4)).astype("float32")
+    grads = []
+    for layer in (ours, theirs):
+        with tf.GradientTape() as tape:
+            out = layer(ids)
+            loss = tf.reduce_sum(out * upstream)
+        np.testing.assert_array_equal(out, table[ids])
+        grads.append(tf.convert_to_tensor(tape.gradient(loss, layer.embeddings.value)).numpy())
+    expected = np.zeros_like(table)
+    np.add.at(expected, ids, upstream)
+    np.testing.assert_allclose(grads[0], expected, atol=1e-5)
+    np.testing.assert_allclose(grads[1], expected, atol=1e-5)
+
+
+def test_segment_embedding_under_mixed_precision_rounds_the_table_once():
+    layer = SegmentEmbedding(2, 4, dtype="mixed_bfloat16")
+    layer.build((1, 3))
+    table = rng.normal(size=(2, 4)).astype("float32")
+    layer.embeddings.assign(table)
+    out = layer(np.array([[0, 1, 1]]))
+    assert out.dtype == "bfloat16" and layer.embeddings.dtype == "float32"
+    expected = keras.ops.convert_to_numpy(keras.ops.cast(keras.ops.cast(table, "bfloat16"), "float32"))[[0, 1, 1]]
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))[0], expected)
+
+
 def test_small_layers():
     np.testing.assert_array_equal(PaddingMask()(np.array([[3, 0, 4, 0]])), [[True, False, True, False]])
     x = rng.normal(size=(2, 3, 4)).astype("float32")
@@ -131,6 +168,7 @@ def test_small_layers():
 
 LAYERS = [
     (lambda: TokenEmbedding(21128, 768), np.zeros((1, 2), "int32"), "V·H", 16226304),
+    (lambda: SegmentEmbedding(2, 768), np.zeros((1, 2), "int32"), "T·H", 1536),
     (lambda: PositionEmbedding(512, 768), np.zeros((1, 2, 768), "float32"), "P·H", 393216),
     (lambda: MultiHeadSelfAttention(12), [np.zeros((1, 2, 768), "float32"), np.ones((1, 2), bool)], "4·(H·H+H)",
      2362368),

@@ -160,6 +160,20 @@ def test_xla_is_the_predict_default_from_ten_million_parameters_without_a_crf():
     assert xla_pays(heads.tagging(base2, 3)) and not xla_pays(heads.tagging(base2, 3, crf=True))
 
 
+def test_xla_for_every_model_without_a_crf_on_jax(monkeypatch):
+    """JAX runs an uncompiled step op by op from Python; Keras compiles there by default too."""
+    import keras
+
+    from kerasbert import heads
+    from kerasbert.models import xla_pays
+
+    tiny = build_transformer_model("tiny", verbose=False)
+    bf16 = build_transformer_model("tiny", dtype="mixed_bfloat16", verbose=False)
+    assert not xla_pays(tiny) and not xla_pays(bf16)
+    monkeypatch.setattr(keras.config, "backend", lambda: "jax")
+    assert xla_pays(tiny) and xla_pays(bf16) and not xla_pays(heads.tagging(tiny, 3, crf=True))
+
+
 def test_no_xla_for_half_precision_without_a_gpu(monkeypatch):
     """XLA's CPU matmul does not use the CPU's bf16 units (AMX); TensorFlow's oneDNN kernels do."""
     import keras
