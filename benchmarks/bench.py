@@ -427,11 +427,17 @@ class Worker:
         return result
 
 
+def onednn_switches(args) -> tuple[str, ...]:
+    """The ``TF_ENABLE_ONEDNN_OPTS`` values the matmul peak is measured with: both on TensorFlow's CPU (except
+    --quick), where the best is taken; one elsewhere (no oneDNN on a GPU or on JAX)."""
+    both = args.device == "cpu" and keras_backend() == "tensorflow" and not args.quick
+    return ("0", "1") if both else ("1",)
+
+
 def measure_peak(args, config_file: str) -> dict:
-    """The matmul worker's peaks, the best of TensorFlow's kernels with and without oneDNN (--quick: with)."""
+    """The matmul worker's peaks, the best over `onednn_switches`."""
     peaks: dict = {}
-    cpu_tensorflow = args.device == "cpu" and keras_backend() == "tensorflow"
-    for onednn in ("0", "1") if cpu_tensorflow and not args.quick else ("1",):
+    for onednn in onednn_switches(args):
         result = Worker("matmul", "infer", args, config_file, {"TF_ENABLE_ONEDNN_OPTS": onednn}).result()
         for dtype, gflops in result["peak_gflops"].items():
             peaks[dtype] = max(peaks.get(dtype, 0.0), gflops)
@@ -499,7 +505,7 @@ def shown_options(argv: list[str]) -> list[str]:
 def peak_how(args) -> str:
     """How the matmul peak was measured, for the report."""
     if keras_backend() == "tensorflow":
-        how = "TensorFlow's plain graph and XLA" + (", with and without oneDNN" if args.device == "cpu" else "")
+        how = "TensorFlow's plain graph and XLA" + (", with and without oneDNN" * (len(onednn_switches(args)) > 1))
     else:
         how = f"{keras_backend()}, compiled"
     # JAX and TensorFlow run float32 matmuls as TF32 on the tensor cores of an Ampere or later GPU by default
@@ -568,7 +574,7 @@ def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, di
                 row["gpu_mb"] = statistics.median(r.get("gpu_mb") or 0 for r in runs)
             lines.append(f"| {mode} | {name} | {row['build_s']:.1f} | {step:.3f} | {row['seq_s']:.1f} | {ratio} | "
                          f"{row['gflops']:.0f} | {share} | {row['rss_mb']:,.0f} |"
-                         + f" {row.get('gpu_mb', 0):,.0f} |" * gpu)
+                         + (f" {row['gpu_mb']:,.0f} |" if gpu else ""))
     peak_text = ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items())
     return "\n".join(lines), {"figures": figures, "peaks": peaks, "peak_text": peak_text}
 
@@ -653,7 +659,8 @@ def main(argv=None) -> None:
     with open(config_file, "w") as f:
         json.dump(cfg, f)
     names = args.variants.split(",") if args.variants else (GPU_VARIANTS if args.device == "gpu" else CPU_VARIANTS)
-    skipped = {n: available(n) for n in names if available(n)}
+    reasons = {n: available(n) for n in names}
+    skipped = {n: why for n, why in reasons.items() if why}
     names = [n for n in names if n not in skipped and n != "matmul"]
     results: dict = {}
     if args.replay:  # the WORKER lines of an earlier run's output, e.g. one stopped before its end

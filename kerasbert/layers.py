@@ -115,7 +115,7 @@ class SegmentEmbedding(keras.layers.Embedding):
     what differs is the gradient. A lookup's gradient scatter-adds every token's row onto the T (= 2) rows
     of ``E``; under mixed precision that scatter is in bfloat16/float16, which a GPU adds with emulated
     atomics, and 4,096 tokens onto 2 rows took 15-21 ms of a 30-39 ms BERT-base training step (H100, batch
-    32 × 128, JAX); the one-hot form's gradient is a float32 sum over the tokens (step 16-17 ms). Tables of
+    32 × 128, JAX); the one-hot form's gradient is a float32 sum over the tokens (step 17-18 ms). Tables of
     more than ``MAX_ONE_HOT`` rows are looked up as ``keras.layers.Embedding`` does.
 
     Example:
