@@ -24,6 +24,7 @@ from kerasbert.data import LabelSet
 from kerasbert.training import TrainArgs, compile_model
 
 job = json.load(open(sys.argv[1]))
+keras.utils.set_random_seed(0)  # the classifier's initial weights and dropout: one curve, run after run
 out = {"backend": np.array(keras.config.backend())}
 for name, case in job["cases"].items():
     model = build_transformer_model(case["config"], case["checkpoint"], verbose=False, **case["kwargs"])
@@ -33,16 +34,16 @@ for name, case in job["cases"].items():
     for j, output in enumerate(outputs if isinstance(outputs, list) else [outputs]):
         out[f"{name}/{j}"] = output
 
-# the classifier `kerasbert train` builds, compiled as it compiles it; 8 examples, 20 epochs
-args = TrainArgs(task="cls", train="-", out="-", batch_size=4, lr=1e-3, warmup=0.0)
+# the classifier `kerasbert train` builds, compiled as it compiles it; 8 examples, 30 epochs
+args = TrainArgs(task="cls", train="-", out="-", batch_size=4, lr=3e-3, warmup=0.0)
 task = args.make_task()
 model = task.head(build_transformer_model(job["config"], verbose=False), LabelSet(["0", "1"]))
-compile_model(model, task, args, 40, 2)
+compile_model(model, task, args, 60, 2)
 rng = np.random.default_rng(0)
 ids = rng.integers(5, 100, size=(8, 16)).astype("int32")
 x = {"Input-Token": ids, "Input-Segment": np.zeros_like(ids)}
 y = (ids[:, 1] > 50).astype("int32")
-history = model.fit(x, y, batch_size=4, epochs=20, verbose=0, shuffle=False)
+history = model.fit(x, y, batch_size=4, epochs=30, verbose=0, shuffle=False)
 out["train/loss"] = np.array(history.history["loss"])
 out["train/jit"] = np.array(model.jit_compile)
 np.savez(job["out"], **out)
@@ -74,4 +75,6 @@ def test_the_jax_backend_gives_bert4keras_numbers_and_trains(oracle, tmp_path):
         assert bool(jax[f"{name}/jit"])  # compiled on JAX whatever the size (kerasbert.models.xla_pays)
     loss = jax["train/loss"]
     assert bool(jax["train/jit"]) and np.isfinite(loss).all()
-    assert loss[-1] < 0.7 * loss[0], loss  # a label read off one token (0.70 -> 0.40 when measured)
+    # a label read off one token: 0.71-0.76 -> 0.03-0.04 over six seeds (at lr 1e-3 and 20 epochs it ended anywhere
+    # from 0.61 to 0.77 of the first loss, and a fresh clone's run failed the 0.7 this test held it to then)
+    assert loss[-1] < 0.2 * loss[0], loss
