@@ -75,9 +75,10 @@ VARIANTS = {
     "kerasbert-nodnn": ("kerasbert", {"env": {"TF_ENABLE_ONEDNN_OPTS": "0"}}),
     "bert4keras-onednn": ("bert4keras", {"env": {"TF_ENABLE_ONEDNN_OPTS": "1"}}),
 }
-# kerasbert's defaults: XLA for models of 10M+ parameters (kerasbert.models.xla_pays), -noxla shows the plain
-# graph; oneDNN on x86-64 (kerasbert.onednn), -nodnn without it, and bert4keras-onednn bert4keras with it
-CPU_VARIANTS = ["kerasbert", "kerasbert-noxla", "kerasbert-nodnn", "kerasbert-bf16", "kerasbert-bf16-xla", "bert4keras",
+# kerasbert's defaults (kerasbert.models.xla_pays): XLA with a GPU for models of 10M+ parameters (-noxla shows
+# the plain graph there), the plain graph on a CPU (-xla shows XLA); oneDNN on x86-64 (kerasbert.onednn),
+# -nodnn without it, and bert4keras-onednn bert4keras with it
+CPU_VARIANTS = ["kerasbert", "kerasbert-xla", "kerasbert-nodnn", "kerasbert-bf16", "kerasbert-bf16-xla", "bert4keras",
                 "bert4keras-onednn", "keras-hub", "kerasbert-train"]
 GPU_VARIANTS = ["kerasbert", "kerasbert-noxla", "kerasbert-fp16", "kerasbert-bf16", "bert4keras",
                 "keras-hub", "keras-hub-fp16", "kerasbert-train"]

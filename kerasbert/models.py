@@ -17,7 +17,6 @@ from kerasbert.config import BertConfig, resolve_config
 from kerasbert.crf import crf_layers
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.layers import (
-    HALF_DTYPES,
     FeedForward,
     MultiHeadSelfAttention,
     PaddingMask,
@@ -108,15 +107,17 @@ XLA_MIN_PARAMS = 10_000_000
 def xla_pays(model: keras.Model) -> bool:
     """Whether XLA (``jit_compile``) should be kerasbert's default for ``model``.
 
-    XLA fuses the elementwise work (GELU, LayerNorm, softmax, dropout, the optimizer update) that plain
-    TensorFlow runs op by op; on BERT-base that is 1.1-1.2 × faster on CPU (benchmarks/RESULTS.md), and
-    Keras already turns it on with a GPU. It compiles once per input shape (seconds on small models, 5 s
-    for BERT-base inference, 45 s for its training step), which a model of fewer than
-    ``XLA_MIN_PARAMS`` parameters never wins back. The CRF's scan (dynamic length) does not compile.
-    On the JAX backend every model without a CRF is compiled (as Keras does there by default).
-    A model that computes in float16 or bfloat16 (a mixed policy) gets no XLA without a GPU: XLA's CPU
-    matmul does not use the CPU's bf16 units (AMX), TensorFlow's oneDNN matmul does; on an AMX CPU a
-    [2048, 768] x [768, 3072] bf16 matmul ran at 1,435 GFLOP/s in the plain graph and 295 under XLA.
+    Yes with a GPU, where Keras turns it on too, and on Keras's JAX backend, where a step without XLA runs
+    op by op from Python; there it compiles once per input shape (seconds on small models, 5 s for
+    BERT-base inference, 25-45 s for its training step), which a model of fewer than ``XLA_MIN_PARAMS``
+    parameters never wins back. No on a CPU with TensorFlow: its plain graph with oneDNN (which kerasbert
+    turns on, `kerasbert.onednn`) fuses MatMul + BiasAdd + GELU itself, the Q/K/V split and the compiled
+    AdamW update (`kerasbert.training.LayerwiseAdamW`) took away what XLA had saved there, and
+    benchmarks/RESULTS.md measured the plain graph level with XLA or ahead on both kinds of CPU, in less
+    memory: BERT-base on AVX2, inference 1.12 x and training 1.13 x bert4keras against XLA's 1.06 x / 1.07 x,
+    training peak RSS 3.85 against 4.05 GB; on AMX 1.01 x / 1.04 x against 0.99 x / 1.03 x. And in half
+    precision XLA's CPU matmul does not use the CPU's bf16 units (AMX), oneDNN's does. The CRF's scan
+    (dynamic length) never compiles.
 
     Example:
     >>> xla_pays(build_transformer_model("tiny", verbose=False))
@@ -126,10 +127,7 @@ def xla_pays(model: keras.Model) -> bool:
         return False
     if keras.config.backend() == "jax":  # JAX runs an uncompiled step op by op from Python: always slower
         return True
-    if model.count_params() < XLA_MIN_PARAMS:
-        return False
-    half = any(layer.compute_dtype in HALF_DTYPES for layer in model.layers)
-    return not half or bool(keras.distribution.list_devices("gpu"))
+    return model.count_params() >= XLA_MIN_PARAMS and bool(keras.distribution.list_devices("gpu"))
 
 
 def build_transformer_model(
@@ -176,8 +174,8 @@ def build_transformer_model(
         A ``keras.Model`` with inputs ``[Input-Token, Input-Segment]``. Its output is the sequence
         output ``[B, S, H]`` when no head flag is set; otherwise the pooled (or NSP) output and/or
         the MLM probabilities, in that order, as bert4keras returns them. Its ``predict`` compiles
-        with XLA when `xla_pays` (models of 10M parameters and more): once per input shape, so pad
-        inputs to one length (or a few), or set ``model.jit_compile = False``; ``compile`` sets it anew.
+        with XLA when `xla_pays` (on a GPU, models of 10M parameters and more): once per input shape, so
+        pad inputs to one length (or a few), or set ``model.jit_compile = False``; ``compile`` sets it anew.
 
     Example:
     >>> bert = build_transformer_model("tiny", with_pool=True, verbose=False)
@@ -202,7 +200,7 @@ def build_transformer_model(
         x = _transformer_block(x, mask, index, cfg, init, dropout_rate, dtype)
     outputs = _final_layers(x, embedding, cfg, init, with_pool, with_nsp, with_mlm, dtype) or [x]
     bert = keras.Model(inputs, outputs[0] if len(outputs) == 1 else outputs, name=name or "bert")
-    bert.jit_compile = xla_pays(bert)  # predict with XLA for BERT-small and up (see xla_pays)
+    bert.jit_compile = xla_pays(bert)  # predict with XLA on a GPU for BERT-small and up (see xla_pays)
     if checkpoint_path is not None:
         load_google_checkpoint(bert, checkpoint_path, keep_tokens=keep_tokens, allow_missing=allow_missing,
                                verbose=verbose)

@@ -81,7 +81,7 @@ class TrainArgs:
     layerwise_lr_decay: float = 1.0
     seed: int = 0
     mixed_precision: bool = False
-    jit_compile: bool | None = None  # None: XLA when kerasbert.models.xla_pays (10M+ parameters, no CRF)
+    jit_compile: bool | None = None  # None: XLA when kerasbert.models.xla_pays (GPU, 10M+ parameters, no CRF)
     strategy: str = "auto"
     max_steps: int | None = None
     monitor: str | None = None
@@ -211,9 +211,9 @@ def compile_model(model: keras.Model, the_task: Task, args: TrainArgs, total_ste
     """``model.compile`` as `train` does it (the benchmark times this path); returns the optimizer.
 
     The step is compiled with XLA when ``args.jit_compile`` says so, or, left at None, when
-    `kerasbert.models.xla_pays` (models of 10M parameters and more without a CRF, and not in half precision
-    on a CPU). A model of that size whose step is not compiled still gets the optimizer's update compiled
-    (`LayerwiseAdamW`'s ``xla_update``).
+    `kerasbert.models.xla_pays` (on a GPU, models of 10M parameters and more without a CRF; never on a CPU
+    with TensorFlow, whose plain graph with oneDNN is as fast there). A model of that size whose step is not
+    compiled still gets the optimizer's update compiled (`LayerwiseAdamW`'s ``xla_update``).
     """
     jit_compile = xla_pays(model) if args.jit_compile is None else args.jit_compile
     if jit_compile and crf_layers(model):
@@ -340,7 +340,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         logger.info("XLA (jit_compile): on; batches padded to lengths %s", bucket_lengths(args.maxlen))
     elif getattr(optimizer, "inner_optimizer", optimizer).xla_update and describe(strategy) == "one device":
         logger.info("XLA (jit_compile): off for the step (%s), on for AdamW's update", "--crf" if args.crf else
-                    "--no-jit-compile" if args.jit_compile is False else f"{policy} on a CPU")
+                    "--no-jit-compile" if args.jit_compile is False else "on a CPU")
     if resume:
         logger.info("resuming %s at epoch %d, step %d", out, state.epoch + 1, state.step)
     elif chief:

@@ -270,7 +270,8 @@ def test_compile_model_compiles_the_update_where_the_step_has_no_xla():
         head = the_task.head(model, labels)
         optimizer = compile_model(head, the_task, args, 10, 1)
         seen[name] = (head.jit_compile, optimizer.xla_update)
-    assert seen == {"tiny": (False, False), "base": (True, False), "base-crf": (False, True)}
+    # no GPU here: BERT-base's step runs in TensorFlow's plain graph (kerasbert.models.xla_pays), its update in XLA
+    assert seen == {"tiny": (False, False), "base": (False, True), "base-crf": (False, True)}
 
 
 @pytest.mark.parametrize("task, options", [("cls", {}), ("ner", {}), ("ner", {"crf": True})])
