@@ -15,7 +15,8 @@ What is timed is the path users get by default:
   ``build_transformer_model``; keras-hub: ``BertBackbone.predict``);
 - training: ``fit`` of the classifier that ``kerasbert train`` builds, compiled by
   `kerasbert.training.compile_model` (bert4keras: pooler + Dense with its ``Adam``; keras-hub:
-  ``BertTextClassifier`` with its default compile);
+  ``BertTextClassifier`` with its default compile). kerasbert's classifier runs its last layer for
+  ``[CLS]`` alone (`kerasbert.heads.cls`), and its FLOPs are counted so (``first_token_only``);
 - ``kerasbert-train``: the whole ``kerasbert.train`` on generated full-length text, to show that
   data and tokenization are not the bottleneck (its step time against the bare ``kerasbert`` step).
 Each library runs with the environment its users give it: kerasbert's workers import kerasbert first,
@@ -86,11 +87,15 @@ TRAIN_ONLY = {"kerasbert-train"}
 NUM_CLASSES = 2
 
 
-def forward_flops(cfg: dict, batch: int, seq: int) -> int:
+def forward_flops(cfg: dict, batch: int, seq: int, first_token_only: bool = False) -> int:
     """Multiply-adds × 2 of one forward pass: per layer and token, Q/K/V/O projections 8H², the
-    feed-forward 4HI and attention scores and mixing 4SH; plus the pooler 2H² and the head 2HC a sequence."""
+    feed-forward 4HI and attention scores and mixing 4SH; plus the pooler 2H² and the head 2HC a sequence.
+    ``first_token_only``: the last layer computes only keys and values (4H²) for all but ``[CLS]``, as
+    kerasbert's classifier does (`kerasbert.heads.cls`)."""
     h, i, layers = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
-    return layers * batch * seq * (8 * h * h + 4 * h * i + 4 * seq * h) + batch * (2 * h * h + 2 * h * NUM_CLASSES)
+    per_token = 8 * h * h + 4 * h * i + 4 * seq * h
+    left_out = (seq - 1) * (per_token - 4 * h * h) if first_token_only else 0
+    return batch * (layers * seq * per_token - left_out) + batch * (2 * h * h + 2 * h * NUM_CLASSES)
 
 
 # --------------------------------------------------------------------------------------------- workers
@@ -456,9 +461,13 @@ def groups(names: list[str], size: int) -> list[list[str]]:
 
 
 def run_group(names: list[str], mode: str, args, config_file: str, index: int) -> dict:
-    """Start the group's workers one after another (each builds alone), then step them round-robin:
-    warm-up rounds, then ``args.steps`` timed rounds, the order reversed every round."""
-    workers = [Worker(name, mode, args, config_file).ready() for name in names]
+    """Start the group's workers one after another (each builds alone; with --quick all at once, as its
+    build times are not for reading), then step them round-robin: warm-up rounds, then ``args.steps`` timed
+    rounds, the order reversed every round."""
+    if args.quick:
+        workers = [worker.ready() for worker in [Worker(name, mode, args, config_file) for name in names]]
+    else:
+        workers = [Worker(name, mode, args, config_file).ready() for name in names]
     rounds = args.warmup + args.steps
     for round_ in range(rounds):
         line = []
@@ -554,10 +563,12 @@ def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, di
     lines.append("|---|---|---|---|---|---|---|---|---|" + "---|" * gpu)
     for mode in MODES:
         batch = args.infer_batch if mode == "infer" else args.train_batch
-        flops = forward_flops(cfg, batch, args.seq) * (3 if mode == "train" else 1)
         for name in names:
             if (mode == "infer" and name in TRAIN_ONLY) or (name, mode) not in results:
                 continue
+            # kerasbert's classifier runs its last layer for [CLS] alone; bert4keras's and keras-hub's do not
+            first_only = mode == "train" and VARIANTS[name][0] in ("kerasbert", "kerasbert_train")
+            flops = forward_flops(cfg, batch, args.seq, first_only) * (3 if mode == "train" else 1)
             runs = results[(name, mode)]
             step = statistics.median(t for r in runs for t in r["times"])
             policy = VARIANTS[name][1].get("policy")

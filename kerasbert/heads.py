@@ -31,8 +31,9 @@ _SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
 
 
 def pooler_output(x, hidden_size: int, activation="tanh", init="glorot_uniform", dtype=None):
-    """``Pooler`` (``x[:, 0]``) then ``Pooler-Dense`` (``bert/pooler/dense``): ``[B, S, H] -> [B, H]``."""
-    pooled = TakeToken(0, dtype=dtype, name="Pooler")(x)
+    """``Pooler`` (``x[:, 0]``) then ``Pooler-Dense`` (``bert/pooler/dense``): ``[B, S, H] -> [B, H]``
+    (``x`` of ``[B, H]``: ``Pooler-Dense`` alone, on ``[CLS]`` taken before)."""
+    pooled = TakeToken(0, dtype=dtype, name="Pooler")(x) if len(x.shape) == 3 else x
     return keras.layers.Dense(hidden_size, activation=activation, kernel_initializer=init, dtype=dtype,
                               name="Pooler-Dense")(pooled)
 
@@ -81,18 +82,42 @@ class _Backbone:
                        f"outputs {found}", "build the backbone without with_pool / with_nsp / with_mlm")
         return sequence
 
+    def first_token_output(self, head: str, name: str):
+        """The sequence output at ``[CLS]``, ``[B, H]``, with the last block run for ``[CLS]`` alone.
+
+        A head that reads only ``x[:, 0]`` never reads the last block's other positions, so they need no
+        query, attention output, residual, norm or feed-forward there: `TakeToken` (``name``) takes position 0
+        of the block's input, and the block's own layers run again on it, the attention with
+        ``first_token=True`` (keys and values still from every position). Same weights, names and checkpoint
+        map; equal to ``sequence_output[:, 0]`` within float32 rounding; the block's work less its keys and
+        values, (S-1)/S of it: for BERT-base at 128 tokens 6.9 % of the forward and backward passes.
+        """
+        self.sequence_output(head)  # the backbone's output must be the last block's
+        last = max(int(n.split("-")[1]) for n in self.layers if re.fullmatch(r"Transformer-\d+-FeedForward-Norm", n))
+
+        def block(part: str) -> keras.layers.Layer:
+            return self.layers[f"Transformer-{last}-{part}"]
+
+        x, mask = block("MultiHeadSelfAttention").input
+        first = TakeToken(0, dtype=self.dtype, name=name)(x)
+        y = block("MultiHeadSelfAttention-Dropout")(block("MultiHeadSelfAttention")([x, mask], first_token=True))
+        x = block("MultiHeadSelfAttention-Norm")(block("MultiHeadSelfAttention-Add")([first, y]))
+        y = block("FeedForward-Dropout")(block("FeedForward")(x))
+        return block("FeedForward-Norm")(block("FeedForward-Add")([x, y]))
+
     def padding_mask(self):
         """``Input-Token != 0``: the backbone's ``Attention-Mask`` output (or a new `PaddingMask`)."""
         if "Attention-Mask" in self.layers:
             return self.layers["Attention-Mask"].output
         return PaddingMask(name="Head-Padding-Mask")(self.model.inputs[0])
 
-    def pooled_output(self, head: str):
-        """The backbone's ``Pooler-Dense`` output, or a new ``Pooler``/``Pooler-Dense`` (tanh)."""
+    def pooled_output(self, head: str, first_token: bool):
+        """The backbone's ``Pooler-Dense`` output, or a new ``Pooler``/``Pooler-Dense`` (tanh), on
+        `first_token_output` where ``first_token``."""
         if "Pooler-Dense" in self.layers:
             return self.layers["Pooler-Dense"].output
-        sequence = self.sequence_output(head)
-        return pooler_output(sequence, int(sequence.shape[-1]), "tanh", self.init, self.dtype)
+        x = self.first_token_output(head, "Pooler") if first_token else self.sequence_output(head)
+        return pooler_output(x, int(x.shape[-1]), "tanh", self.init, self.dtype)
 
 
 def _check_count(argument: str, value) -> int:
@@ -116,15 +141,16 @@ def _check_activation(activation):
     return activation
 
 
-_POOLINGS = {
-    "first": lambda b: TakeToken(0, dtype=b.dtype, name="CLS-token")(b.sequence_output("cls")),
-    "pooler": lambda b: b.pooled_output("cls"),
-    "mean": lambda b: MaskedMean(dtype=b.dtype, name="CLS-Mean")([b.sequence_output("cls"), b.padding_mask()]),
+_POOLINGS = {  # backbone, first_token -> [B, H]
+    "first": lambda b, first: b.first_token_output("cls", "CLS-token") if first else TakeToken(
+        0, dtype=b.dtype, name="CLS-token")(b.sequence_output("cls")),
+    "pooler": lambda b, first: b.pooled_output("cls", first),
+    "mean": lambda b, _: MaskedMean(dtype=b.dtype, name="CLS-Mean")([b.sequence_output("cls"), b.padding_mask()]),
 }
 
 
 def cls(backbone: keras.Model, num_classes: int, *, pooling: str = "first", dropout: float | None = None,
-        activation: str = "softmax") -> keras.Model:
+        activation: str = "softmax", first_token_only: bool = True) -> keras.Model:
     """Sentence classification: pooled ``[CLS]`` -> optional ``CLS-Dropout`` -> ``CLS-Dense``.
 
     Args:
@@ -136,6 +162,9 @@ def cls(backbone: keras.Model, num_classes: int, *, pooling: str = "first", drop
             ``"mean"``: ``CLS-Mean``, the mean over non-padding tokens.
         dropout: float. rate of ``CLS-Dropout``; None for no dropout layer.
         activation: str. of ``CLS-Dense``: softmax, sigmoid (multi-label), linear (logits), ...
+        first_token_only: bool. with ``"first"`` or a new pooler, run the last Transformer block for
+            ``[CLS]`` alone (`_Backbone.first_token_output`): the same outputs, 6.9 % less work for BERT-base
+            at 128 tokens. False: the last block for every position, bert4keras's graph.
 
     Returns:
         ``keras.Model(backbone.inputs, probabilities [B, C])``.
@@ -151,7 +180,7 @@ def cls(backbone: keras.Model, num_classes: int, *, pooling: str = "first", drop
     if pooling not in _POOLINGS:
         raise fail(ModelError, "pooling", " or ".join(map(repr, _POOLINGS)), repr(pooling))
     bb = _Backbone.of(backbone)
-    x = _POOLINGS[pooling](bb)
+    x = _POOLINGS[pooling](bb, first_token_only)
     if dropout:
         x = keras.layers.Dropout(dropout, dtype=bb.dtype, name="CLS-Dropout")(x)
     x = keras.layers.Dense(num_classes, activation=activation, kernel_initializer=bb.init, dtype=bb.dtype,
@@ -248,7 +277,7 @@ def nsp(backbone: keras.Model) -> keras.Model:
     (None, 2)
     """
     bb = _Backbone.of(backbone)
-    return keras.Model(backbone.inputs, nsp_output(bb.pooled_output("nsp"), bb.init, bb.dtype),
+    return keras.Model(backbone.inputs, nsp_output(bb.pooled_output("nsp", False), bb.init, bb.dtype),
                        name=f"{backbone.name}-nsp")
 
 

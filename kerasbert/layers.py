@@ -269,6 +269,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     as bert4keras does. Weights: ``qkv_kernel [H, 3H]`` (Google's query, key and value kernels
     side by side), ``qkv_bias [3H]``, ``output_kernel [H, H]``, ``output_bias [H]``.
 
+    Called with ``first_token=True`` it attends from position 0 (``[CLS]``) alone, over every key, and
+    returns ``[B, H]``, equal to ``layer([x, mask])[:, 0]``: a head that reads only ``[CLS]`` runs the last
+    block that way (`kerasbert.heads.cls`).
+
     Args:
         num_heads: int. A, the number of heads; must divide the input width H.
         dropout: float. dropout on the attention probabilities.
@@ -277,8 +281,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     Example:
     >>> layer = MultiHeadSelfAttention(num_heads=2)
     >>> x, mask = ops.ones((2, 5, 8)), ops.array([[1, 1, 1, 0, 0]] * 2) > 0
-    >>> tuple(layer([x, mask]).shape)
-    (2, 5, 8)
+    >>> tuple(layer([x, mask]).shape), tuple(layer([x, mask], first_token=True).shape)
+    ((2, 5, 8), (2, 8))
     """
 
     def __init__(self, num_heads: int, dropout: float = 0.0, kernel_initializer="glorot_uniform", **kwargs):
@@ -308,24 +312,30 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         hidden = int(self.output_bias.shape[0])
         return batch * seq * 4 * hidden + 2 * batch * self.num_heads * seq * seq
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, first_token: bool = False):
         x, key_mask = inputs
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        qkv = ops.matmul(x, self.qkv_kernel) + self.qkv_bias  # (batch, seq, 3·H)
-        # split, not qkv[..., 0]: the gradient of a split is one concatenation, that of each slice a full-size
-        # tensor of zeros (without XLA, 0.28 s of a 1.3 s BERT-base bf16 training step)
-        heads = (batch, length, self.num_heads, self.head_size)
-        q, k, v = (ops.reshape(t, heads) for t in ops.split(qkv, 3, axis=-1))  # each (batch, seq, heads, d)
-        scores = ops.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.head_size)  # (batch, heads, seq, seq)
+        batch, length, hidden = ops.shape(x)[0], ops.shape(x)[1], self.num_heads * self.head_size
+        if first_token:  # [CLS]'s query alone (a head that reads only [CLS]): keys and values of every position
+            q_kernel, kv_kernel = ops.split(self.qkv_kernel, [hidden], axis=-1)
+            q_bias, kv_bias = ops.split(self.qkv_bias, [hidden], axis=-1)
+            q = ops.matmul(x[:, :1], q_kernel) + q_bias  # (batch, 1, H)
+            k, v = ops.split(ops.matmul(x, kv_kernel) + kv_bias, 2, axis=-1)
+        else:
+            # split, not qkv[..., 0]: the gradient of a split is one concatenation, that of each slice a
+            # full-size tensor of zeros (without XLA, 0.28 s of a 1.3 s BERT-base bf16 training step)
+            q, k, v = ops.split(ops.matmul(x, self.qkv_kernel) + self.qkv_bias, 3, axis=-1)  # (batch, seq, H)
+        q, k, v = (ops.reshape(t, (batch, -1, self.num_heads, self.head_size)) for t in (q, k, v))  # (.., heads, d)
+        scores = ops.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.head_size)  # (batch, heads, seq or 1, seq)
         scores = ops.where(key_mask[:, None, None, :], ops.cast(scores, "float32"), -math.inf)
         probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)  # softmax in float32 under mixed precision
         probs = self.dropout_layer(probs, training=training)
-        out = ops.einsum("bhqk,bkhd->bqhd", probs, v)  # (batch, seq, heads, d)
-        out = ops.reshape(out, (batch, length, self.num_heads * self.head_size))
+        out = ops.einsum("bhqk,bkhd->bqhd", probs, v)  # (batch, seq or 1, heads, d)
+        out = ops.reshape(out, (batch, hidden) if first_token else (batch, length, hidden))
         return ops.matmul(out, self.output_kernel) + self.output_bias
 
-    def compute_output_shape(self, input_shape):
-        return input_shape[0]
+    def compute_output_spec(self, inputs, training=None, first_token: bool = False):
+        x = inputs[0]
+        return keras.KerasTensor((x.shape[0], x.shape[-1]) if first_token else x.shape, dtype=self.compute_dtype)
 
     def get_config(self):
         return {

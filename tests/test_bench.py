@@ -18,6 +18,8 @@ def test_forward_flops_by_hand():
     cfg = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
     # per layer and token: 8·32² + 4·32·64 + 4·16·32 = 8192 + 8192 + 2048; pooler 2·32², head 2·32·2 a row
     assert forward_flops(cfg, batch=2, seq=16) == 2 * 2 * 16 * 18432 + 2 * (2048 + 128)
+    # kerasbert's classifier: the last layer's 15 other tokens only get keys and values (4·32² of the 18432)
+    assert forward_flops(cfg, 2, 16, first_token_only=True) == 2 * (2 * 16 * 18432 - 15 * 14336) + 2 * (2048 + 128)
 
 
 def test_groups_keep_kerasbert_and_bert4keras_in_each():

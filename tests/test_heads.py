@@ -76,12 +76,39 @@ def test_heads_share_the_graph_of_build_flags(bert):
 def test_head_built_by_hand_is_the_same_graph(bert):
     x = TakeToken(0, name="CLS-token")(bert.output)
     x = keras.layers.Dense(2, activation="softmax", name="CLS-Dense")(x)
-    by_hand, model = keras.Model(bert.inputs, x), heads.cls(bert, 2)
+    by_hand, model = keras.Model(bert.inputs, x), heads.cls(bert, 2, first_token_only=False)
     configs = [[(layer["class_name"], layer["name"], layer["inbound_nodes"]) for layer in m.get_config()["layers"]]
                for m in (by_hand, model)]
     assert configs[0] == configs[1] and by_hand.count_params() == model.count_params()
     model.get_layer("CLS-Dense").set_weights(by_hand.get_layer("CLS-Dense").get_weights())
     np.testing.assert_array_equal(model.predict(BATCH, verbose=0), by_hand.predict(BATCH, verbose=0))
+
+
+@pytest.mark.parametrize("pooling", ["first", "pooler"])
+def test_classifier_runs_its_last_block_for_cls_alone_with_the_same_outputs_and_gradients(bert, pooling):
+    import tensorflow as tf
+
+    trimmed = heads.cls(bert, 3, pooling=pooling, dropout=0.1)
+    full = heads.cls(bert, 3, pooling=pooling, dropout=0.1, first_token_only=False)
+    full.set_weights(trimmed.get_weights())
+    assert sorted(layer.name for layer in trimmed.layers) == sorted(layer.name for layer in full.layers)
+    assert trimmed.count_params() == full.count_params()
+    # [CLS] is taken from block 0's output; block 1 then runs on [B, H], not [B, S, H]
+    taken = trimmed.get_layer("CLS-token" if pooling == "first" else "Pooler")
+    assert taken.input is bert.get_layer("Transformer-0-FeedForward-Norm").output
+    block_input = keras.Model(trimmed.inputs, trimmed.get_layer("CLS-Dense").input)
+    assert tuple(block_input.output.shape) == (None, 32)
+    np.testing.assert_allclose(trimmed.predict(BATCH, verbose=0), full.predict(BATCH, verbose=0), atol=1e-6)
+    grads = []
+    for model in (trimmed, full):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(BATCH, training=False) * np.arange(3.0, dtype="float32"))
+        grads.append({v.path: g for v, g in zip(model.trainable_variables,
+                                                 tape.gradient(loss, model.trainable_variables), strict=True)})
+    assert grads[0].keys() == grads[1].keys()
+    for path, g in grads[0].items():
+        np.testing.assert_allclose(tf.convert_to_tensor(g), tf.convert_to_tensor(grads[1][path]), atol=1e-6,
+                                   err_msg=path)
 
 
 def test_pooler_comes_from_the_backbone_or_the_checkpoint(tiny_ckpt):

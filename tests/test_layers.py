@@ -86,6 +86,8 @@ def test_attention_equals_numpy_reference():
     for w in layer.weights:
         w.assign(rng.normal(0, 0.5, w.shape).astype("float32"))
     got = keras.ops.convert_to_numpy(layer([x, mask]))
+    first = keras.ops.convert_to_numpy(layer([x, mask], first_token=True))
+    assert first.shape == (batch, hidden)
     wq, wk, wv = np.split(layer.qkv_kernel.numpy(), 3, axis=1)
     bq, bk, bv = np.split(layer.qkv_bias.numpy(), 3)
     d = hidden // heads
@@ -99,6 +101,7 @@ def test_attention_equals_numpy_reference():
             heads_out.append(np_softmax(scores) @ v[:, cols])
         expected = np.concatenate(heads_out, axis=1) @ layer.output_kernel.numpy() + layer.output_bias.numpy()
         np.testing.assert_allclose(got[b], expected, atol=1e-5)
+        np.testing.assert_allclose(first[b], expected[0], atol=1e-5)  # [CLS]'s query alone: row 0
 
 
 def test_feed_forward_and_position_embedding_equal_numpy():
