@@ -53,14 +53,21 @@ def argmax_agreement(run_a: str, run_b: str, data: str, batch_size: int = 32) ->
     return {"agreement": 1.0 - differ / max(1, len(ours)), "compared": int(len(ours)), "differ": differ}
 
 
-def loss_gap(run_a: str, run_b: str) -> float:
-    """The largest gap between two runs' epoch losses, as a share of run_a's first-epoch loss.
+def loss_gap(run_a: str, run_b: str, reduce: str = "max") -> float:
+    """The largest (``reduce="max"``) or mean (``"mean"``) gap between two runs' epoch losses, as a share
+    of run_a's first-epoch loss.
 
     ``history.csv`` of each run gives the training loss per epoch; the runs must have the same number
-    of epochs. 0.0 is the same curve; 0.05 means never further apart than 5 % of where training began.
+    of epochs. 0.0 is the same curve; a largest gap of 0.05 means never further apart than 5 % of where
+    training began. The largest gap falls on the epoch where the loss drops fastest, and there a run that
+    drops a little later is far apart for that one epoch: the demo's classifier, float32 against bf16, over
+    six seeds measured largest gaps of 0.8-21 % and mean gaps of 0.2-8 %.
     """
+    if reduce not in ("max", "mean"):
+        raise fail(ConfigError, "reduce", '"max" or "mean"', repr(reduce))
     curves = [np.array([float(row["loss"]) for row in Run(run).read_history()]) for run in (run_a, run_b)]
     if len(curves[1]) != len(curves[0]) or not len(curves[0]):
         raise fail(ConfigError, f"{run_b}/history.csv", f"{len(curves[0])} epochs, as {run_a}",
                    f"{len(curves[1])}", "compare two runs trained for the same number of epochs")
-    return float(np.abs(curves[0] - curves[1]).max() / curves[0][0])
+    gaps = np.abs(curves[0] - curves[1])
+    return float((gaps.max() if reduce == "max" else gaps.mean()) / curves[0][0])

@@ -48,7 +48,10 @@ def test_demo_reaches_stated_metrics(demo):
 
 def test_mixed_precision_demo_predicts_as_the_float32_demo(demo, tmp_path):
     """The demo classifier trained again with mixed precision (bfloat16 on CPU, float16 on a GPU): the same
-    test predictions (argmax agreement >= 99.5 %) and the same loss curve within 5 % of its start."""
+    test predictions (argmax agreement >= 99.5 %) and loss curves close: on average over the epochs within
+    3 % of the start. (Their largest gap, on the epoch where the loss falls from 0.65 to 0.1-0.2, depends on
+    when each run's drop comes: over six seeds it ranged 0.8-9.5 %, and 1.7-21 % with the last block run for
+    every position; the mean gap 0.2-1.8 %, and 0.3-8 %.)"""
     from kerasbert import train
     from kerasbert.demo_data import DEMO_TRAINING
     from kerasbert.precision import argmax_agreement, loss_gap
@@ -59,7 +62,7 @@ def test_mixed_precision_demo_predicts_as_the_float32_demo(demo, tmp_path):
           vocab=os.path.join(data, "vocab.txt"), seed=0, mixed_precision=True, verbose=0, **DEMO_TRAINING)
     agreement = argmax_agreement(runs["cls"], mixed, os.path.join(data, "cls", "test.tsv"))
     assert agreement["compared"] == 150 and agreement["agreement"] >= 0.995, agreement
-    assert loss_gap(runs["cls"], mixed) <= 0.05
+    assert loss_gap(runs["cls"], mixed, reduce="mean") <= 0.03
     # ner: one tag per word, read on its first piece (not on [CLS], [SEP] or padding); the demo's words are characters
     sentences = open(os.path.join(data, "ner", "test.txt"), encoding="utf-8").read().strip().split("\n\n")
     same = argmax_agreement(runs["ner"], runs["ner"], os.path.join(data, "ner", "test.txt"))
