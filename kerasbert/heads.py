@@ -72,10 +72,14 @@ class _Backbone:
         return cls(model, layers, layers["Transformer-0-FeedForward"].kernel_initializer,
                    layers["Embedding-Token"].dtype_policy.name)
 
+    def last_block(self, part: str) -> keras.layers.Layer:
+        """The layer ``Transformer-{L-1}-{part}`` of the last block (`of` checked that block 0 exists)."""
+        last = max(int(n.split("-")[1]) for n in self.layers if re.fullmatch(r"Transformer-\d+-FeedForward-Norm", n))
+        return self.layers[f"Transformer-{last}-{part}"]
+
     def sequence_output(self, head: str):
         """The encoder's ``[B, S, H]`` output, which must be one of the backbone's outputs."""
-        norms = [n for n in self.layers if re.fullmatch(r"Transformer-\d+-FeedForward-Norm", n)]
-        sequence = self.layers[norms[-1]].output if norms else None
+        sequence = self.last_block("FeedForward-Norm").output
         if not any(output is sequence for output in self.model.outputs):
             found = ", ".join(str(tuple(o.shape)) for o in self.model.outputs)
             raise fail(ModelError, f"{head} head", "a backbone whose output is the sequence output [batch, seq, H]",
@@ -93,11 +97,7 @@ class _Backbone:
         values, (S-1)/S of it: for BERT-base at 128 tokens 6.9 % of the forward and backward passes.
         """
         self.sequence_output(head)  # the backbone's output must be the last block's
-        last = max(int(n.split("-")[1]) for n in self.layers if re.fullmatch(r"Transformer-\d+-FeedForward-Norm", n))
-
-        def block(part: str) -> keras.layers.Layer:
-            return self.layers[f"Transformer-{last}-{part}"]
-
+        block = self.last_block
         x, mask = block("MultiHeadSelfAttention").input
         first = TakeToken(0, dtype=self.dtype, name=name)(x)
         y = block("MultiHeadSelfAttention-Dropout")(block("MultiHeadSelfAttention")([x, mask], first_token=True))
