@@ -46,6 +46,22 @@ class Formula:
         return f"{self.symbols} = {self.numbers}"
 
 
+def dense(x, kernel, bias):
+    """``x·kernel + bias`` for a 2-D ``x`` [N, in], as ``ops.add(ops.matmul(x, kernel), bias)``.
+
+    The layers flatten ``[B, S, H]`` to ``[B·S, H]`` around it, so TensorFlow's graph optimizer sees
+    ``MatMul -> BiasAdd -> Gelu`` with nothing between (``ops.add`` of a vector is ``tf.nn.bias_add`` there; a
+    3-D ``ops.matmul`` is a ``Tensordot`` that reshapes its product back before the bias and the GELU): its
+    oneDNN kernels then run the matmul, the bias and the GELU as one (BERT-base's feed-forward at 16 × 128 on
+    AVX2: 0.29 s against 0.31 s; inference 1.03 × faster). The same numbers on every backend.
+
+    Example:
+    >>> tuple(dense(ops.ones((10, 8)), ops.ones((8, 3)), ops.zeros(3)).shape)
+    (10, 3)
+    """
+    return ops.add(ops.matmul(x, kernel), bias)
+
+
 @_SERIALIZABLE
 def gelu_erf(x):
     """GELU, exact form ``0.5·x·(1+erf(x/√2))`` (Hendrycks & Gimpel 2016), as Google BERT and bert4keras."""
@@ -318,20 +334,20 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if first_token:  # [CLS]'s query alone (a head that reads only [CLS]): keys and values of every position
             q_kernel, kv_kernel = ops.split(self.qkv_kernel, [hidden], axis=-1)
             q_bias, kv_bias = ops.split(self.qkv_bias, [hidden], axis=-1)
-            q = ops.matmul(x[:, :1], q_kernel) + q_bias  # (batch, 1, H)
-            k, v = ops.split(ops.matmul(x, kv_kernel) + kv_bias, 2, axis=-1)
+            q = dense(x[:, 0], q_kernel, q_bias)  # (batch, H)
+            k, v = ops.split(dense(ops.reshape(x, (-1, hidden)), kv_kernel, kv_bias), 2, axis=-1)  # (batch·seq, H)
         else:
             # split, not qkv[..., 0]: the gradient of a split is one concatenation, that of each slice a
             # full-size tensor of zeros (without XLA, 0.28 s of a 1.3 s BERT-base bf16 training step)
-            q, k, v = ops.split(ops.matmul(x, self.qkv_kernel) + self.qkv_bias, 3, axis=-1)  # (batch, seq, H)
+            q, k, v = ops.split(dense(ops.reshape(x, (-1, hidden)), self.qkv_kernel, self.qkv_bias), 3, axis=-1)
         q, k, v = (ops.reshape(t, (batch, -1, self.num_heads, self.head_size)) for t in (q, k, v))  # (.., heads, d)
         scores = ops.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.head_size)  # (batch, heads, seq or 1, seq)
         scores = ops.where(key_mask[:, None, None, :], ops.cast(scores, "float32"), -math.inf)
         probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)  # softmax in float32 under mixed precision
         probs = self.dropout_layer(probs, training=training)
         out = ops.einsum("bhqk,bkhd->bqhd", probs, v)  # (batch, seq or 1, heads, d)
-        out = ops.reshape(out, (batch, hidden) if first_token else (batch, length, hidden))
-        return ops.matmul(out, self.output_kernel) + self.output_bias
+        out = dense(ops.reshape(out, (-1, hidden)), self.output_kernel, self.output_bias)  # (batch·(seq or 1), H)
+        return out if first_token else ops.reshape(out, (batch, length, hidden))
 
     def compute_output_spec(self, inputs, training=None, first_token: bool = False):
         x = inputs[0]
@@ -387,7 +403,7 @@ class FeedForward(keras.layers.Layer):
 
     def call(self, inputs, training=None):
         activation = gelu_erf_composed if training and self.activation == "gelu" else self.activation_fn
-        x = ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias  # (batch, seq, I)
+        x = dense(ops.reshape(inputs, (-1, inputs.shape[-1])), self.intermediate_kernel, self.intermediate_bias)
         if self.compute_dtype in HALF_DTYPES and not training:
             # inference under mixed precision: the activation in float32, rounded once, and faster on CPU, where
             # TensorFlow runs erf/erfc on bf16 one element at a time (BERT-base bf16 0.75 -> 0.63 s a batch).
@@ -395,7 +411,7 @@ class FeedForward(keras.layers.Layer):
             x = ops.cast(activation(ops.cast(x, "float32")), self.compute_dtype)
         else:
             x = activation(x)
-        return ops.matmul(x, self.output_kernel) + self.output_bias
+        return ops.reshape(dense(x, self.output_kernel, self.output_bias), ops.shape(inputs))  # (batch, seq, H)
 
     def get_config(self):
         return {

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+import platform
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -212,3 +216,38 @@ def test_feed_forward_computes_its_activation_in_float32_under_mixed_precision_i
     assert (np.abs(y - exact) <= half_ulp * 1.0001).all()
     trained = np.asarray(layer(x, training=True), "float64")
     assert (np.abs(trained - exact) > half_ulp * 1.0001).any()  # bf16 arithmetic: some more than half an ulp off
+
+
+FUSED_OPS = """
+import kerasbert, tensorflow as tf
+from tensorflow.core.protobuf import config_pb2
+from tensorflow.python.framework import meta_graph
+from tensorflow.python.grappler import tf_optimizer
+from kerasbert.layers import FeedForward, MultiHeadSelfAttention
+
+ffn, attention = FeedForward(units=32), MultiHeadSelfAttention(num_heads=2)
+
+@tf.function
+def blocks(x, mask):
+    with tf.device("/device:CPU:0"):  # TensorFlow's remapper fuses nodes placed on a CPU
+        return ffn(x, training=False), attention([x, mask], training=False)
+
+graph = blocks.get_concrete_function(tf.TensorSpec((2, 5, 8)), tf.TensorSpec((2, 5), tf.bool)).graph
+meta = meta_graph.create_meta_graph_def(graph=graph)
+meta.collection_def["train_op"].node_list.value.extend(t.name for t in graph.outputs)
+for node in tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta).node:
+    if "MatMul" in node.op and "BatchMatMul" not in node.op:
+        print(node.op, "+".join(op.decode() for op in node.attr["fused_ops"].list.s))
+"""
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow" or platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="TensorFlow's oneDNN graph rewrite (kerasbert.onednn turns it on on x86-64)")
+def test_tensorflow_runs_each_projection_with_its_bias_and_the_gelu_as_one_matmul():
+    """`dense` keeps ``MatMul -> BiasAdd -> Gelu`` adjacent: TensorFlow's grappler, with oneDNN on, turns every
+    projection of both blocks into one ``_FusedMatMul``, the feed-forward's first with its GELU (3-D matmuls
+    reshape back before the GELU: four ``BiasAdd`` fusions, none with it)."""
+    done = subprocess.run([sys.executable, "-c", FUSED_OPS], capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(done.stdout.split("\n")[:-1]) == ["_FusedMatMul BiasAdd"] * 3 + ["_FusedMatMul BiasAdd+GeluExact"]
