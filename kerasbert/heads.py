@@ -22,7 +22,7 @@ from keras import ops
 
 from kerasbert.crf import ConditionalRandomField, crf_accuracy, crf_layers
 from kerasbert.errors import ModelError, fail
-from kerasbert.layers import Bias, MaskedMean, PaddingMask, TakeToken, get_activation
+from kerasbert.layers import Bias, LayerNorm, MaskedMean, PaddingMask, TakeToken, get_activation
 
 __all__ = ["CRFLoss", "SparseLabelLoss", "check_label_ids", "cls", "crf_decoder", "loss_and_metrics", "masked_accuracy",
            "mlm", "nsp", "tagging"]
@@ -48,7 +48,7 @@ def mlm_output(x, embedding, activation: str, epsilon: float, init="glorot_unifo
     """``MLM-Dense -> MLM-Norm -> x·Eᵀ (tied to Embedding-Token) -> MLM-Bias -> MLM-Activation``."""
     y = keras.layers.Dense(int(x.shape[-1]), activation=get_activation(activation), kernel_initializer=init,
                            dtype=dtype, name="MLM-Dense")(x)
-    y = keras.layers.LayerNormalization(epsilon=epsilon, dtype=dtype, name="MLM-Norm")(y)
+    y = LayerNorm(epsilon=epsilon, dtype=dtype, name="MLM-Norm")(y)
     y = embedding(y, reverse=True)  # [B, S, H] -> [B, S, V]
     y = Bias(dtype=dtype, name="MLM-Bias")(y)
     return keras.layers.Activation(output_activation, dtype=dtype, name="MLM-Activation")(y)

@@ -18,6 +18,7 @@ from kerasbert.crf import crf_layers
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.layers import (
     FeedForward,
+    LayerNorm,
     MultiHeadSelfAttention,
     PaddingMask,
     PositionEmbedding,
@@ -47,7 +48,7 @@ def _embeddings(token_ids, segment_ids, cfg: BertConfig, init, dropout_rate: flo
         x = keras.layers.Add(dtype=dtype, name="Embedding-Token-Segment")([x, s])
     x = PositionEmbedding(cfg.max_position_embeddings, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
                           name="Embedding-Position")(x)
-    x = keras.layers.LayerNormalization(epsilon=cfg.layer_norm_eps, dtype=dtype, name="Embedding-Norm")(x)
+    x = LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name="Embedding-Norm")(x)
     return keras.layers.Dropout(dropout_rate, dtype=dtype, name="Embedding-Dropout")(x), embedding
 
 
@@ -55,7 +56,7 @@ def _residual(x, y, name: str, cfg: BertConfig, dropout_rate: float, dtype):
     """``Norm(x + Dropout(y))``, the post-norm residual of BERT (Devlin et al. 2019, §3)."""
     y = keras.layers.Dropout(dropout_rate, dtype=dtype, name=f"{name}-Dropout")(y)
     x = keras.layers.Add(dtype=dtype, name=f"{name}-Add")([x, y])
-    return keras.layers.LayerNormalization(epsilon=cfg.layer_norm_eps, dtype=dtype, name=f"{name}-Norm")(x)
+    return LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name=f"{name}-Norm")(x)
 
 
 def _transformer_block(x, mask, index: int, cfg: BertConfig, init, dropout_rate: float, dtype):
