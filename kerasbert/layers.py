@@ -355,10 +355,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def param_formula(self) -> Formula:
         return Formula.of("4·(H·H+H)", H=int(self.output_bias.shape[0]))
 
-    def activation_elements(self, batch: int, seq: int) -> int:
-        """Tensors inside the layer kept for backprop: qkv B·S·3H, scores and probs 2·B·A·S², context B·S·H."""
-        hidden = int(self.output_bias.shape[0])
-        return batch * seq * 4 * hidden + 2 * batch * self.num_heads * seq * seq
+    def activation_elements(self, batch: int, seq: int, queries: int | None = None) -> int:
+        """Tensors inside the layer kept for backprop: q B·Q·H, k and v B·S·2H, scores and probs 2·B·A·Q·S,
+        context B·Q·H, for Q queries (S; 1 for the ``first_token=True`` call)."""
+        hidden, queries = int(self.output_bias.shape[0]), seq if queries is None else queries
+        return batch * hidden * (2 * queries + 2 * seq) + 2 * batch * self.num_heads * queries * seq
 
     def call(self, inputs, training=None, first_token: bool = False):
         x, key_mask = inputs
@@ -436,9 +437,10 @@ class FeedForward(keras.layers.Layer):
     def param_formula(self) -> Formula:
         return Formula.of("H·I+I+I·H+H", H=int(self.output_bias.shape[0]), I=self.units)
 
-    def activation_elements(self, batch: int, seq: int) -> int:
-        """Tensors inside the layer kept for backprop: the inner layer before and after the activation, 2·B·S·I."""
-        return 2 * batch * seq * self.units
+    def activation_elements(self, batch: int, seq: int, queries: int | None = None) -> int:
+        """Tensors inside the layer kept for backprop: the inner layer before and after the activation, 2·B·Q·I
+        for Q positions (S; 1 on ``[B, H]``, the ``[CLS]``-only block)."""
+        return 2 * batch * (seq if queries is None else queries) * self.units
 
     def call(self, inputs, training=None):
         activation = gelu_erf_composed if training and self.activation == "gelu" else self.activation_fn

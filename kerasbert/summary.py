@@ -328,8 +328,9 @@ def _elements(shape, batch_size: int, seq_len: int | None, where: str) -> int:
 ACTIVATION_FORMULA = (
     "estimate: Σ over every layer call of its output elements (batch B for the first None axis, sequence S for "
     "the others) × the output dtype's bytes, plus the tensors inside a layer that it reports through "
-    "activation_elements(B, S) (attention: qkv, scores and probabilities B·A·S·S, context; feed-forward: the inner "
-    "B·S·I before and after the activation); framework workspace is not included"
+    "activation_elements(B, S, queries) for each call (attention: qkv, scores and probabilities B·A·S·S, context; "
+    "feed-forward: the inner B·S·I before and after the activation; a call whose output has no sequence axis, the "
+    "[CLS]-only last block, for one query); framework workspace is not included"
 )
 
 
@@ -345,16 +346,17 @@ def estimate_activations(model, batch_size: int, seq_len: int | None) -> Activat
     for layer, _, owner in _walk(model):
         if isinstance(layer, keras.Model):
             continue  # its layers are walked next
+        report = getattr(layer, "activation_elements", None)
         for node in _nodes_of(layer, owner):
-            for tensor in keras.tree.flatten(node.output_tensors):
+            outputs = keras.tree.flatten(node.output_tensors)
+            for tensor in outputs:
                 count = _elements(tensor.shape, batch_size, seq_len, layer.name)
                 elements += count
                 size += count * _dtype_bytes(tensor.dtype)
-        report = getattr(layer, "activation_elements", None)
-        if callable(report) and seq_len is not None:
-            extra = int(report(batch_size, seq_len))
-            elements += extra
-            size += extra * _dtype_bytes(layer.compute_dtype)
+            if callable(report) and seq_len is not None:
+                extra = int(report(batch_size, seq_len, queries=1 if len(outputs[0].shape) == 2 else seq_len))
+                elements += extra
+                size += extra * _dtype_bytes(layer.compute_dtype)
     return Activations(batch_size, seq_len, elements, size, ACTIVATION_FORMULA)
 
 

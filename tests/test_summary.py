@@ -253,12 +253,28 @@ def test_memory_weights_adam_and_activation_estimate():
     assert act.formula.startswith("estimate:") and "Activations (estimate, batch 4, seq 16)" in s.render()
 
 
+def test_activation_estimate_counts_the_cls_only_block_at_one_query():
+    """The classifier runs its last block for [CLS] alone: that block's attention keeps q, scores, probs and
+    context for one query (k and v for all S), its feed-forward one position; node outputs are [B, H] too."""
+    trimmed, full = (heads.cls(build_transformer_model("tiny", verbose=False), 2, first_token_only=only)
+                     for only in (True, False))
+    b, s, h, a, i = 4, 16, 32, 2, 64
+    fewer = {"attention inside": b * h * 2 * (s - 1) + 2 * b * a * (s - 1) * s,  # q, context; scores, probs
+             "feed-forward inside": 2 * b * (s - 1) * i}
+    # outputs [B, H] instead of [B, S, H]: the block's 8 layers (attention, feed-forward, each with its dropout,
+    # add and norm); CLS-token outputs [B, H] in both
+    fewer["outputs"] = 8 * b * (s - 1) * h
+    estimate = {name: collect(m, batch_size=b, seq_len=s).memory.activations.elements
+                for name, m in (("trimmed", trimmed), ("full", full))}
+    assert estimate["full"] - estimate["trimmed"] == sum(fewer.values())
+
+
 class ReportsActivations(keras.layers.Layer):
     def call(self, x):
         return x
 
-    def activation_elements(self, batch_size, seq_len):
-        return batch_size * seq_len * 100
+    def activation_elements(self, batch_size, seq_len, queries):
+        return batch_size * queries * 100
 
 
 def test_activation_hook_and_missing_seq_len():
