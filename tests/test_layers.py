@@ -248,6 +248,20 @@ def test_feed_forward_computes_its_activation_in_float32_under_mixed_precision_i
     assert (np.abs(trained - exact) > half_ulp * 1.0001).any()  # bf16 arithmetic: some more than half an ulp off
 
 
+# TensorFlow's oneDNN rewrites exist only there; kerasbert.onednn turns them on on x86-64
+onednn_rewrites = pytest.mark.skipif(
+    keras.config.backend() != "tensorflow" or platform.machine().lower() not in ("x86_64", "amd64"),
+    reason="TensorFlow's oneDNN graph rewrite (kerasbert.onednn turns it on on x86-64)")
+
+
+def run_with_onednn(script: str, **env: str) -> subprocess.CompletedProcess:
+    """Run ``script`` in a fresh Python that imports kerasbert first, so that kerasbert turns oneDNN on."""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**{k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}, **env})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 FUSED_OPS = """
 import kerasbert, tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
@@ -271,15 +285,12 @@ for node in tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta).node:
 """
 
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow" or platform.machine().lower() not in ("x86_64", "amd64"),
-                    reason="TensorFlow's oneDNN graph rewrite (kerasbert.onednn turns it on on x86-64)")
+@onednn_rewrites
 def test_tensorflow_runs_each_projection_with_its_bias_and_the_gelu_as_one_matmul():
     """`dense` keeps ``MatMul -> BiasAdd -> Gelu`` adjacent: TensorFlow's grappler, with oneDNN on, turns every
     projection of both blocks into one ``_FusedMatMul``, the feed-forward's first with its GELU (3-D matmuls
     reshape back before the GELU: four ``BiasAdd`` fusions, none with it)."""
-    done = subprocess.run([sys.executable, "-c", FUSED_OPS], capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"})
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_with_onednn(FUSED_OPS)
     assert sorted(done.stdout.split("\n")[:-1]) == ["_FusedMatMul BiasAdd"] * 3 + ["_FusedMatMul BiasAdd+GeluExact"]
 
 
@@ -293,16 +304,12 @@ tf.function(lambda x, mask: attention([x, mask], training=False))(x, mask)
 """
 
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow" or platform.machine().lower() not in ("x86_64", "amd64"),
-                    reason="TensorFlow's oneDNN graph rewrite (kerasbert.onednn turns it on on x86-64)")
+@onednn_rewrites
 def test_tensorflow_runs_the_attention_batch_matmuls_without_post_ops():
     """The scale on Q and the subtracted padding penalty keep the scores' batch matmul a plain oneDNN matmul:
     a ``-inf`` bias added to scaled scores is folded into it by TensorFlow as ``binary_mul`` + broadcast
     ``binary_add`` post-ops, 1.4 × slower than the three apart on BERT-base (see `MultiHeadSelfAttention`)."""
-    done = subprocess.run([sys.executable, "-c", ATTENTION_PRIMITIVES], capture_output=True, text=True, timeout=300,
-                          env={**{k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"},
-                               "ONEDNN_VERBOSE": "1"})
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_with_onednn(ATTENTION_PRIMITIVES, ONEDNN_VERBOSE="1")
     matmuls = [line.split(",") for line in done.stdout.splitlines() if line.startswith("onednn_verbose")
                and ",exec," in line and ",matmul," in line]
     assert sorted(fields[-2] for fields in matmuls) == ["2x2x5x4:2x2x4x5", "2x2x5x5:2x2x5x4"]
