@@ -37,6 +37,7 @@ import argparse
 import functools
 import importlib.util
 import json
+import math
 import os
 import platform
 import random
@@ -478,14 +479,38 @@ def run_group(names: list[str], mode: str, args, config_file: str, index: int) -
     return {worker.name: {**worker.result(), "group": index} for worker in workers}
 
 
-def paired(results: dict, mode: str, a: str, b: str) -> float | None:
-    """Median over the rounds where both ran (same group) of a's step time / b's: how much faster b is."""
+def paired_ratios(results: dict, mode: str, a: str, b: str) -> list[float]:
+    """a's step time / b's, one ratio per round where both ran (same group): how much faster b is."""
     ratios = []
     for run_a in results.get((a, mode), []):
         for run_b in results.get((b, mode), []):
             if run_a["group"] == run_b["group"]:
                 ratios += [x / y for x, y in zip(run_a["times"], run_b["times"], strict=True)]
+    return ratios
+
+
+def paired(results: dict, mode: str, a: str, b: str) -> float | None:
+    """The median of `paired_ratios`, or None where a and b never ran side by side."""
+    ratios = paired_ratios(results, mode, a, b)
     return statistics.median(ratios) if ratios else None
+
+
+def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free confidence interval for the median of what ``values`` sample: the k-th smallest and
+    the k-th largest value, with k the largest rank whose binomial tail P(Bin(n, ½) < k) is ≤ (1 - confidence)/2
+    (it covers the median with probability ≥ ``confidence``, whatever the distribution). None when n is too
+    small for any such k (n < 6 at 95 %).
+
+    Example (n = 10: the 2nd smallest and 2nd largest, P(Bin(10, ½) ≤ 1) = 11/1024 ≤ 0.025):
+    >>> median_interval([1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9])
+    (1.1, 1.8)
+    """
+    n, tail, k = len(values), 0.0, 0
+    while k < n and tail + math.comb(n, k) / 2 ** n <= (1 - confidence) / 2:
+        tail += math.comb(n, k) / 2 ** n
+        k += 1
+    ordered = sorted(values)
+    return (ordered[k - 1], ordered[n - k]) if k else None
 
 
 def _cpuinfo(field: str) -> str:
@@ -597,38 +622,44 @@ def targets(summary: dict, results: dict, half_units: bool) -> str:
     f = summary["figures"]
     out = []
 
-    def check(text: str, value, goal, higher: bool = True, unit: str = "×"):
+    def check(text: str, value, goal, higher: bool = True, unit: str = "×", rounds: list[float] | None = None):
         if value is None:
             return
         met = value >= goal if higher else value <= goal
-        out.append(f"- {text}: {value:.2f}{unit} (target {'≥' if higher else '≤'} {goal}{unit}) — "
-                   f"{'met' if met else '**missed**'}")
+        spread = median_interval(rounds or [])
+        inside = spread and spread[0] <= goal <= spread[1]
+        out.append(f"- {text}: {value:.2f}{unit} (target {'≥' if higher else '≤'} {goal}{unit}"
+                   + (f"; 95 % interval {spread[0]:.2f}–{spread[1]:.2f} over {len(rounds)} rounds" if spread else "")
+                   + f") — {'met' if met else '**missed**'}" + " (the target is inside the interval)" * bool(inside))
+
+    def check_pair(text: str, mode: str, a: str, b: str, goal, higher: bool = True):
+        check(text, paired(results, mode, a, b), goal, higher, rounds=paired_ratios(results, mode, a, b))
 
     for mode, goal, peak_goal in (("infer", 1.15, 80), ("train", 1.25, 70)):
         mine = f.get(("kerasbert", mode))
         if not mine:
             continue
-        check(f"{mode}: kerasbert vs bert4keras", mine["vs_bert4keras"], goal)
-        check(f"{mode}: kerasbert vs keras-hub", paired(results, mode, "keras-hub", "kerasbert"), 1.0)
-        check(f"{mode}: kerasbert-fp16 vs keras-hub-fp16", paired(results, mode, "keras-hub-fp16", "kerasbert-fp16"),
-              1.0)
+        check(f"{mode}: kerasbert vs bert4keras", mine["vs_bert4keras"], goal,
+              rounds=paired_ratios(results, mode, "bert4keras", "kerasbert"))
+        check_pair(f"{mode}: kerasbert vs keras-hub", mode, "keras-hub", "kerasbert", 1.0)
+        check_pair(f"{mode}: kerasbert-fp16 vs keras-hub-fp16", mode, "keras-hub-fp16", "kerasbert-fp16", 1.0)
         check(f"{mode}: kerasbert share of the matmul peak", mine["peak_pct"], peak_goal, unit="%")
     mine, b4k = f.get(("kerasbert", "train")), f.get(("bert4keras", "train"))
     if mine and b4k:
         check("train: peak RSS kerasbert / bert4keras", mine["rss_mb"] / b4k["rss_mb"], 1.0, higher=False)
     e2e = f.get(("kerasbert-train", "train"))
     if mine and e2e:
-        check("`kerasbert train` step / bare model step", paired(results, "train", "kerasbert-train", "kerasbert"),
-              1.05, higher=False)
+        check_pair("`kerasbert train` step / bare model step", "train", "kerasbert-train", "kerasbert", 1.05,
+                   higher=False)
         check("tokenization time per batch / model step", 100 * e2e["tokenize_s"] / mine["step_s"], 5,
               higher=False, unit="%")
     for name in ("kerasbert-bf16", "kerasbert-fp16"):
         for mode in MODES:
             if (name, mode) in f and ("kerasbert", mode) in f:
-                speed = paired(results, mode, "kerasbert", name)
                 if half_units:
-                    check(f"{mode}: {name} / fp32 speed", speed, 1.6)
+                    check_pair(f"{mode}: {name} / fp32 speed", mode, "kerasbert", name, 1.6)
                 else:
+                    speed = paired(results, mode, "kerasbert", name)
                     out.append(f"- {mode}: {name} / fp32 speed: {speed:.2f}× (no bf16 units: fp32 stays the default)")
     return "\n".join(out)
 
@@ -712,7 +743,9 @@ def main(argv=None) -> None:
             + "".join(f"Not measured: {name} ({why}).\n\n" for name, why in skipped.items()) +
             f"Matmul peak measured by the same run ({peak_how(args)}, at its start and end): "
             f"{summary['peak_text']}.\n\n{table}\n\n"
-            f"Targets (ratios are medians of paired rounds):\n{targets(summary, results, kind != 'cpu')}\n")
+            f"Targets (ratios are medians of paired rounds; the interval, where there are 6 rounds or more, is a "
+            f"95 % confidence interval for that median from the rounds' order statistics, `median_interval`):\n"
+            f"{targets(summary, results, kind != 'cpu')}\n")
     print(text)
     write_section("bench-quick" if quick else f"bench-{kind}", text, args.results or os.path.join(HERE, "RESULTS.md"))
 

@@ -11,7 +11,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # benchmarks/ is not part of the installed package
 
-from benchmarks.bench import forward_flops, groups, paired, targets  # noqa: E402
+from benchmarks.bench import forward_flops, groups, median_interval, paired, targets  # noqa: E402
 
 
 def test_forward_flops_by_hand():
@@ -40,6 +40,31 @@ def test_paired_ratio_is_the_median_of_same_round_ratios_within_a_group():
     assert paired(results, "infer", "keras-hub", "kerasbert") == 4.0  # only group 1 has both
     assert paired(results, "infer", "keras-hub", "kerasbert-bf16") is None
     assert paired(results, "train", "bert4keras", "kerasbert") is None
+
+
+def test_median_interval_takes_the_order_statistics_the_binomial_tail_allows():
+    # n = 10: P(Bin(10, ½) <= 1) = 11/1024 <= 0.025 < P(<= 2) = 56/1024: the 2nd smallest and 2nd largest
+    assert median_interval([10.0, 1.0, 9.0, 2.0, 8.0, 3.0, 7.0, 4.0, 6.0, 5.0]) == (2.0, 9.0)
+    # n = 20: P(<= 5) = 21700/2**20 = 0.0207, P(<= 6) = 60460/2**20 = 0.0577: the 6th from each end
+    assert median_interval([float(v) for v in range(1, 21)]) == (6.0, 15.0)
+    # 50 %: P(<= 7) = 0.132 <= 0.25 < P(<= 8) = 0.252: the 8th from each end
+    assert median_interval([float(v) for v in range(1, 21)], confidence=0.5) == (8.0, 13.0)
+    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]) == (1.0, 6.0)  # P(Bin(6, ½) = 0) = 1/64
+    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # 1/32 > 0.025: no 95 % interval from 5 rounds
+    assert median_interval([]) is None
+
+
+def test_ratio_targets_give_the_rounds_interval_and_say_when_the_target_lies_inside_it():
+    rows = {("kerasbert", "infer"): {"step_s": 1.0, "peak_pct": 90.0, "vs_bert4keras": 1.14}}
+    b4k = [1.14, 1.00, 1.30, 1.05, 1.25, 1.10, 1.20, 1.16, 1.12, 1.18]  # kerasbert's times are all 1.0
+    results = {("bert4keras", "infer"): [{"group": 0, "times": b4k}],
+               ("kerasbert", "infer"): [{"group": 0, "times": [1.0] * 10}],
+               ("keras-hub", "infer"): [{"group": 0, "times": [1.5] * 10}]}
+    text = targets({"figures": rows}, results, half_units=False)
+    assert ("- infer: kerasbert vs bert4keras: 1.14× (target ≥ 1.15×; 95 % interval 1.05–1.25 over 10 rounds) — "
+            "**missed** (the target is inside the interval)") in text
+    assert "- infer: kerasbert vs keras-hub: 1.50× (target ≥ 1.0×; 95 % interval 1.50–1.50 over 10 rounds) — met" \
+        in text.splitlines()
 
 
 def test_mixed_precision_target_applies_where_half_precision_has_its_own_units():
