@@ -56,7 +56,7 @@ def test_median_interval_takes_the_order_statistics_the_binomial_tail_allows():
 
 def test_ratio_targets_give_the_rounds_interval_and_say_when_the_target_lies_inside_it():
     rows = {("kerasbert", "infer"): {"step_s": 1.0, "peak_pct": 90.0, "vs_bert4keras": 1.14}}
-    b4k = [1.14, 1.00, 1.30, 1.05, 1.25, 1.10, 1.20, 1.16, 1.12, 1.18]  # kerasbert's times are all 1.0
+    b4k = [1.14, 1.00, 1.30, 1.05, 1.25, 1.10, 1.20, 1.14, 1.12, 1.18]  # kerasbert's times are all 1.0
     results = {("bert4keras", "infer"): [{"group": 0, "times": b4k}],
                ("kerasbert", "infer"): [{"group": 0, "times": [1.0] * 10}],
                ("keras-hub", "infer"): [{"group": 0, "times": [1.5] * 10}]}
