@@ -15,6 +15,7 @@ import keras
 from keras import ops
 
 from kerasbert.errors import ModelError, fail
+from kerasbert.fused import gelu_erf_composed, gelu_erf_training  # noqa: F401 (gelu_erf_composed: re-exported)
 
 _SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
 HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
@@ -66,22 +67,6 @@ def dense(x, kernel, bias):
 def gelu_erf(x):
     """GELU, exact form ``0.5·x·(1+erf(x/√2))`` (Hendrycks & Gimpel 2016), as Google BERT and bert4keras."""
     return keras.activations.gelu(x, approximate=False)
-
-
-def gelu_erf_composed(x):
-    """`gelu_erf` written as ``0.5·x·(1+erf(x/√2))``, the form of Google's BERT and bert4keras; equal to
-    Keras's erfc form within float32 rounding (1e-7 relative, more for x < -3 where 1+erf cancels).
-
-    `FeedForward` uses it in training: XLA's gradient of this form keeps one tensor of the inner layer's
-    size (erf's) from the forward pass for the backward one, where Keras's erfc form keeps two (BERT-base,
-    8 × 128: 144 MB less of the step's 1.3 GB buffer). Inference keeps the erfc form, which TensorFlow's
-    oneDNN fuses with the matmul before it.
-
-    Example:
-    >>> float(ops.max(ops.abs(gelu_erf_composed(ops.ones(3)) - gelu_erf(ops.ones(3))))) < 1e-6
-    True
-    """
-    return 0.5 * x * (1.0 + ops.erf(x * 0.7071067811865476))
 
 
 @_SERIALIZABLE
@@ -450,7 +435,7 @@ class FeedForward(keras.layers.Layer):
         return 2 * batch * (seq if queries is None else queries) * self.units
 
     def call(self, inputs, training=None):
-        activation = gelu_erf_composed if training and self.activation == "gelu" else self.activation_fn
+        activation = gelu_erf_training if training and self.activation == "gelu" else self.activation_fn
         x = dense(ops.reshape(inputs, (-1, inputs.shape[-1])), self.intermediate_kernel, self.intermediate_bias)
         if self.compute_dtype in HALF_DTYPES and not training:
             # inference under mixed precision: the activation in float32, rounded once, and faster on CPU, where
