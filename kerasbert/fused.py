@@ -35,6 +35,11 @@ INV_SQRT_TWO_PI = 0.3989422804014327  # 1/√(2π) = φ(0)
 MIN_WIDTH = 3072  # inner layers at least this wide get the XLA kernels: BERT-base's and wider
 
 
+def normal_cdf(x):
+    """Φ(x) = ``0.5·(1+erf(x/√2))``, the standard normal CDF: GELU is ``x·Φ(x)``."""
+    return 0.5 * (1.0 + ops.erf(x * SQRT_HALF))
+
+
 def gelu_erf_composed(x):
     """GELU written as ``0.5·x·(1+erf(x/√2))``, the form of Google's BERT and bert4keras; equal to Keras's
     erfc form (`kerasbert.layers.gelu_erf`) within float32 rounding (1e-7 relative, more for x < -3 where
@@ -49,12 +54,12 @@ def gelu_erf_composed(x):
     >>> float(ops.max(ops.abs(gelu_erf_composed(ops.ones(3)) - gelu_erf(ops.ones(3))))) < 1e-6
     True
     """
-    return 0.5 * x * (1.0 + ops.erf(x * SQRT_HALF))
+    return x * normal_cdf(x)
 
 
 def gelu_erf_gradient(x, dy):
     """``dy·d gelu/dx = dy·(Φ(x) + x·φ(x))``, the backward pass of `gelu_erf_composed` from its input."""
-    return dy * (0.5 * (1.0 + ops.erf(x * SQRT_HALF)) + x * (INV_SQRT_TWO_PI * ops.exp(-0.5 * x * x)))
+    return dy * (normal_cdf(x) + x * (INV_SQRT_TWO_PI * ops.exp(-0.5 * x * x)))
 
 
 def gelu_erf_training(x):

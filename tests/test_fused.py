@@ -79,6 +79,6 @@ def test_feed_forward_trains_with_the_same_numbers_as_it_predicts(units):
         return y.numpy(), [g.numpy() for g in tape.gradient(y, [x, *ff.trainable_variables])]
 
     (y_train, grads_train), (y_infer, grads_infer) = run(True), run(False)
-    np.testing.assert_allclose(y_train, y_infer, atol=1e-5)
+    np.testing.assert_allclose(y_train, y_infer, atol=1e-6)
     for a, b in zip(grads_train, grads_infer, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
