@@ -15,7 +15,12 @@ import keras
 from keras import ops
 
 from kerasbert.errors import ModelError, fail
-from kerasbert.fused import gelu_erf_composed, gelu_erf_training  # noqa: F401 (gelu_erf_composed: re-exported)
+from kerasbert.fused import (  # noqa: F401 (gelu_erf_composed: re-exported)
+    dropout_pays,
+    dropout_training,
+    gelu_erf_composed,
+    gelu_erf_training,
+)
 
 _SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
 HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
@@ -295,6 +300,30 @@ class LayerNorm(keras.layers.LayerNormalization):
 
 
 @_SERIALIZABLE
+class Dropout(keras.layers.Dropout):
+    """Keras's ``Dropout`` (same arguments, config and rule: a fraction ``rate`` of elements zeroed in
+    training, the rest scaled by ``1/(1-rate)``), whose training pass on TensorFlow's plain graph runs as
+    one XLA kernel each way for models at least `kerasbert.fused.MIN_DROPOUT_WIDTH` wide (BERT-base):
+    `kerasbert.fused.dropout_training`, 2.2-2.8 × faster than TensorFlow's dropout. There the masks come
+    from kerasbert's counter hash (`kerasbert.fused.random_bits`) instead of TensorFlow's Philox: for the
+    same seed, another random stream from the same distribution. Elsewhere it is Keras's layer.
+
+    Call arguments: ``inputs``, ``training``, and ``width``: the width of the model, which decides; the last
+    axis of ``inputs`` when None (the attention passes its ``H`` for probabilities ``[B, A, S, S]``).
+
+    Example:
+    >>> y = Dropout(0.5, seed=1)(ops.ones((2, 768)), training=True)
+    >>> sorted({float(v) for v in ops.convert_to_numpy(y).ravel()})
+    [0.0, 2.0]
+    """
+
+    def call(self, inputs, training=False, width: int | None = None):
+        if training and 0 < self.rate < 1 and self.noise_shape is None and dropout_pays(inputs, width):
+            return dropout_training(inputs, self.rate, self.seed_generator.next(), width)
+        return super().call(inputs, training=training)
+
+
+@_SERIALIZABLE
 class MultiHeadSelfAttention(keras.layers.Layer):
     """Multi-head self-attention over ``[x, key_mask]`` with one fused Q/K/V projection.
 
@@ -329,7 +358,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.num_heads = num_heads
         self.dropout = dropout
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, input_shape):
         hidden = input_shape[0][-1]
@@ -367,7 +396,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         penalty = ops.where(key_mask, 0.0, math.inf)[:, None, None, :]  # (batch, 1, 1, seq): +inf on padding keys
         probs = ops.softmax(ops.subtract(ops.cast(scores, "float32"), penalty), axis=-1)  # float32 in mixed precision
         probs = ops.cast(probs, x.dtype)
-        probs = self.dropout_layer(probs, training=training)
+        probs = self.dropout_layer(probs, training=training, width=hidden)
         out = ops.einsum("bhqk,bhkd->bhqd", probs, v)  # (batch, heads, seq or 1, d)
         if first_token:
             return dense(ops.reshape(out, (batch, hidden)), self.output_kernel, self.output_bias)  # (batch, H)

@@ -17,6 +17,7 @@ from kerasbert.config import BertConfig, resolve_config
 from kerasbert.crf import crf_layers
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.layers import (
+    Dropout,
     FeedForward,
     LayerNorm,
     MultiHeadSelfAttention,
@@ -49,12 +50,12 @@ def _embeddings(token_ids, segment_ids, cfg: BertConfig, init, dropout_rate: flo
     x = PositionEmbedding(cfg.max_position_embeddings, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
                           name="Embedding-Position")(x)
     x = LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name="Embedding-Norm")(x)
-    return keras.layers.Dropout(dropout_rate, dtype=dtype, name="Embedding-Dropout")(x), embedding
+    return Dropout(dropout_rate, dtype=dtype, name="Embedding-Dropout")(x), embedding
 
 
 def _residual(x, y, name: str, cfg: BertConfig, dropout_rate: float, dtype):
     """``Norm(x + Dropout(y))``, the post-norm residual of BERT (Devlin et al. 2019, §3)."""
-    y = keras.layers.Dropout(dropout_rate, dtype=dtype, name=f"{name}-Dropout")(y)
+    y = Dropout(dropout_rate, dtype=dtype, name=f"{name}-Dropout")(y)
     x = keras.layers.Add(dtype=dtype, name=f"{name}-Add")([x, y])
     return LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name=f"{name}-Norm")(x)
 
