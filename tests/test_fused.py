@@ -227,11 +227,14 @@ def test_a_bert_base_wide_model_fits_with_every_dropout_through_the_kernel(monke
 
     traced, kernel = [], fused._xla_dropout
 
-    def spy(x, seed):  # the shapes reaching the XLA kernel, each time fit's step is traced
-        traced.append(tuple(x.shape[1:]))
-        return kernel(0.1)(x, seed)
+    def spy(rate):  # the rates and shapes reaching the XLA kernel, each time fit's step is traced
+        def dropout(x, seed):
+            traced.append((rate, *x.shape[1:]))
+            return kernel(rate)(x, seed)
 
-    monkeypatch.setattr(fused, "_xla_dropout", lambda rate: spy)
+        return dropout
+
+    monkeypatch.setattr(fused, "_xla_dropout", spy)
     keras.utils.set_random_seed(0)
     model = cls(build_transformer_model("tiny", hidden_size=MIN_DROPOUT_WIDTH, num_attention_heads=12,
                                         intermediate_size=MIN_WIDTH, num_hidden_layers=1, verbose=False), 2)
@@ -240,7 +243,8 @@ def test_a_bert_base_wide_model_fits_with_every_dropout_through_the_kernel(monke
     x, y = {"Input-Token": ids, "Input-Segment": np.zeros_like(ids)}, rng.integers(0, 2, size=8)
     losses = model.fit(x, y, batch_size=4, epochs=3, verbose=0).history["loss"]
     assert losses[-1] < losses[0], losses
-    per_trace = [(16, MIN_DROPOUT_WIDTH), (12, 1, 16), (MIN_DROPOUT_WIDTH,), (MIN_DROPOUT_WIDTH,)]  # [CLS] only
+    width = MIN_DROPOUT_WIDTH
+    per_trace = [(0.1, 16, width), (0.1, 12, 1, 16), (0.1, width), (0.1, width)]  # the last block: [CLS] only
     assert traced and traced == per_trace * (len(traced) // 4), traced
     calls = len(traced)
     model.predict(x, verbose=0)
