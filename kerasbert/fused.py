@@ -17,13 +17,13 @@ custom gradient TensorFlow's:
   and backward.
 
 The same numbers as the formulas within float32 rounding (`tests/test_fused.py`). Where the step is compiled
-with XLA already (`jit_compile`, JAX) the formulas are fused by the compiler and Keras's own dropout is used;
-so they are on PyTorch, and on models narrower than BERT-base (`MIN_WIDTH`, `MIN_DROPOUT_WIDTH`). XLA compiles
+with XLA already (`jit_compile`, JAX), the compiler fuses the GELU as written and Keras's own dropout is used;
+so it is on PyTorch, and on models narrower than BERT-base (`MIN_WIDTH`, `MIN_DROPOUT_WIDTH`). XLA compiles
 once for each batch shape, and without XLA `kerasbert train` pads a batch to its longest row, so a run meets
-up to ``maxlen`` shapes: each costs 0.13 s for the GELU and 0.1 s for dropout (both directions), which
-BERT-base repays in about one step of that shape (it saves 0.14 and 0.16 s a step at 8 × 128), and a model of
-a quarter its width and depth in about 15. Inference keeps Keras's erfc GELU (`kerasbert.layers.gelu_erf`),
-which TensorFlow's oneDNN fuses with the matmul before it, and has no dropout.
+up to ``maxlen`` shapes: each costs 0.13 s for the GELU and 0.11 s for dropout (both directions), which
+BERT-base repays in about one step of that shape (it saves 0.14 and 0.16 s a step at 8 × 128); a model of a
+quarter its width and depth would take about 15 steps to repay the GELU's. Inference keeps Keras's erfc GELU
+(`kerasbert.layers.gelu_erf`), which TensorFlow's oneDNN fuses with the matmul before it, and has no dropout.
 
 Example:
 >>> import keras
