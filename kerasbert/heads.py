@@ -22,7 +22,7 @@ from keras import ops
 
 from kerasbert.crf import ConditionalRandomField, crf_accuracy, crf_layers
 from kerasbert.errors import ModelError, fail
-from kerasbert.layers import Bias, LayerNorm, MaskedMean, PaddingMask, TakeToken, get_activation
+from kerasbert.layers import Bias, Dropout, LayerNorm, MaskedMean, PaddingMask, TakeToken, get_activation
 
 __all__ = ["CRFLoss", "SparseLabelLoss", "check_label_ids", "cls", "crf_decoder", "loss_and_metrics", "masked_accuracy",
            "mlm", "nsp", "tagging"]
@@ -182,7 +182,7 @@ def cls(backbone: keras.Model, num_classes: int, *, pooling: str = "first", drop
     bb = _Backbone.of(backbone)
     x = _POOLINGS[pooling](bb, first_token_only)
     if dropout:
-        x = keras.layers.Dropout(dropout, dtype=bb.dtype, name="CLS-Dropout")(x)
+        x = keras.layers.Dropout(dropout, dtype=bb.dtype, name="CLS-Dropout")(x)  # [B, H]: too small for XLA's
     x = keras.layers.Dense(num_classes, activation=activation, kernel_initializer=bb.init, dtype=bb.dtype,
                            name="CLS-Dense")(x)
     return keras.Model(backbone.inputs, x, name=f"{backbone.name}-cls")
@@ -222,7 +222,7 @@ def tagging(backbone: keras.Model, num_labels: int, *, crf: bool = False, bilstm
         lstm = keras.layers.LSTM(_check_count("bilstm_units", bilstm_units), return_sequences=True, dtype=bb.dtype)
         x = keras.layers.Bidirectional(lstm, dtype=bb.dtype, name="Tagging-BiLSTM")(x, mask=mask)
     if dropout:
-        x = keras.layers.Dropout(dropout, dtype=bb.dtype, name="Tagging-Dropout")(x)
+        x = Dropout(dropout, dtype=bb.dtype, name="Tagging-Dropout")(x)  # [B, S, H]: kerasbert's, as the encoder's
     x = keras.layers.Dense(num_labels, activation=None if crf else "softmax", kernel_initializer=bb.init,
                            dtype=bb.dtype, name="Tagging-Dense")(x)
     if crf:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasbert import fused
+from kerasbert import fused, heads
 from kerasbert.fused import MIN_DROPOUT_WIDTH, MIN_WIDTH, dropout_training, gelu_erf_training, random_bits
 from kerasbert.layers import Dropout, FeedForward, MultiHeadSelfAttention
 
@@ -218,12 +218,21 @@ def test_attention_dropout_reads_the_model_width_not_the_sequence_length():
         assert len(calls) == want, hidden
 
 
-def test_a_bert_base_wide_model_fits_with_every_dropout_through_the_kernel(monkeypatch, tmp_path):
-    """Embedding-Dropout, the attention's and the two residual dropouts of a block (the last block reads
-    [CLS] alone for `cls`): four kernels traced in `fit`, none in `predict`; the model trains, and saves and
-    loads with kerasbert's Dropout."""
+_WIDE = MIN_DROPOUT_WIDTH
+_HEADS = {  # head: (build, labels for 8 rows of 16 tokens, the (rate, *shape) of each dropout reaching the kernel)
+    # the last block reads [CLS] alone for `cls`: its attention [B, 12, 1, S] and residuals [B, H]
+    "cls": (lambda b: heads.cls(b, 2), (8,), [(0.1, 16, _WIDE), (0.1, 12, 1, 16), (0.1, _WIDE), (0.1, _WIDE)]),
+    "tagging": (lambda b: heads.tagging(b, 3, dropout=0.2), (8, 16),
+                [(0.1, 16, _WIDE), (0.1, 12, 16, 16), (0.1, 16, _WIDE), (0.1, 16, _WIDE), (0.2, 16, _WIDE)]),
+}
+
+
+@pytest.mark.parametrize("head", sorted(_HEADS))
+def test_a_bert_base_wide_model_fits_with_every_dropout_through_the_kernel(monkeypatch, tmp_path, head):
+    """Embedding-Dropout, the attention's and the two residual dropouts of a block, and the tagger's
+    Tagging-Dropout: traced through the kernel in `fit` at their own rates and shapes, none in `predict`; the
+    model trains, and saves and loads with kerasbert's Dropout."""
     from kerasbert import build_transformer_model
-    from kerasbert.heads import cls
 
     traced, kernel = [], fused._xla_dropout
 
@@ -236,20 +245,21 @@ def test_a_bert_base_wide_model_fits_with_every_dropout_through_the_kernel(monke
 
     monkeypatch.setattr(fused, "_xla_dropout", spy)
     keras.utils.set_random_seed(0)
-    model = cls(build_transformer_model("tiny", hidden_size=MIN_DROPOUT_WIDTH, num_attention_heads=12,
-                                        intermediate_size=MIN_WIDTH, num_hidden_layers=1, verbose=False), 2)
+    build, label_shape, per_trace = _HEADS[head]
+    model = build(build_transformer_model("tiny", hidden_size=_WIDE, num_attention_heads=12,
+                                          intermediate_size=MIN_WIDTH, num_hidden_layers=1, verbose=False))
     model.compile(optimizer=keras.optimizers.Adam(1e-4), loss="sparse_categorical_crossentropy")
     ids = rng.integers(1, 100, size=(8, 16)).astype("int32")
-    x, y = {"Input-Token": ids, "Input-Segment": np.zeros_like(ids)}, rng.integers(0, 2, size=8)
+    x, y = {"Input-Token": ids, "Input-Segment": np.zeros_like(ids)}, rng.integers(0, 2, size=label_shape)
     losses = model.fit(x, y, batch_size=4, epochs=3, verbose=0).history["loss"]
     assert losses[-1] < losses[0], losses
-    width = MIN_DROPOUT_WIDTH
-    per_trace = [(0.1, 16, width), (0.1, 12, 1, 16), (0.1, width), (0.1, width)]  # the last block: [CLS] only
-    assert traced and traced == per_trace * (len(traced) // 4), traced
+    assert traced and traced == per_trace * (len(traced) // len(per_trace)), traced
     calls = len(traced)
     model.predict(x, verbose=0)
     assert len(traced) == calls
     model.save(tmp_path / "m.keras")
     loaded = keras.saving.load_model(tmp_path / "m.keras")
-    assert type(loaded.get_layer("Embedding-Dropout")) is Dropout
+    dropouts = [layer.name for layer in model.layers if isinstance(layer, keras.layers.Dropout)]
+    assert len(dropouts) == len(per_trace) - 1  # and the attention's, inside its layer
+    assert all(type(loaded.get_layer(name)) is Dropout for name in dropouts), dropouts
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
