@@ -1,7 +1,7 @@
 """TensorFlow's oneDNN CPU kernels: on with kerasbert on x86-64, where TensorFlow may leave them off.
 
 TensorFlow turns its oneDNN kernels on by itself only on x86 CPUs with AVX-512 VNNI, BF16 or AMX. On the
-AVX2 CPUs measured here (``benchmarks/RESULTS.md``: AMD EPYC, avx2 + fma) they make BERT-base training
+AVX2 CPUs measured here (``benchmarks/HISTORY.md``: AMD EPYC, avx2 + fma) they make BERT-base training
 with XLA 1.15-1.3 x faster and the plain graph's inference about 1.2 x (its MatMul + BiasAdd + GELU run
 as one kernel), with outputs equal to bert4keras's within 1e-5 as before.
 

@@ -150,7 +150,8 @@ def test_mixed_precision_build_and_predict(policy):
 
 
 def test_xla_is_the_predict_default_on_a_gpu_from_ten_million_parameters_without_a_crf(monkeypatch):
-    """On a CPU with TensorFlow the plain graph with oneDNN is as fast as XLA or faster (benchmarks/RESULTS.md)."""
+    """On a CPU with TensorFlow the plain graph with oneDNN is as fast as XLA or faster (benchmarks/HISTORY.md on
+    AVX2, RESULTS.md on AMX)."""
     import keras
 
     from kerasbert import heads
