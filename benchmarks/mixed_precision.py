@@ -9,7 +9,7 @@ close loss curves. Speed is not measured here (a tiny model says nothing about i
 ``kerasbert-bf16`` / ``kerasbert-fp16`` workers on BERT-base.
 
 Usage:
-    python benchmarks/mixed_precision.py           # writes the mixed-precision-cpu (-cpu-amx, -gpu) section
+    python benchmarks/mixed_precision.py           # section mixed-precision-cpu (-cpu-amx, -cpu-avx512, -gpu)
     python benchmarks/mixed_precision.py --quick   # cls only, 1 epoch on 120 examples: checks that it runs
 """
 

@@ -21,6 +21,7 @@ from kerasbert.fused import (  # noqa: F401 (gelu_erf_composed: re-exported)
     gelu_erf_composed,
     gelu_erf_training,
 )
+from kerasbert.onednn import fuses_bf16_activation
 
 _SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
 HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
@@ -466,10 +467,13 @@ class FeedForward(keras.layers.Layer):
     def call(self, inputs, training=None):
         activation = gelu_erf_training if training and self.activation == "gelu" else self.activation_fn
         x = dense(ops.reshape(inputs, (-1, inputs.shape[-1])), self.intermediate_kernel, self.intermediate_bias)
-        if self.compute_dtype in HALF_DTYPES and not training:
+        if self.compute_dtype in HALF_DTYPES and not training and not (
+                self.compute_dtype == "bfloat16" and fuses_bf16_activation()):
             # inference under mixed precision: the activation in float32, rounded once, and faster on CPU, where
-            # TensorFlow runs erf/erfc on bf16 one element at a time (BERT-base bf16 0.75 -> 0.63 s a batch).
-            # Not in training: the backward pass would keep its float32 intermediates (bf16 step +290 MB peak RSS)
+            # TensorFlow runs erf/erfc on bf16 one element at a time (BERT-base bf16 0.75 -> 0.63 s a batch on
+            # AMX, before `dense` let oneDNN fuse the GELU). Where oneDNN fuses it (`fuses_bf16_activation`) it
+            # is computed in float32 on the matmul's accumulator and rounded once, in one kernel. Not in
+            # training: the backward pass would keep its float32 intermediates (bf16 step +290 MB peak RSS)
             x = ops.cast(activation(ops.cast(x, "float32")), self.compute_dtype)
         else:
             x = activation(x)

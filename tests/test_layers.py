@@ -27,6 +27,7 @@ from kerasbert.layers import (
     gelu_erf_composed,
     gelu_tanh,
 )
+from kerasbert.onednn import BF16_FLAGS, cpu_flags
 
 rng = np.random.default_rng(0)
 
@@ -202,8 +203,10 @@ def test_formula_matches_count_and_config_round_trips(make, inputs, symbols, cou
 
 def test_feed_forward_computes_its_activation_in_float32_under_mixed_precision_in_inference():
     """Identity kernels, zero biases: the bf16 layer returns gelu(x) rounded to bf16 once (within half a bf16
-    unit in the last place of the float64 value); in bf16 arithmetic its three products round three times.
-    Training keeps bf16 (float32 intermediates kept for the backward pass cost more memory than it saves)."""
+    unit in the last place of the float64 value), called eagerly and in a graph (where oneDNN may compute it
+    on the matmul's accumulator, `fuses_bf16_activation`: within one unit below x = -3); in bf16 arithmetic
+    its three products round three times. Training keeps bf16 (float32 intermediates kept for the backward
+    pass cost more memory than they save)."""
     import ml_dtypes
 
     layer = FeedForward(units=64, dtype="mixed_bfloat16")
@@ -216,6 +219,12 @@ def test_feed_forward_computes_its_activation_in_float32_under_mixed_precision_i
     exact = 0.5 * xb * (1 + np.vectorize(math.erf)(xb / math.sqrt(2)))
     half_ulp = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(exact), 1e-30))) - 8)
     assert (np.abs(y - exact) <= half_ulp * 1.0001).all()
+    if keras.config.backend() == "tensorflow":
+        import tensorflow as tf
+
+        graph = np.asarray(tf.function(lambda v: layer(v, training=False))(x), "float64")
+        # oneDNN's kernel computes 0.5·x·(1+erf(x/√2)) in float32, where 1+erf cancels below x = -3: one ulp there
+        assert (np.abs(graph - exact) <= np.where(xb < -3, 2.0, 1.0001) * half_ulp).all()
     trained = np.asarray(layer(x, training=True), "float64")
     assert (np.abs(trained - exact) > half_ulp * 1.0001).any()  # bf16 arithmetic: some more than half an ulp off
 
@@ -241,7 +250,7 @@ from tensorflow.python.framework import meta_graph
 from tensorflow.python.grappler import tf_optimizer
 from kerasbert.layers import FeedForward, MultiHeadSelfAttention
 
-ffn, attention = FeedForward(units=32), MultiHeadSelfAttention(num_heads=2)
+ffn, attention = FeedForward(units=32, dtype=DTYPE), MultiHeadSelfAttention(num_heads=2, dtype=DTYPE)
 
 @tf.function
 def blocks(x, mask):
@@ -254,6 +263,8 @@ meta.collection_def["train_op"].node_list.value.extend(t.name for t in graph.out
 for node in tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta).node:
     if "MatMul" in node.op and "BatchMatMul" not in node.op:
         print(node.op, "+".join(op.decode() for op in node.attr["fused_ops"].list.s))
+    if node.op == "Erfc":  # a GELU outside the matmul's kernel
+        print("Erfc", tf.as_dtype(node.attr["T"].type).name)
 """
 
 
@@ -262,8 +273,20 @@ def test_tensorflow_runs_each_projection_with_its_bias_and_the_gelu_as_one_matmu
     """`dense` keeps ``MatMul -> BiasAdd -> Gelu`` adjacent: TensorFlow's grappler, with oneDNN on, turns every
     projection of both blocks into one ``_FusedMatMul``, the feed-forward's first with its GELU (3-D matmuls
     reshape back before the GELU: four ``BiasAdd`` fusions, none with it)."""
-    done = run_with_onednn(FUSED_OPS)
+    done = run_with_onednn("DTYPE = 'float32'" + FUSED_OPS)
     assert sorted(done.stdout.split("\n")[:-1]) == ["_FusedMatMul BiasAdd"] * 3 + ["_FusedMatMul BiasAdd+GeluExact"]
+
+
+@onednn_rewrites
+def test_under_bf16_tensorflow_fuses_the_gelu_where_onednn_does_bf16_and_else_runs_it_in_float32():
+    """Inference under ``mixed_bfloat16``: on a CPU where oneDNN does bf16 (AVX-512, `fuses_bf16_activation`)
+    the feed-forward's matmul, bias and GELU are one kernel, as in float32; elsewhere the GELU runs in float32
+    beside the matmul (an ``Erfc`` on float32), not in bf16 one element at a time."""
+    lines = sorted(run_with_onednn("DTYPE = 'mixed_bfloat16'" + FUSED_OPS).stdout.split("\n")[:-1])
+    if any(flag in cpu_flags() for flag in BF16_FLAGS):
+        assert lines == ["_FusedMatMul BiasAdd"] * 3 + ["_FusedMatMul BiasAdd+GeluExact"]
+    else:
+        assert "Erfc float32" in lines and not any("Gelu" in line for line in lines)
 
 
 ATTENTION_PRIMITIVES = """
