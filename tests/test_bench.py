@@ -161,3 +161,18 @@ def test_a_worker_that_cannot_run_here_says_why(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorflow" else real(name, *a))
     assert available("bert4keras") == "tensorflow not installed"
     assert available("kerasbert-train") == "tensorflow not installed"
+
+
+def test_mixed_precision_report_gives_each_head_and_all_heads_together():
+    from benchmarks.mixed_precision import table
+
+    def row(differ: int, compared: int) -> dict:
+        same = {"score": 1.0, "differ": 0, "agreement": 1.0, "loss_gap": 0.0, "compared": compared}
+        mixed = {"score": 0.99, "differ": differ, "agreement": 1 - differ / compared, "loss_gap": 0.08,
+                 "compared": compared}
+        return {"float32": {"score": 1.0}, "float32-again": same, "mixed": mixed}
+
+    text = table({"cls": row(1, 150), "ner": row(7, 1526)})
+    assert "| cls | 1.000 / 1.000 / 0.990 | 150 | 0 / 1 | 100.00% / 99.33% (**missed**) | 0.0% / 8.0% |" in text
+    assert "All heads together: 8 of 1,676 predictions differ, agreement 99.52% (met;" in text
+    assert "agreement 99.40% (**missed**;" in table({"cls": row(1, 150), "ner": row(9, 1526)})

@@ -32,3 +32,27 @@ def test_importing_kerasbert_first_turns_onednn_on_in_tensorflow():
         assert (switch, enabled) == ("1", "True")
     else:
         assert switch == "None"
+
+
+def test_bf16_by_onednn_needs_its_cpu_flags_and_a_traced_graph_outside_xla():
+    import keras
+    import tensorflow as tf
+    from tensorflow.python.util import _pywrap_util_port
+
+    from kerasbert.onednn import cpu_flags, does_bf16, fuses_bf16_activation
+
+    if os.path.exists("/proc/cpuinfo"):
+        assert ("avx2" in cpu_flags()) == ("avx2" in open("/proc/cpuinfo").read())
+    on = keras.config.backend() == "tensorflow" and _pywrap_util_port.IsMklEnabled()
+    assert not does_bf16({"avx2", "fma"}) and not does_bf16(set())
+    assert does_bf16({"avx512f"}) is on and does_bf16({"avx_ne_convert"}) is on
+    assert not fuses_bf16_activation({"avx512f"})  # eager: no graph for grappler to fuse
+    seen = {}
+
+    def trace(key):
+        seen[key] = fuses_bf16_activation({"avx512f"}), fuses_bf16_activation({"avx2"})
+        return tf.constant(0.0)
+
+    tf.function(lambda: trace("graph"))()
+    tf.function(lambda: trace("xla"), jit_compile=True)()
+    assert seen == {"graph": (on and not tf.config.list_logical_devices("GPU"), False), "xla": (False, False)}
