@@ -32,7 +32,9 @@ from collections.abc import Container, MutableMapping
 
 ENV = "TF_ENABLE_ONEDNN_OPTS"
 X86_64 = ("x86_64", "amd64")
-BF16_FLAGS = ("avx512f", "avx_ne_convert")  # TensorFlow's IsBF16SupportedByOneDNNOnThisCPU tests these
+ONEDNN_BF16_FLAGS = ("avx512f", "avx_ne_convert")  # TensorFlow gives oneDNN bf16 ops on these (its
+# IsBF16SupportedByOneDNNOnThisCPU); it computes bf16 dot products in hardware only with these:
+BF16_UNIT_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
 def prefer_onednn(environ: MutableMapping[str, str] = os.environ, modules: Container[str] = sys.modules,
@@ -59,38 +61,44 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
-def does_bf16(flags: Container[str] | None = None) -> bool:
-    """Whether TensorFlow's oneDNN runs bfloat16 matmuls with the CPU's own bf16 instructions: oneDNN on and a
-    CPU whose ``flags`` (`cpu_flags` when None) have one of `BF16_FLAGS`. BERT-base's bf16 matmuls measured
-    1.9 x fp32 with AVX-512 bf16 (AMD EPYC Zen 4) and 4 x with AMX; without them 0.9 x (AVX2).
-
-    Example:
-    >>> does_bf16(flags={"avx2", "fma"})
-    False
-    """
+def _onednn_with(flags: Container[str] | None, wanted: tuple[str, ...]) -> bool:
+    """TensorFlow is Keras's backend, its oneDNN is on, and the CPU's ``flags`` (`cpu_flags` when None) have
+    one of ``wanted``."""
     import keras
 
     if keras.config.backend() != "tensorflow" or not any(f in (cpu_flags() if flags is None else flags)
-                                                         for f in BF16_FLAGS):
+                                                         for f in wanted):
         return False
     from tensorflow.python.util import _pywrap_util_port
 
     return bool(_pywrap_util_port.IsMklEnabled())
 
 
+def bf16_pays(flags: Container[str] | None = None) -> bool:
+    """Whether TensorFlow's oneDNN computes bfloat16 matmuls on bf16 units of the CPU (`BF16_UNIT_FLAGS`):
+    BERT-base's measured 1.9 x fp32 with AVX-512 bf16 (AMD EPYC Zen 4) and 4 x with AMX; without them
+    0.9 x (AVX2). ``flags``: the CPU's (`cpu_flags` when None).
+
+    Example:
+    >>> bf16_pays(flags={"avx2", "fma"})
+    False
+    """
+    return _onednn_with(flags, BF16_UNIT_FLAGS)
+
+
 def fuses_bf16_activation(flags: Container[str] | None = None) -> bool:
     """Whether the graph being traced runs a bfloat16 MatMul + BiasAdd + GELU as one oneDNN kernel.
 
     That is a graph TensorFlow traces (not eager, not inside an XLA compile), with no GPU to place ops on,
-    where oneDNN does bf16 (`does_bf16`). There the kernel computes the GELU in float32 on the accumulator
-    (BERT-base bf16 inference 1.065 x faster than a float32 GELU beside the matmul, on AVX-512); elsewhere
-    TensorFlow would run bf16 erf element by element.
+    oneDNN on and a CPU on which TensorFlow gives oneDNN bf16 ops (`ONEDNN_BF16_FLAGS`). There the kernel
+    computes the GELU in float32 on the accumulator (BERT-base bf16 inference 1.065 x faster than a float32
+    GELU beside the matmul, on AVX-512 bf16); elsewhere TensorFlow would run bf16 erf element by element.
 
     Example:
     >>> fuses_bf16_activation(flags={"avx2"})
     False
     """
-    if not does_bf16(flags):
+    if not _onednn_with(flags, ONEDNN_BF16_FLAGS):
         return False
     import tensorflow as tf
 

@@ -41,7 +41,7 @@ from kerasbert.distribute import describe, fit_epoch, is_chief, is_multiworker, 
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.models import XLA_MIN_PARAMS, build_transformer_model, xla_pays
-from kerasbert.onednn import does_bf16
+from kerasbert.onednn import bf16_pays
 from kerasbert.pipeline import bucket_lengths, length_buckets, to_dataset
 from kerasbert.runs import Run, State
 from kerasbert.tasks import Task, get_task
@@ -326,11 +326,11 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     keras.utils.set_random_seed(args.seed)
     policy = _mixed_policy() if args.mixed_precision else None
     if policy == "mixed_bfloat16" and keras.config.backend() == "tensorflow":
-        if does_bf16():
+        if bf16_pays():
             logger.info("mixed precision: bfloat16 matmuls on this CPU's bf16 instructions (oneDNN)")
         else:
             logger.warning("--mixed-precision: this CPU has no bf16 instructions that TensorFlow's oneDNN uses "
-                           "(AVX-512 or AMX; or oneDNN is off), so bfloat16 runs no faster than float32 here "
+                           "(AVX-512 bf16 or AMX; or oneDNN is off), so bfloat16 is no faster than float32 here "
                            "(BERT-base 0.9 x on AVX2): leave it out for speed")
     global_batch = args.batch_size * strategy.num_replicas_in_sync
     steps_per_epoch = math.ceil(count / global_batch)

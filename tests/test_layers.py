@@ -27,7 +27,7 @@ from kerasbert.layers import (
     gelu_erf_composed,
     gelu_tanh,
 )
-from kerasbert.onednn import BF16_FLAGS, cpu_flags
+from kerasbert.onednn import ONEDNN_BF16_FLAGS, cpu_flags
 
 rng = np.random.default_rng(0)
 
@@ -283,7 +283,7 @@ def test_under_bf16_tensorflow_fuses_the_gelu_where_onednn_does_bf16_and_else_ru
     the feed-forward's matmul, bias and GELU are one kernel, as in float32; elsewhere the GELU runs in float32
     beside the matmul (an ``Erfc`` on float32), not in bf16 one element at a time."""
     lines = sorted(run_with_onednn("DTYPE = 'mixed_bfloat16'" + FUSED_OPS).stdout.split("\n")[:-1])
-    if any(flag in cpu_flags() for flag in BF16_FLAGS):
+    if any(flag in cpu_flags() for flag in ONEDNN_BF16_FLAGS):
         assert lines == ["_FusedMatMul BiasAdd"] * 3 + ["_FusedMatMul BiasAdd+GeluExact"]
     else:
         assert "Erfc float32" in lines and not any("Gelu" in line for line in lines)

@@ -39,20 +39,21 @@ def test_bf16_by_onednn_needs_its_cpu_flags_and_a_traced_graph_outside_xla():
     import tensorflow as tf
     from tensorflow.python.util import _pywrap_util_port
 
-    from kerasbert.onednn import cpu_flags, does_bf16, fuses_bf16_activation
+    from kerasbert.onednn import bf16_pays, cpu_flags, fuses_bf16_activation
 
     if os.path.exists("/proc/cpuinfo"):
         assert ("avx2" in cpu_flags()) == ("avx2" in open("/proc/cpuinfo").read())
     on = keras.config.backend() == "tensorflow" and _pywrap_util_port.IsMklEnabled()
-    assert not does_bf16({"avx2", "fma"}) and not does_bf16(set())
-    assert does_bf16({"avx512f"}) is on and does_bf16({"avx_ne_convert"}) is on
+    assert not bf16_pays({"avx2", "fma"}) and not bf16_pays({"avx512f"})  # AVX-512 without bf16 units
+    assert bf16_pays({"avx512f", "avx512_bf16"}) is on and bf16_pays({"amx_bf16"}) is on
     assert not fuses_bf16_activation({"avx512f"})  # eager: no graph for grappler to fuse
     seen = {}
 
     def trace(key):
-        seen[key] = fuses_bf16_activation({"avx512f"}), fuses_bf16_activation({"avx2"})
+        seen[key] = [fuses_bf16_activation(flags) for flags in ({"avx512f"}, {"avx_ne_convert"}, {"avx2"})]
         return tf.constant(0.0)
 
     tf.function(lambda: trace("graph"))()
     tf.function(lambda: trace("xla"), jit_compile=True)()
-    assert seen == {"graph": (on and not tf.config.list_logical_devices("GPU"), False), "xla": (False, False)}
+    fused = on and not tf.config.list_logical_devices("GPU")
+    assert seen == {"graph": [fused, fused, False], "xla": [False, False, False]}

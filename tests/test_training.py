@@ -389,13 +389,13 @@ def test_xla_is_refused_with_a_crf(data, tmp_path):
 
 
 @pytest.mark.parametrize("bf16", [True, False])
-def test_mixed_precision_on_a_cpu_says_whether_onednn_does_bf16_there(data, tmp_path, caplog, monkeypatch, bf16):
-    """bfloat16 pays on a CPU only where TensorFlow's oneDNN has bf16 instructions (`onednn.does_bf16`):
+def test_mixed_precision_on_a_cpu_says_whether_bf16_pays_there(data, tmp_path, caplog, monkeypatch, bf16):
+    """bfloat16 pays on a CPU only where TensorFlow's oneDNN has bf16 instructions (`onednn.bf16_pays`):
     training says so, and warns where it does not (BERT-base 0.9 × float32 on AVX2)."""
     import kerasbert.training
     from kerasbert import train
 
-    monkeypatch.setattr(kerasbert.training, "does_bf16", lambda: bf16)
+    monkeypatch.setattr(kerasbert.training, "bf16_pays", lambda: bf16)
     with caplog.at_level("INFO", logger="kerasbert"):
         train("cls", data["cls_train"], str(tmp_path / "run"), vocab=data["vocab"], epochs=1, max_steps=1,
               batch_size=8, maxlen=16, mixed_precision=True, verbose=0)
