@@ -464,16 +464,20 @@ class FeedForward(keras.layers.Layer):
         for Q positions (S; 1 on ``[B, H]``, the ``[CLS]``-only block)."""
         return 2 * batch * (seq if queries is None else queries) * self.units
 
+    def _activation_in_float32(self, training) -> bool:
+        """Inference under mixed precision computes the activation in float32, rounded once: faster on a CPU,
+        where TensorFlow runs erf/erfc on bf16 one element at a time (BERT-base bf16 0.75 -> 0.63 s a batch on
+        AMX, before `dense` let oneDNN fuse the GELU). Not where oneDNN fuses a bf16 GELU into the matmul
+        (`fuses_bf16_activation`), which computes it in float32 on the accumulator and rounds once, in one
+        kernel. Not in training: the backward pass would keep its float32 intermediates (bf16 step +290 MB)."""
+        if training or self.compute_dtype not in HALF_DTYPES:
+            return False
+        return not (self.compute_dtype == "bfloat16" and self.activation == "gelu" and fuses_bf16_activation())
+
     def call(self, inputs, training=None):
         activation = gelu_erf_training if training and self.activation == "gelu" else self.activation_fn
         x = dense(ops.reshape(inputs, (-1, inputs.shape[-1])), self.intermediate_kernel, self.intermediate_bias)
-        if self.compute_dtype in HALF_DTYPES and not training and not (
-                self.compute_dtype == "bfloat16" and fuses_bf16_activation()):
-            # inference under mixed precision: the activation in float32, rounded once, and faster on CPU, where
-            # TensorFlow runs erf/erfc on bf16 one element at a time (BERT-base bf16 0.75 -> 0.63 s a batch on
-            # AMX, before `dense` let oneDNN fuse the GELU). Where oneDNN fuses it (`fuses_bf16_activation`) it
-            # is computed in float32 on the matmul's accumulator and rounded once, in one kernel. Not in
-            # training: the backward pass would keep its float32 intermediates (bf16 step +290 MB peak RSS)
+        if self._activation_in_float32(training):
             x = ops.cast(activation(ops.cast(x, "float32")), self.compute_dtype)
         else:
             x = activation(x)
