@@ -160,12 +160,24 @@ def _xla_dropout(rate: float):
     return dropout
 
 
+def _in_float32(fn):
+    """``fn`` computed in float32 and given back in the dtype of its first argument. Inside an XLA kernel a
+    bf16 input is then converted once each way and the arithmetic runs in float32 (one rounding), where XLA
+    would round to bf16 after every operation: BERT-base's GELU, forward and backward, 2.96 against 6.35 ms
+    a layer under mixed_bfloat16 on AVX-512 (float32 itself: 4.0 ms, twice the bytes)."""
+
+    def run(x, *rest):
+        return ops.cast(fn(*(ops.cast(t, "float32") for t in (x, *rest))), x.dtype)
+
+    return run
+
+
 @functools.cache
 def _xla_gelu():
     import tensorflow as tf
 
-    forward = tf.function(gelu_erf_composed, jit_compile=True)
-    backward = tf.function(gelu_erf_gradient, jit_compile=True)
+    forward = tf.function(_in_float32(gelu_erf_composed), jit_compile=True)
+    backward = tf.function(_in_float32(gelu_erf_gradient), jit_compile=True)
 
     @tf.custom_gradient
     def gelu(x):
