@@ -16,7 +16,8 @@ custom gradient TensorFlow's:
   BERT-base at 8 × 128: 3.8 against 10.5 ms an attention dropout, 2.5 against 5.7 a hidden one, forward
   and backward.
 
-The same numbers as the formulas within float32 rounding (`tests/test_fused.py`). Where the step is compiled
+The same numbers as the formulas within float32 rounding (`tests/test_fused.py`); under mixed precision the
+GELU's kernels compute in float32 and round to bf16 once (`_in_float32`). Where the step is compiled
 with XLA already (`jit_compile`, JAX), the compiler fuses the GELU as written and Keras's own dropout is used;
 so it is on PyTorch, and on models narrower than BERT-base (`MIN_WIDTH`, `MIN_DROPOUT_WIDTH`). XLA compiles
 once for each batch shape, and without XLA `kerasbert train` pads a batch to its longest row, so a run meets
