@@ -521,7 +521,9 @@ def _cpuinfo(field: str) -> str:
 
 def cpu_text() -> str:
     """The CPU's model and the vector extensions TensorFlow's CPU kernels choose by (from /proc/cpuinfo)."""
-    wanted = [f for f in _cpuinfo("flags").split() if f.startswith(("avx", "amx")) or f == "fma"]
+    from kerasbert.onednn import cpu_flags
+
+    wanted = [f for f in cpu_flags() if f.startswith(("avx", "amx")) or f == "fma"]
     return f"{_cpuinfo('model name') or platform.machine()} ({' '.join(sorted(set(wanted))) or 'flags unknown'})"
 
 
@@ -561,7 +563,7 @@ def machine_kind(device: str, flags: str | None = None) -> str:
     """Which section a run's results go to: ``gpu``; ``cpu-amx`` (a CPU with AMX bf16 units, where oneDNN's
     bf16 matmuls measured 4 x its fp32 ones); ``cpu-avx512`` (AVX-512 and no AMX: AMD EPYC Zen 4 here, whose
     avx512_bf16 dot products made oneDNN's bf16 matmuls 1.9 x fp32); ``cpu`` (AVX2). ``flags``: the CPU's,
-    as /proc/cpuinfo lists them (read from there when None).
+    space-separated as /proc/cpuinfo lists them (`kerasbert.onednn.cpu_flags` when None).
 
     Example:
     >>> machine_kind("cpu", "fma avx2 avx512f avx512_bf16")
@@ -569,7 +571,9 @@ def machine_kind(device: str, flags: str | None = None) -> str:
     """
     if device == "gpu":
         return "gpu"
-    found = set((_cpuinfo("flags") if flags is None else flags).split())
+    from kerasbert.onednn import cpu_flags
+
+    found = cpu_flags() if flags is None else set(flags.split())
     return "cpu-amx" if "amx_bf16" in found else "cpu-avx512" if "avx512f" in found else "cpu"
 
 

@@ -16,6 +16,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -67,10 +68,10 @@ def table(results: dict) -> str:
                     f"{mixed['compared']} | {again['differ']} / {mixed['differ']} | {again['agreement']:.2%} / "
                     f"{mixed['agreement']:.2%} ({met}) | {again['loss_gap']:.1%} / {mixed['loss_gap']:.1%} |")
     differ, compared = (sum(r["mixed"][key] for r in results.values()) for key in ("differ", "compared"))
-    agreement = 1 - differ / max(1, compared)
+    agreement, fewest = 1 - differ / max(1, compared), min(r["mixed"]["compared"] for r in results.values())
     rows.append(f"\nAll heads together: {differ} of {compared:,} predictions differ, agreement {agreement:.2%} "
-                f"({'met' if agreement >= TARGET else '**missed**'}; one of 150 sentences is 0.67 %: the classifier "
-                f"alone cannot resolve {TARGET:.1%}).")
+                f"({'met' if agreement >= TARGET else '**missed**'}; one of a head's {fewest} predictions is "
+                f"{1 / fewest:.2%}: a head of fewer than {math.ceil(1 / (1 - TARGET))} cannot resolve {TARGET:.1%}).")
     return "\n".join(rows)
 
 

@@ -118,7 +118,7 @@ def xla_pays(model: keras.Model) -> bool:
     (benchmarks/HISTORY.md for AVX2, RESULTS.md for AMX and AVX-512) measured the plain graph level with XLA
     or ahead on every kind of CPU, in less memory: BERT-base on AVX2, inference 1.12 x and training 1.13 x bert4keras
     against XLA's 1.06 x / 1.07 x, training peak RSS 3.85 against 4.05 GB; on AMX 1.01 x / 1.04 x against
-    0.99 x / 1.03 x; on AVX-512 (RESULTS.md) 1.09 x / 1.15 x against 1.01 x / 1.03 x. And in half precision
+    0.99 x / 1.03 x; on AVX-512 1.09 x / 1.15 x against 1.01 x / 1.03 x. And in half precision
     XLA's CPU matmul does not use the CPU's bf16 units (AMX, AVX-512 bf16), oneDNN's does. The CRF's scan
     (dynamic length) never compiles.
 
