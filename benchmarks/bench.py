@@ -26,7 +26,8 @@ caller's ``TF_ENABLE_ONEDNN_OPTS`` (TensorFlow's own choice when unset). ``keras
 
 Usage:
     python benchmarks/bench.py                      # BERT-base Chinese, 10 rounds: RESULTS.md, section bench-cpu
-                                                    # (-cpu-amx with AMX, -cpu-avx512 with AVX-512, -gpu on a GPU)
+                                                    # (-cpu-amx with AMX, -cpu-avx512 with AVX-512 where bf16
+                                                    # pays, -cpu-avx512-fp32 where it does not, -gpu on a GPU)
     python benchmarks/bench.py --quick              # tiny config, 3 rounds: checks that every worker runs
     python benchmarks/bench.py --device gpu         # on a GPU machine: mixed_float16 and bf16 MFU too
 """
@@ -559,26 +560,29 @@ def gpu_text() -> str:
     return f" ({found[0].replace(', ', ', driver ')})" if found else ""
 
 
-def machine_kind(device: str, flags: str | None = None) -> str:
+def machine_kind(device: str, flags: str | None = None, half: float | None = None) -> str:
     """Which section a run's results go to: ``gpu``; ``cpu-amx`` (a CPU with AMX bf16 units, where oneDNN's
-    bf16 matmuls measured 4 x its fp32 ones); ``cpu-avx512`` (AVX-512 and no AMX: AMD EPYC Zen 4 here, whose
-    avx512_bf16 dot products made oneDNN's bf16 matmuls 1.9 x fp32); ``cpu`` (AVX2). ``flags``: the CPU's,
+    bf16 matmuls measured 4 x its fp32 ones); on AVX-512 without AMX, by ``half`` (bf16 matmuls' speed over
+    fp32's, `half_speedup` of the run's peaks; `kerasbert.onednn.bf16_speedup` when None): ``cpu-avx512``
+    where bf16 pays (`HALF_FASTER`; AMD EPYC Zen 4 here, 1.9 x), ``cpu-avx512-fp32`` where it does not (an
+    Intel Xeon with avx512_bf16 and no AMX here, 0.55 x); ``cpu`` (AVX2). ``flags``: the CPU's,
     space-separated as /proc/cpuinfo lists them (`kerasbert.onednn.cpu_flags` when None).
 
     Example:
-    >>> machine_kind("cpu", "fma avx2 avx512f avx512_bf16")
+    >>> machine_kind("cpu", "fma avx2 avx512f avx512_bf16", half=1.9)
     'cpu-avx512'
+    >>> machine_kind("cpu", "fma avx2 avx512f avx512_bf16", half=0.55)
+    'cpu-avx512-fp32'
     """
     if device == "gpu":
         return "gpu"
-    from kerasbert.onednn import cpu_flags
+    from kerasbert.onednn import HALF_FASTER, bf16_speedup, cpu_flags
 
     found = cpu_flags() if flags is None else set(flags.split())
-    return "cpu-amx" if "amx_bf16" in found else "cpu-avx512" if "avx512f" in found else "cpu"
-
-
-# mixed precision is a speed option only where the same run measured half-precision matmuls this much faster
-HALF_FASTER = 1.25
+    if "amx_bf16" in found or "avx512f" not in found:
+        return "cpu-amx" if "amx_bf16" in found else "cpu"
+    half = bf16_speedup() if half is None else half
+    return "cpu-avx512" if half and half >= HALF_FASTER else "cpu-avx512-fp32"
 
 
 def half_speedup(peaks: dict) -> float | None:
@@ -642,6 +646,8 @@ def targets(summary: dict, results: dict) -> str:
     """The issue's targets, each with the figure measured and whether it is met. Mixed precision must be
     ≥ 1.6 × fp32 where the run's matmul peaks (``summary["peaks"]``) measured half precision ≥ `HALF_FASTER`
     × fp32 (a GPU, a CPU with AMX or AVX-512 bf16 under oneDNN); elsewhere fp32 stays the default."""
+    from kerasbert.onednn import HALF_FASTER
+
     f = summary["figures"]
     half = half_speedup(summary.get("peaks", {}))
     out = []
@@ -752,7 +758,7 @@ def main(argv=None) -> None:
     table, summary = summarize(results, args, cfg, names)
     import multiprocessing
 
-    kind = machine_kind(args.device)
+    kind = machine_kind(args.device, half=half_speedup(summary["peaks"]))
     command = " ".join(["python benchmarks/bench.py", *shown_options(sys.argv[1:] if argv is None else argv)])
     if keras_backend() != "tensorflow":
         command = f"KERAS_BACKEND={keras_backend()} {command}"

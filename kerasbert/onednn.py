@@ -13,7 +13,9 @@ imports TensorFlow), never over a value already set: ``TF_ENABLE_ONEDNN_OPTS=0``
 With oneDNN on, TensorFlow's graph runs a projection and its GELU as one kernel, which computes the GELU
 on the matmul's float32 accumulator and rounds once: in bfloat16 too where oneDNN does bf16 (an AVX-512 or
 AVX-NE-CONVERT CPU, as TensorFlow decides). `fuses_bf16_activation` says when that holds for the graph
-being traced; `kerasbert.layers.FeedForward` reads it under mixed precision.
+being traced; `kerasbert.layers.FeedForward` reads it under mixed precision. Whether bf16 is any faster than
+float32 on a CPU is measured, not read from its flags (`bf16_speedup`): `kerasbert train --mixed-precision`
+says what it measured.
 
 Example:
 >>> prefer_onednn(environ={}, modules={}, machine="x86_64")
@@ -27,14 +29,16 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import statistics
 import sys
+import time
 from collections.abc import Container, MutableMapping
 
 ENV = "TF_ENABLE_ONEDNN_OPTS"
 X86_64 = ("x86_64", "amd64")
 ONEDNN_BF16_FLAGS = ("avx512f", "avx_ne_convert")  # TensorFlow gives oneDNN bf16 ops on these (its
-# IsBF16SupportedByOneDNNOnThisCPU); it computes bf16 dot products in hardware only with these:
-BF16_UNIT_FLAGS = ("avx512_bf16", "amx_bf16")
+# IsBF16SupportedByOneDNNOnThisCPU)
+HALF_FASTER = 1.25  # half precision is a speed option where its matmuls measure this much faster than float32
 
 
 def prefer_onednn(environ: MutableMapping[str, str] = os.environ, modules: Container[str] = sys.modules,
@@ -61,29 +65,49 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
-def _onednn_with(flags: Container[str] | None, wanted: tuple[str, ...]) -> bool:
-    """TensorFlow is Keras's backend, its oneDNN is on, and the CPU's ``flags`` (`cpu_flags` when None) have
-    one of ``wanted``."""
-    import keras
+@functools.cache
+def bf16_speedup(shape: tuple[int, int, int] = (1024, 768, 3072), rounds: int = 5) -> float | None:
+    """How much faster TensorFlow multiplies bfloat16 matrices than float32 ones here, measured: the median of
+    ``rounds`` paired timings of an ``[m, k]·[k, n]`` matmul in its traced graph, one dtype after the other
+    (an untimed first round traces and warms up). Measured once a process; about 0.3-1 s on two cores. None
+    where Keras's backend is not TensorFlow.
 
-    if keras.config.backend() != "tensorflow" or not any(f in (cpu_flags() if flags is None else flags)
-                                                         for f in wanted):
-        return False
-    from tensorflow.python.util import _pywrap_util_port
-
-    return bool(_pywrap_util_port.IsMklEnabled())
-
-
-def bf16_pays(flags: Container[str] | None = None) -> bool:
-    """Whether TensorFlow's oneDNN computes bfloat16 matmuls on bf16 units of the CPU (`BF16_UNIT_FLAGS`):
-    BERT-base's measured 1.9 x fp32 with AVX-512 bf16 (AMD EPYC Zen 4) and 4 x with AMX; without them
-    0.9 x (AVX2). ``flags``: the CPU's (`cpu_flags` when None).
+    The CPU's flags do not tell: oneDNN's bf16 matmul measured 4.0 x float32 with AMX, 1.9 x on AMD's
+    AVX-512 bf16 (EPYC Zen 4), but 0.55 x on an Intel Xeon with avx512_bf16 and no AMX, and 0.9 x with AVX2.
+    The default shape is BERT-base's feed-forward at 8 × 128 tokens.
 
     Example:
-    >>> bf16_pays(flags={"avx2", "fma"})
-    False
+        bf16_speedup()  # 0.55 on an Intel Xeon without AMX; 1.9 on an AMD EPYC Zen 4
     """
-    return _onednn_with(flags, BF16_UNIT_FLAGS)
+    import keras
+
+    if keras.config.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    m, k, n = shape
+    product = tf.function(lambda a, b: tf.reduce_sum(tf.cast(tf.matmul(a, b), "float32")))
+    operands = {dtype: [tf.cast(tf.random.stateless_normal(size, seed=(0, i)), dtype)
+                        for i, size in enumerate(((m, k), (k, n)))] for dtype in ("float32", "bfloat16")}
+    seconds: dict[str, list[float]] = {dtype: [] for dtype in operands}
+    for _ in range(rounds + 1):
+        for dtype, (a, b) in operands.items():
+            start = time.perf_counter()
+            product(a, b).numpy()
+            seconds[dtype].append(time.perf_counter() - start)
+    return statistics.median(f / b for f, b in zip(seconds["float32"][1:], seconds["bfloat16"][1:], strict=True))
+
+
+def bf16_pays(speedup: float | None = None) -> bool:
+    """Whether mixed bfloat16 is a speed option here: its matmuls measure at least `HALF_FASTER` × float32's
+    (``speedup``; `bf16_speedup` when None).
+
+    Example:
+    >>> bf16_pays(speedup=1.9), bf16_pays(speedup=0.55)
+    (True, False)
+    """
+    speedup = bf16_speedup() if speedup is None else speedup
+    return speedup is not None and speedup >= HALF_FASTER
 
 
 def fuses_bf16_activation(flags: Container[str] | None = None) -> bool:
@@ -98,9 +122,13 @@ def fuses_bf16_activation(flags: Container[str] | None = None) -> bool:
     >>> fuses_bf16_activation(flags={"avx2"})
     False
     """
-    if not _onednn_with(flags, ONEDNN_BF16_FLAGS):
+    import keras
+
+    if keras.config.backend() != "tensorflow" or not any(f in (cpu_flags() if flags is None else flags)
+                                                         for f in ONEDNN_BF16_FLAGS):
         return False
     import tensorflow as tf
+    from tensorflow.python.util import _pywrap_util_port
 
-    return (not tf.executing_eagerly() and tf.__internal__.get_enclosing_xla_context() is None
-            and not tf.config.list_logical_devices("GPU"))
+    return (bool(_pywrap_util_port.IsMklEnabled()) and not tf.executing_eagerly()
+            and tf.__internal__.get_enclosing_xla_context() is None and not tf.config.list_logical_devices("GPU"))

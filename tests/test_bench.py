@@ -95,11 +95,14 @@ def test_mixed_precision_target_applies_where_the_run_measured_half_precision_ma
     assert half_speedup({"float32": 100.0}) is None
 
 
-def test_machine_kind_reads_the_cpu_flags():
+def test_machine_kind_reads_the_cpu_flags_and_on_avx512_the_measured_bf16_speed():
     assert machine_kind("gpu", "avx512f amx_bf16") == "gpu"
-    assert machine_kind("cpu", "fma avx2 avx512f avx512_bf16 amx_bf16 amx_tile") == "cpu-amx"
-    assert machine_kind("cpu", "fma avx2 avx512f avx512_bf16 avx512_vnni") == "cpu-avx512"
-    assert machine_kind("cpu", "fma avx2") == "cpu"
+    assert machine_kind("cpu", "fma avx2 avx512f avx512_bf16 amx_bf16 amx_tile", half=0.5) == "cpu-amx"
+    avx512 = "fma avx2 avx512f avx512_bf16 avx512_vnni"
+    assert machine_kind("cpu", avx512, half=1.9) == "cpu-avx512"  # AMD EPYC Zen 4
+    assert machine_kind("cpu", avx512, half=0.55) == "cpu-avx512-fp32"  # Intel Xeon without AMX
+    assert machine_kind("cpu", avx512, half=1.24) == "cpu-avx512-fp32"  # just under HALF_FASTER
+    assert machine_kind("cpu", "fma avx2", half=2.0) == "cpu"
 
 
 # every worker function once; kerasbert-noxla / -bf16 are kerasbert's worker with jit_compile=False / a dtype

@@ -34,18 +34,32 @@ def test_importing_kerasbert_first_turns_onednn_on_in_tensorflow():
         assert switch == "None"
 
 
+def test_bf16_speed_is_measured_once_and_pays_from_1_25_x():
+    import keras
+
+    from kerasbert.onednn import HALF_FASTER, bf16_pays, bf16_speedup
+
+    assert bf16_pays(speedup=HALF_FASTER) and not bf16_pays(speedup=HALF_FASTER - 0.01)
+    bf16_speedup.cache_clear()
+    measured = bf16_speedup((256, 256, 256), rounds=3)
+    if keras.config.backend() != "tensorflow":
+        assert measured is None
+        return
+    # measured here: 0.55 on an Intel Xeon without AMX, 0.9 with AVX2, 1.9 on an AMD Zen 4, 4.0 with AMX
+    assert isinstance(measured, float) and 0.05 < measured < 20
+    assert bf16_speedup((256, 256, 256), rounds=3) == measured and bf16_speedup.cache_info().hits == 1
+
+
 def test_bf16_by_onednn_needs_its_cpu_flags_and_a_traced_graph_outside_xla():
     import keras
     import tensorflow as tf
     from tensorflow.python.util import _pywrap_util_port
 
-    from kerasbert.onednn import bf16_pays, cpu_flags, fuses_bf16_activation
+    from kerasbert.onednn import cpu_flags, fuses_bf16_activation
 
     if os.path.exists("/proc/cpuinfo"):
         assert ("avx2" in cpu_flags()) == ("avx2" in open("/proc/cpuinfo").read())
     on = keras.config.backend() == "tensorflow" and _pywrap_util_port.IsMklEnabled()
-    assert not bf16_pays({"avx2", "fma"}) and not bf16_pays({"avx512f"})  # AVX-512 without bf16 units
-    assert bf16_pays({"avx512f", "avx512_bf16"}) is on and bf16_pays({"amx_bf16"}) is on
     assert not fuses_bf16_activation({"avx512f"})  # eager: no graph for grappler to fuse
     seen = {}
 
