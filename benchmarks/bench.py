@@ -579,8 +579,10 @@ def machine_kind(device: str, flags: str | None = None, half: float | None = Non
     from kerasbert.onednn import HALF_FASTER, bf16_speedup, cpu_flags
 
     found = cpu_flags() if flags is None else set(flags.split())
-    if "amx_bf16" in found or "avx512f" not in found:
-        return "cpu-amx" if "amx_bf16" in found else "cpu"
+    if "amx_bf16" in found:
+        return "cpu-amx"
+    if "avx512f" not in found:
+        return "cpu"
     half = bf16_speedup() if half is None else half
     return "cpu-avx512" if half and half >= HALF_FASTER else "cpu-avx512-fp32"
 

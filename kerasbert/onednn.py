@@ -77,7 +77,7 @@ def bf16_speedup(shape: tuple[int, int, int] = (1024, 768, 3072), rounds: int = 
     The default shape is BERT-base's feed-forward at 8 × 128 tokens.
 
     Example:
-        bf16_speedup()  # 0.55 on an Intel Xeon without AMX; 1.9 on an AMD EPYC Zen 4
+        bf16_speedup()  # 0.61 measured on an Intel Xeon without AMX
     """
     import keras
 
