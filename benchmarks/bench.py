@@ -564,8 +564,8 @@ def machine_kind(device: str, flags: str | None = None, half: float | None = Non
     """Which section a run's results go to: ``gpu``; ``cpu-amx`` (a CPU with AMX bf16 units, where oneDNN's
     bf16 matmuls measured 4 x its fp32 ones); on AVX-512 without AMX, by ``half`` (bf16 matmuls' speed over
     fp32's, `half_speedup` of the run's peaks; `kerasbert.onednn.bf16_speedup` when None): ``cpu-avx512``
-    where bf16 pays (`HALF_FASTER`; AMD EPYC Zen 4 here, 1.9 x), ``cpu-avx512-fp32`` where it does not (an
-    Intel Xeon with avx512_bf16 and no AMX here, 0.55 x); ``cpu`` (AVX2). ``flags``: the CPU's,
+    where bf16 pays (`kerasbert.onednn.bf16_pays`; AMD EPYC Zen 4 here, 1.9 x), ``cpu-avx512-fp32`` where it
+    does not (an Intel Xeon with avx512_bf16 and no AMX here, 0.55 x); ``cpu`` (AVX2). ``flags``: the CPU's,
     space-separated as /proc/cpuinfo lists them (`kerasbert.onednn.cpu_flags` when None).
 
     Example:
@@ -576,15 +576,14 @@ def machine_kind(device: str, flags: str | None = None, half: float | None = Non
     """
     if device == "gpu":
         return "gpu"
-    from kerasbert.onednn import HALF_FASTER, bf16_speedup, cpu_flags
+    from kerasbert.onednn import bf16_pays, cpu_flags
 
     found = cpu_flags() if flags is None else set(flags.split())
     if "amx_bf16" in found:
         return "cpu-amx"
     if "avx512f" not in found:
         return "cpu"
-    half = bf16_speedup() if half is None else half
-    return "cpu-avx512" if half and half >= HALF_FASTER else "cpu-avx512-fp32"
+    return "cpu-avx512" if bf16_pays(half) else "cpu-avx512-fp32"
 
 
 def half_speedup(peaks: dict) -> float | None:
