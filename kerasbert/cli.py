@@ -100,7 +100,7 @@ def _field(value: str) -> str | int:
 
 
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
-    from kerasbert.training import TrainArgs
+    from kerasbert.training import SCHEDULES, TrainArgs
 
     defaults = TrainArgs(task="cls", train="", out="")
     data = parser.add_argument_group("data")
@@ -119,6 +119,9 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--vocab", help="vocab.txt of the checkpoint")
     model.add_argument("--cased", dest="lowercase", action="store_false", help="keep case and accents")
     model.add_argument("--crf", action="store_true", help="NER: a CRF on the tagging head")
+    model.add_argument("--crf-lr-multiplier", type=float, default=defaults.crf_lr_multiplier,
+                       help="NER: the CRF transitions learn this many times faster than the encoder "
+                            f"(default: {defaults.crf_lr_multiplier:g})")
     model.add_argument("--bilstm-units", type=int, help="NER: a BiLSTM of this size before the tagging head")
     model.add_argument("--dropout", type=float, help="dropout before the head")
     fit = parser.add_argument_group("training")
@@ -126,12 +129,15 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     for name, kind, text in (("batch_size", int, "rows per batch"),
                              ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
                              ("warmup", float, "warmup, a ratio of the steps"),
+                             ("schedule", SCHEDULES, "learning rate after warmup: cosine or linear decay to 0, "
+                                                     "or constant"),
                              ("weight_decay", float, "AdamW weight decay (not on norms and biases)"),
                              ("grad_accum", int, "accumulate gradients over N batches"),
                              ("layerwise_lr_decay", float, "learning-rate factor per layer down from the top"),
                              ("seed", int, "seed of weights, dropout and data order")):
-        fit.add_argument("--" + name.replace("_", "-"), type=kind, default=getattr(defaults, name),
-                         help=f"{text} (default: {getattr(defaults, name)})")
+        choices = kind if isinstance(kind, tuple) else None
+        fit.add_argument("--" + name.replace("_", "-"), type=str if choices else kind, choices=choices,
+                         default=getattr(defaults, name), help=f"{text} (default: {getattr(defaults, name)})")
     fit.add_argument("--max-steps", type=int, help="stop after this many batches")
     fit.add_argument("--mixed-precision", action="store_true", help="float16 on GPU, bfloat16 on CPU")
     fit.add_argument("--monitor", help="dev metric that picks the best epoch (default: val_accuracy / val_f1)")
@@ -243,7 +249,7 @@ def _run_prepare(args: argparse.Namespace) -> int:
     from kerasbert.tokenizer import Tokenizer
     from kerasbert.training import TASK_OPTIONS
 
-    task = get_task(args.task, **{name: vars(args).get(name) for name in TASK_OPTIONS})
+    task = get_task(args.task, **{name: vars(args)[name] for name in TASK_OPTIONS if name in vars(args)})
     labels = LabelSet.load(args.labels) if args.labels else None
     meta = prepare(task, args.data, Tokenizer(args.vocab, do_lower_case=args.lowercase), args.maxlen, args.out,
                    labels, chunk=args.chunk, verbose=0 if args.quiet else 1)

@@ -20,6 +20,11 @@ from kerasbert.layers import Formula
 
 _SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
 
+#: the transitions' learning rate over the encoder's in kerasbert's tagging head and ``kerasbert train`` (as
+#: bert4keras's NER example): at the encoder's rate the transitions barely move, and the CRF decodes almost as
+#: argmax would
+CRF_LR_MULTIPLIER = 1000.0
+
 
 def _time_major(x):
     """``[B, S, ...] -> [S, B, ...]``: ``ops.scan`` runs over the leading axis."""

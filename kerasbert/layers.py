@@ -87,6 +87,34 @@ def get_activation(name: str):
     return table[name] if name in table else keras.activations.get(name)
 
 
+def lookup(table, ids):
+    """``table[ids]`` (``[N, H]``, ``[...]`` -> ``[..., H]``) whose gradient is the dense ``[N, H]`` sum per row.
+
+    A plain lookup's gradient on TensorFlow is a ``tf.IndexedSlices`` with one row per token, repeated
+    tokens repeated; Keras's Adam and AdamW square those rows one by one (``ops.square`` keeps the
+    slices), so a token seen ``n`` times gets ``Σ g_i²`` as its second moment instead of ``(Σ g_i)²``. The
+    dense gradient, summed per row first, gives every Keras optimizer Adam's own update (and bert4keras's:
+    tf-keras sums repeated rows before its update). Adam updates every row of its moments each step, so the
+    dense gradient adds no pass over the table.
+
+    Example:
+    >>> import numpy as np
+    >>> ops.convert_to_numpy(lookup(ops.array([[1.0], [2.0]]), ops.array([1, 1, 0]))).ravel().tolist()
+    [2.0, 2.0, 1.0]
+    """
+
+    @ops.custom_gradient
+    def gather(table, ids):
+        def grad(*args, upstream=None):
+            upstream = args[0] if upstream is None else upstream
+            rows = ops.reshape(upstream, (-1, ops.shape(table)[-1]))
+            return ops.segment_sum(rows, ops.reshape(ids, (-1,)), num_segments=ops.shape(table)[0]), None
+
+        return ops.take(table, ids, axis=0), grad
+
+    return gather(ops.copy(table), ops.cast(ids, "int32"))  # the value: a variable read inside would need TF's own hook
+
+
 @_SERIALIZABLE
 class TokenEmbedding(keras.layers.Embedding):
     """Word-piece embedding that can also project back onto the vocabulary (tied MLM output).
@@ -103,7 +131,7 @@ class TokenEmbedding(keras.layers.Embedding):
     def call(self, inputs, reverse: bool = False):
         if reverse:
             return ops.matmul(inputs, ops.transpose(ops.cast(self.embeddings, inputs.dtype)))
-        return super().call(inputs)
+        return ops.cast(lookup(self.embeddings, inputs), self.compute_dtype)  # a dense gradient (see `lookup`)
 
     def compute_output_spec(self, inputs, reverse: bool = False):
         if reverse:
@@ -123,7 +151,7 @@ class SegmentEmbedding(keras.layers.Embedding):
     of ``E``; under mixed precision that scatter is in bfloat16/float16, which a GPU adds with emulated
     atomics, and 4,096 tokens onto 2 rows took 15-21 ms of a 30-39 ms BERT-base training step (H100, batch
     32 × 128, JAX); the one-hot form's gradient is a float32 sum over the tokens (step 17-18 ms). Tables of
-    more than ``MAX_ONE_HOT`` rows are looked up as ``keras.layers.Embedding`` does.
+    more than ``MAX_ONE_HOT`` rows are looked up by `lookup`, as ``TokenEmbedding`` does.
 
     Example:
     >>> layer = SegmentEmbedding(2, 4, embeddings_initializer="random_normal")
@@ -136,7 +164,7 @@ class SegmentEmbedding(keras.layers.Embedding):
 
     def call(self, inputs):
         if self.input_dim > self.MAX_ONE_HOT:
-            return super().call(inputs)
+            return ops.cast(lookup(self.embeddings, inputs), self.compute_dtype)
         one_hot = ops.one_hot(ops.cast(inputs, "int32"), self.input_dim, dtype="float32")  # [B, S, T]
         table = ops.cast(self.embeddings, "float32")  # [T, H]
         rows = ops.sum(one_hot[..., None] * table, axis=-2)  # [B, S, H]: a sum, not a matmul (TF32 on GPUs)
@@ -215,6 +243,33 @@ class PaddingMask(keras.layers.Layer):
 
     def compute_output_spec(self, token_ids):
         return keras.KerasTensor(token_ids.shape, dtype="bool")
+
+    def param_formula(self) -> Formula:
+        return Formula.of("0")
+
+
+@_SERIALIZABLE
+class KerasMask(keras.layers.Layer):
+    """``[x, mask] -> x`` with ``mask`` as its Keras mask, which the layers after it pass on.
+
+    kerasbert computes the padding mask once and passes it explicitly; a softmax tagging head's output
+    carries it as well, so that ``compile``'s loss and metrics average over real tokens only, as they do
+    on bert4keras's masked outputs.
+
+    Example:
+    >>> x = KerasMask()([ops.ones((1, 3, 2)), ops.array([[1, 1, 0]]) > 0])
+    >>> ops.convert_to_numpy(x._keras_mask).tolist()
+    [[True, True, False]]
+    """
+
+    def call(self, inputs):
+        return ops.copy(inputs[0])  # a new tensor: the mask is set on the output, not on the shared input
+
+    def compute_mask(self, inputs, mask=None):
+        return ops.cast(inputs[1], "bool")
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor(inputs[0].shape, dtype=inputs[0].dtype)
 
     def param_formula(self) -> Formula:
         return Formula.of("0")

@@ -16,6 +16,7 @@ import keras
 import numpy as np
 
 from kerasbert import heads, metrics
+from kerasbert.crf import CRF_LR_MULTIPLIER
 from kerasbert.data import (
     ClassificationExample,
     LabelSet,
@@ -69,6 +70,7 @@ class Task:
         crf: bool. NER: a CRF on the tagging head.
         bilstm_units: int or None. NER: a BiLSTM before the tagging head.
         dropout: float or None. dropout before the head's Dense.
+        crf_lr_multiplier: float. NER: the CRF transitions' learning rate over the optimizer's.
     """
 
     text: str | int | None = None
@@ -79,6 +81,7 @@ class Task:
     crf: bool = False
     bilstm_units: int | None = None
     dropout: float | None = None
+    crf_lr_multiplier: float = CRF_LR_MULTIPLIER
     name: str = field(default="", init=False)
     monitor: str = field(default="", init=False)
     dev_keys: tuple = field(default=(), init=False)  # the scores logged as val_<key> after each epoch
@@ -178,7 +181,7 @@ class NerTask(Task):
 
     def head(self, backbone, labels: LabelSet):
         return heads.tagging(backbone, len(labels), crf=self.crf, bilstm_units=self.bilstm_units,
-                             dropout=self.dropout)
+                             dropout=self.dropout, crf_lr_multiplier=self.crf_lr_multiplier)
 
     def compile_arguments(self, model) -> dict:
         if self.crf:

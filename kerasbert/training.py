@@ -35,7 +35,7 @@ import keras
 from kerasbert import plots, streaming
 from kerasbert.checkpoint import save_google_checkpoint
 from kerasbert.config import resolve_config
-from kerasbert.crf import crf_layers
+from kerasbert.crf import CRF_LR_MULTIPLIER, crf_layers
 from kerasbert.data import LabelSet
 from kerasbert.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
 from kerasbert.errors import ConfigError, fail
@@ -47,9 +47,10 @@ from kerasbert.runs import Run, State
 from kerasbert.tasks import Task, get_task
 from kerasbert.tokenizer import Tokenizer
 
-__all__ = ["LayerwiseAdamW", "TrainArgs", "evaluate", "predict", "train"]
+__all__ = ["LayerwiseAdamW", "TrainArgs", "WarmupSchedule", "evaluate", "predict", "train"]
 
-TASK_OPTIONS = ("text", "text_b", "label", "scheme", "strict", "crf", "bilstm_units", "dropout")
+TASK_OPTIONS = ("text", "text_b", "label", "scheme", "strict", "crf", "bilstm_units", "dropout", "crf_lr_multiplier")
+SCHEDULES = ("cosine", "linear", "constant")
 
 
 @dataclasses.dataclass
@@ -65,6 +66,7 @@ class TrainArgs:
     vocab: str | None = None
     lowercase: bool = True
     crf: bool = False
+    crf_lr_multiplier: float = CRF_LR_MULTIPLIER
     bilstm_units: int | None = None
     dropout: float | None = None
     text: str | int | None = None
@@ -77,6 +79,7 @@ class TrainArgs:
     epochs: int = 3
     lr: float = 2e-5
     warmup: float = 0.1
+    schedule: str = "cosine"
     weight_decay: float = 0.01
     grad_accum: int = 1
     layerwise_lr_decay: float = 1.0
@@ -115,6 +118,16 @@ class TrainArgs:
                 raise fail(ConfigError, "--" + name.replace("_", "-"), "an int >= 1", repr(value))
         if self.crf and self.task != "ner":
             raise fail(ConfigError, "--crf", "--task ner", f"--task {self.task}")
+        if self.schedule not in SCHEDULES:
+            raise fail(ConfigError, "--schedule", " or ".join(SCHEDULES), repr(self.schedule))
+        if not (isinstance(self.crf_lr_multiplier, (int, float)) and self.crf_lr_multiplier > 0):
+            raise fail(ConfigError, "--crf-lr-multiplier", "a number > 0", repr(self.crf_lr_multiplier))
+
+    @classmethod
+    def saved(cls, values: dict) -> "TrainArgs":
+        """The arguments a run folder's ``args.json`` holds; one without ``crf_lr_multiplier`` trained its CRF
+        at 1, and its saved transitions are stored for that."""
+        return cls(**{"crf_lr_multiplier": 1.0, **values})
 
     def make_task(self) -> Task:
         """The `kerasbert.tasks.Task` these arguments describe."""
@@ -192,14 +205,41 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
                 "xla_update": self.xla_update}
 
 
+@keras.saving.register_keras_serializable("kerasbert")
+class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warmup from 0 to ``peak`` over ``warmup`` steps, then ``decay`` over the remaining steps.
+
+    ``cosine``: ``peak · ½(1 + cos(π·p))``, ``linear``: ``peak · (1 - p)``, ``constant``: ``peak``, where
+    ``p`` is the share of the decay steps done (Keras's ``CosineDecay`` with ``warmup_steps`` is the first).
+
+    Example:
+    >>> schedule = WarmupSchedule(1e-3, total=10, warmup=2, decay="linear")
+    >>> [round(float(schedule(step)), 6) for step in (0, 1, 2, 6, 10)]
+    [0.0, 0.0005, 0.001, 0.0005, 0.0]
+    """
+
+    def __init__(self, peak: float, total: int, warmup: int = 0, decay: str = "cosine"):
+        self.peak, self.total, self.warmup, self.decay = peak, total, warmup, decay
+
+    def __call__(self, step):
+        step = keras.ops.cast(step, "float32")
+        done = keras.ops.clip((step - self.warmup) / max(1, self.total - self.warmup), 0.0, 1.0)
+        factor = {"cosine": lambda: 0.5 * (1.0 + keras.ops.cos(math.pi * done)),
+                  "linear": lambda: 1.0 - done, "constant": lambda: keras.ops.ones_like(done)}[self.decay]()
+        if self.warmup:
+            factor = keras.ops.where(step < self.warmup, step / self.warmup, factor)
+        return self.peak * factor
+
+    def get_config(self):
+        return {"peak": self.peak, "total": self.total, "warmup": self.warmup, "decay": self.decay}
+
+
 def make_optimizer(args: TrainArgs, total_steps: int, num_layers: int,
                    xla_update: bool = False) -> keras.optimizers.Optimizer:
-    """AdamW (layer-wise when asked) on linear warmup then cosine decay to 0; no decay on norms and biases.
-    ``xla_update``: see `LayerwiseAdamW`."""
+    """AdamW (layer-wise when asked) on `WarmupSchedule` (``args.schedule``); no decay on norms, biases and
+    CRF transitions; ``--weight-decay 0`` is plain Adam. ``xla_update``: see `LayerwiseAdamW`."""
     updates = max(1, math.ceil(total_steps / args.grad_accum))
-    warmup = int(round(args.warmup * updates))
-    schedule = keras.optimizers.schedules.CosineDecay(0.0 if warmup else args.lr, max(1, updates - warmup),
-                                                      warmup_target=args.lr if warmup else None, warmup_steps=warmup)
+    schedule = WarmupSchedule(args.lr, updates, int(round(args.warmup * updates)), args.schedule)
     optimizer = LayerwiseAdamW(args.layerwise_lr_decay, num_layers, learning_rate=schedule,
                                weight_decay=args.weight_decay, xla_update=xla_update,
                                gradient_accumulation_steps=args.grad_accum if args.grad_accum > 1 else None)
@@ -292,7 +332,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     """
     source = Run(out)  # the run folder: read on every worker, written by the chief only
     if resume:
-        args = TrainArgs(**source.read_json("args.json"))
+        args = TrainArgs.saved(source.read_json("args.json"))
         source.state_folder()  # a clear error now, before reading any data, when there is nothing to resume
     else:
         args = TrainArgs(task=task, train=train, out=out, **options)
@@ -472,7 +512,7 @@ def _finish(run, args, the_task, labels, dev_examples, dev_features, state, moni
 def load_run(run_dir: str):
     """A run folder's ``(Run, TrainArgs, Task, Tokenizer, LabelSet, best model)``."""
     run = Run(run_dir)
-    args = TrainArgs(**run.read_json("args.json"))
+    args = TrainArgs.saved(run.read_json("args.json"))
     the_task = args.make_task()
     tokenizer = Tokenizer(run.file("vocab.txt"), do_lower_case=args.lowercase)
     return run, args, the_task, tokenizer, run.labels(), run.load_model()

@@ -77,7 +77,64 @@ def tokenizer(task):
     return {"json": np.array(json.dumps(results))}
 
 
-KINDS = {"bert": bert_outputs, "vocab": vocab, "crf": crf, "tokenizer": tokenizer}
+def _head(kind, output, num_labels, lr_multiplier):
+    """A head on bert4keras's sequence output, as its examples write it, named as kerasbert's."""
+    from bert4keras.backend import keras
+    from bert4keras.layers import ConditionalRandomField
+
+    if kind == "cls":
+        output = keras.layers.Lambda(lambda x: x[:, 0], name="CLS-token")(output)
+        output = keras.layers.Dense(num_labels, activation="softmax", name="CLS-Dense")(output)
+        return output, "sparse_categorical_crossentropy", None
+    if kind == "tagging":
+        output = keras.layers.Dense(num_labels, activation="softmax", name="Tagging-Dense")(output)
+        return output, "sparse_categorical_crossentropy", None
+    output = keras.layers.Dense(num_labels, name="Tagging-Dense")(output)
+    crf = ConditionalRandomField(lr_multiplier=lr_multiplier, name="Tagging-CRF")
+    return crf(output), crf.sparse_loss, crf
+
+
+def train_steps(task):
+    """bert4keras + a head, trained with tf.keras's plain Adam one batch at a time (``train_on_batch``).
+
+    task: config, checkpoint, head ("cls" | "tagging" | "crf"), num_labels, lr, batch_size, lr_multiplier,
+    inputs (npz: token_ids, segment_ids, labels, optional sample_weight; rows taken in order), head_weights
+    (npz: kernel, bias, optional trans, the CRF's effective transitions). Returns each step's loss, then every
+    trained weight: the encoder's under its Google name (bert4keras's own variable mapping), the head's as
+    "<layer>/<weight>".
+    """
+    from bert4keras.backend import K, keras
+    from bert4keras.models import build_transformer_model
+
+    bert = build_transformer_model(task["config"], task["checkpoint"], return_keras_model=False)
+    output, loss, crf = _head(task["head"], bert.model.output, task["num_labels"], task.get("lr_multiplier", 1))
+    model = keras.Model(bert.model.inputs, output)
+    head = np.load(task["head_weights"])
+    dense = model.get_layer("CLS-Dense" if task["head"] == "cls" else "Tagging-Dense")
+    dense.set_weights([head["kernel"], head["bias"]])
+    if crf is not None:
+        K.set_value(crf._trans, head["trans"] / crf.lr_multiplier)
+    model.compile(loss=loss, optimizer=keras.optimizers.Adam(task["lr"]))
+    data, size = np.load(task["inputs"]), task["batch_size"]
+    losses = []
+    for start in range(0, len(data["labels"]), size):
+        rows = slice(start, start + size)
+        weights = data["sample_weight"][rows] if "sample_weight" in data else None
+        losses.append(model.train_on_batch([data["token_ids"][rows], data["segment_ids"][rows]],
+                                           data["labels"][rows], sample_weight=weights))
+    out = {"losses": np.array(losses)}
+    for name, variables in bert.variable_mapping().items():
+        layer = bert.layers.get(bert.prefixed(name))
+        if layer is not None:  # the mapping also names layers this model was built without (MLM, NSP)
+            out.update({variable: K.get_value(weight)
+                        for weight, variable in zip(layer.trainable_weights, variables, strict=True)})
+    out.update({f"{dense.name}/kernel": K.get_value(dense.kernel), f"{dense.name}/bias": K.get_value(dense.bias)})
+    if crf is not None:
+        out["Tagging-CRF/trans"] = K.get_value(crf.trans)
+    return out
+
+
+KINDS = {"bert": bert_outputs, "vocab": vocab, "crf": crf, "tokenizer": tokenizer, "train": train_steps}
 
 
 def main(job_path):

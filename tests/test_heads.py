@@ -36,7 +36,7 @@ HEADS = {
     "cls-first-dropout": (lambda b: heads.cls(b, 3, dropout=0.1), ["CLS-token", "CLS-Dropout", "CLS-Dense"]),
     "cls-pooler": (lambda b: heads.cls(b, 3, pooling="pooler"), ["Pooler", "Pooler-Dense", "CLS-Dense"]),
     "cls-mean": (lambda b: heads.cls(b, 3, pooling="mean", activation="sigmoid"), ["CLS-Mean", "CLS-Dense"]),
-    "tagging": (lambda b: heads.tagging(b, 5), ["Tagging-Dense"]),
+    "tagging": (lambda b: heads.tagging(b, 5), ["Tagging-Mask", "Tagging-Dense"]),
     "tagging-crf": (lambda b: heads.tagging(b, 5, crf=True, bilstm_units=4, dropout=0.1),
                     ["Tagging-BiLSTM", "Tagging-Dropout", "Tagging-Dense", "Tagging-CRF"]),
     "crf-decoder": (lambda b: heads.crf_decoder(heads.tagging(b, 5, crf=True)), ["Tagging-Dense", "Tagging-CRF"]),
@@ -266,6 +266,19 @@ def test_each_head_learns_a_synthetic_task(name):
     loss = model.evaluate(x_test, y_test, verbose=0, return_dict=True)["loss"]
     assert loss < max_loss < chance / 2
     assert accuracy(model, x_test, y_test) >= min_accuracy
+
+
+def test_softmax_tagging_loss_and_accuracy_skip_padding(bert):
+    # By hand: the mean cross-entropy and accuracy over the real tokens only, as on bert4keras's masked output.
+    model = heads.tagging(bert, 4)
+    model.compile("adam", **heads.loss_and_metrics(model))
+    labels = np.random.default_rng(0).integers(0, 4, BATCH[0].shape)
+    probabilities = model.predict(BATCH, verbose=0)
+    real = BATCH[0] != 0
+    chosen = np.take_along_axis(probabilities, labels[..., None], -1)[..., 0]
+    scores = model.evaluate(BATCH, labels, verbose=0, return_dict=True)
+    assert scores["loss"] == pytest.approx(-np.log(chosen[real]).mean(), rel=1e-5)
+    assert scores["sparse_categorical_accuracy"] == pytest.approx((probabilities.argmax(-1) == labels)[real].mean())
 
 
 # --- bad input ------------------------------------------------------------------------------------------

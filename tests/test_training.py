@@ -404,3 +404,54 @@ def test_mixed_precision_on_a_cpu_says_whether_bf16_pays_there(data, tmp_path, c
     pays = speedup > 1.25
     assert ("mixed precision: bfloat16 matmuls measured 1.90 x float32 on this CPU" in caplog.text) is pays
     assert warned == [] if pays else len(warned) == 1 and "measured 0.55 x float32 on this CPU" in warned[0]
+
+
+@pytest.mark.parametrize("decay, expected", [
+    # warmup 0 -> 1e-3 over 2 steps, then over the 8 decay steps (p = (step - 2) / 8)
+    ("cosine", [0.0, 5e-4, 1e-3, 1e-3 * 0.5 * (1 + np.cos(np.pi / 2)), 0.0]),
+    ("linear", [0.0, 5e-4, 1e-3, 5e-4, 0.0]),
+    ("constant", [0.0, 5e-4, 1e-3, 1e-3, 1e-3]),
+])
+def test_warmup_schedules(decay, expected):
+    import keras
+
+    from kerasbert.training import WarmupSchedule
+
+    schedule = WarmupSchedule(1e-3, total=10, warmup=2, decay=decay)
+    np.testing.assert_allclose([float(schedule(step)) for step in (0, 1, 2, 6, 10)], expected, atol=1e-9)
+    if decay == "cosine":  # Keras's own warmup + cosine, step for step
+        keras_cosine = keras.optimizers.schedules.CosineDecay(0.0, 8, warmup_target=1e-3, warmup_steps=2)
+        np.testing.assert_allclose([float(schedule(s)) for s in range(12)], [float(keras_cosine(s)) for s in range(12)],
+                                   rtol=1e-6, atol=1e-12)
+    assert float(WarmupSchedule(1e-3, 10, 0, decay)(0)) == pytest.approx(1e-3)  # no warmup: the peak at once
+
+
+def test_crf_recipe_options_reach_the_model_and_the_optimizer(data, tmp_path):
+    from kerasbert.crf import CRF_LR_MULTIPLIER, crf_layers
+    from kerasbert.runs import Run
+
+    out = str(tmp_path / "ner")
+    assert main(["train", "--task", "ner", "--train", data["ner_train"], "--vocab", data["vocab"], "--out", out,
+                 "--crf", "--crf-lr-multiplier", "250", "--schedule", "constant", "--warmup", "0",
+                 "--weight-decay", "0", "--lr", "1e-3", "--max-steps", "2", "--quiet"]) == 0
+    args = json.load(open(os.path.join(out, "args.json")))
+    assert (args["crf_lr_multiplier"], args["schedule"], args["weight_decay"]) == (250.0, "constant", 0.0)
+    assert crf_layers(Run(out).load_model())[0].lr_multiplier == 250.0
+    from kerasbert.training import TrainArgs, make_optimizer
+
+    optimizer = make_optimizer(TrainArgs.saved(args), total_steps=100, num_layers=2)
+    assert float(optimizer.learning_rate) == pytest.approx(1e-3) and optimizer.weight_decay == 0.0
+    assert TrainArgs(task="ner", train="", out="").crf_lr_multiplier == CRF_LR_MULTIPLIER
+    # a run folder whose args.json predates the option trained its CRF at 1, and resumes so
+    del args["crf_lr_multiplier"]
+    assert TrainArgs.saved(args).crf_lr_multiplier == 1.0
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--crf-lr-multiplier", "0", "--crf-lr-multiplier: expected a number > 0, found 0.0"),
+    ("--schedule", "step", "argument --schedule: invalid choice: 'step'"),
+])
+def test_bad_recipe_options(data, tmp_path, capsys, flag, value, message):
+    out = str(tmp_path / "run")
+    assert main([*_train_args(data, out), flag, value]) == 2
+    assert message in capsys.readouterr().err and not os.path.exists(out)

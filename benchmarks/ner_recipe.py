@@ -1,0 +1,270 @@
+"""NER recipes side by side: entity F1 of kerasbert and bert4keras from the same random checkpoint.
+
+On `ner_corpus`'s generated corpus (long sentences, six types, nested-looking and adjacent spans, test
+names never seen in training) every run starts from one small random Google checkpoint and trains a
+Dense + CRF tagger for ``--epochs`` epochs, batch 32, maxlen 64, learning rate ``--lr``; the epoch with the
+best dev F1 is scored on test (entity level, character spans, at the same maxlen on every side):
+
+- ``kerasbert defaults``: ``kerasbert train --task ner --crf`` with those four values and every other
+  option at its default;
+- ``kerasbert bert4keras recipe``: the same plus ``--schedule constant --warmup 0 --weight-decay 0
+  --crf-lr-multiplier M`` (plain Adam at a constant rate, as bert4keras's NER example);
+- ``bert4keras``: bert4keras 0.11.5 on tf-keras, its NER example's recipe (``Dense`` + its
+  ``ConditionalRandomField(lr_multiplier=M)``, Adam at a constant rate, ``ViterbiDecoder`` with paths that
+  start and end on ``O``), in a worker process of its own.
+
+Each recipe runs once per seed (``--seeds``); the table gives the mean, the spread (min-max) and each
+seed's test F1, and is written to RESULTS.md's ``ner-recipe`` section.
+
+Usage:
+    python benchmarks/ner_recipe.py                    # 3 seeds, 5 epochs: RESULTS.md, section ner-recipe
+    python benchmarks/ner_recipe.py --quick            # a small corpus, 1 epoch, 1 seed: checks that every recipe runs
+    python benchmarks/ner_recipe.py --recipes kerasbert-defaults --crf-lr-multiplier 100 --lr 1e-3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for path in (ROOT, HERE):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+#: a small BERT (2 layers, H 128): trains from random weights in a few minutes on 2 CPU cores
+CONFIG = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512,
+          "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+          "max_position_embeddings": 128, "type_vocab_size": 2, "initializer_range": 0.02}
+RECIPES = ("kerasbert-defaults", "kerasbert-b4k-recipe", "bert4keras")
+
+
+def prepare(folder: str, quick: bool) -> dict:
+    """The corpus, its vocabulary and the random checkpoint every run starts from."""
+    from ner_corpus import write_corpus
+
+    from kerasbert import build_transformer_model, save_google_checkpoint
+    from kerasbert.config import BertConfig
+
+    sizes = {"n_train": 200, "n_dev": 50, "n_test": 50} if quick else {}
+    paths = write_corpus(os.path.join(folder, "data"), **sizes)
+    vocab_size = sum(1 for line in open(paths["vocab"], encoding="utf-8") if line.strip())
+    config = dict(CONFIG, vocab_size=vocab_size)
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = build_transformer_model(config=BertConfig.from_dict(config), verbose=False)
+    checkpoint = os.path.join(folder, "checkpoint")
+    os.makedirs(checkpoint, exist_ok=True)
+    paths["checkpoint"] = save_google_checkpoint(model, os.path.join(checkpoint, "bert_model.ckpt"))
+    paths["config"] = os.path.join(checkpoint, "bert_config.json")
+    with open(paths["config"], "w") as f:
+        json.dump(config, f)
+    return paths
+
+
+def kerasbert_flags(recipe: str, args) -> list[str]:
+    """``kerasbert train`` options of ``recipe`` beyond the shared ones."""
+    if recipe == "kerasbert-b4k-recipe":
+        return ["--schedule", "constant", "--warmup", "0", "--weight-decay", "0",
+                "--crf-lr-multiplier", str(args.b4k_multiplier)]
+    return [] if args.crf_lr_multiplier is None else ["--crf-lr-multiplier", str(args.crf_lr_multiplier)]
+
+
+def run_kerasbert(recipe: str, paths: dict, seed: int, folder: str, args) -> dict:
+    """Train with the CLI, score the best epoch on test with ``kerasbert evaluate``."""
+    run = os.path.join(folder, f"{recipe}-{seed}")
+    common = ["--task", "ner", "--crf", "--epochs", str(args.epochs), "--batch-size", "32", "--lr", str(args.lr),
+              "--maxlen", "64", "--seed", str(seed), "--quiet", "--overwrite"]
+    command = [sys.executable, "-m", "kerasbert", "train", "--config", paths["config"], "--checkpoint",
+               paths["checkpoint"], "--vocab", paths["vocab"], "--train", paths["train"], "--dev", paths["dev"],
+               "--out", run, *common, *kerasbert_flags(recipe, args)]
+    _check(subprocess.run(command, capture_output=True, text=True), recipe)
+    _check(subprocess.run([sys.executable, "-m", "kerasbert", "evaluate", run, "--data", paths["test"]],
+                          capture_output=True, text=True), recipe)
+    with open(os.path.join(run, "eval-test.json")) as f, open(os.path.join(run, "metrics.json")) as g:
+        return {"test_f1": json.load(f)["f1"], "dev_f1": json.load(g)["dev"]["f1"]}
+
+
+def run_bert4keras(paths: dict, seed: int, folder: str, args) -> dict:
+    """bert4keras's recipe in a worker process (tf-keras, ``TF_KERAS=1``)."""
+    job = os.path.join(folder, f"bert4keras-{seed}.json")
+    with open(job, "w") as f:
+        json.dump({**paths, "seed": seed, "epochs": args.epochs, "lr": args.lr, "multiplier": args.b4k_multiplier,
+                   "out": job + ".result"}, f)
+    env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    _check(subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", job], env=env, capture_output=True,
+                          text=True), "bert4keras")
+    with open(job + ".result") as f:
+        return json.load(f)
+
+
+def _check(process: subprocess.CompletedProcess, what: str) -> None:
+    if process.returncode:
+        raise RuntimeError(f"{what} failed:\n{process.stderr[-3000:]}")
+
+
+# ------------------------------------------------------------------------------------------- bert4keras worker
+def read_spans(path: str) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    """``(text, [(start, end, type)])`` of each sentence of a BMES CoNLL file (end exclusive)."""
+    sentences, chars, spans = [], [], []
+    for line in [*open(path, encoding="utf-8"), ""]:
+        if not line.strip():
+            if chars:
+                sentences.append(("".join(chars), spans))
+            chars, spans = [], []
+            continue
+        char, tag = line.split()
+        if tag[0] in "BS":
+            spans.append([len(chars), len(chars) + 1, tag[2:]])
+        elif tag[0] in "ME":
+            spans[-1][1] = len(chars) + 1
+        chars.append(char)
+    return [(text, [tuple(span) for span in found]) for text, found in sentences]
+
+
+def entity_f1(gold: list, predicted: list) -> float:
+    hits = sum(len(set(g) & set(p)) for g, p in zip(gold, predicted, strict=True))
+    total = sum(len(set(g)) for g in gold) + sum(len(set(p)) for p in predicted)
+    return 2 * hits / total if total else 0.0
+
+
+def bert4keras_worker(job: dict) -> dict:
+    """bert4keras's NER example on ``job``'s data: BIO label ids on characters, Dense + CRF, Adam, Viterbi."""
+    import numpy as np
+    import tensorflow as tf
+    from bert4keras.backend import K, keras
+    from bert4keras.layers import ConditionalRandomField
+    from bert4keras.models import build_transformer_model
+    from bert4keras.snippets import ViterbiDecoder, sequence_padding
+    from bert4keras.tokenizers import Tokenizer
+
+    tf.random.set_seed(job["seed"])
+    rng = np.random.default_rng(job["seed"])
+    tokenizer = Tokenizer(job["vocab"], do_lower_case=True)
+    data = {split: read_spans(job[split]) for split in ("train", "dev", "test")}
+    types = sorted({kind for _, spans in data["train"] for *_, kind in spans})
+
+    def encode(text, spans=()):
+        tokens = tokenizer.tokenize(text, maxlen=64)
+        mapping = tokenizer.rematch(text, tokens)
+        starts = {m[0]: i for i, m in enumerate(mapping) if m}
+        ends = {m[-1]: i for i, m in enumerate(mapping) if m}
+        labels = np.zeros(len(tokens), "int32")
+        for start, end, kind in spans:
+            if start in starts and end - 1 in ends:
+                labels[starts[start]] = 2 * types.index(kind) + 1
+                labels[starts[start] + 1:ends[end - 1] + 1] = 2 * types.index(kind) + 2
+        return tokenizer.tokens_to_ids(tokens), labels, mapping
+
+    bert = build_transformer_model(job["config"], job["checkpoint"])
+    crf = ConditionalRandomField(lr_multiplier=job["multiplier"])
+    model = keras.Model(bert.input, crf(keras.layers.Dense(2 * len(types) + 1)(bert.output)))
+    model.compile(loss=crf.sparse_loss, optimizer=keras.optimizers.Adam(job["lr"]))
+    train = [encode(text, spans)[:2] for text, spans in data["train"]]
+
+    def recognize(split):
+        encoded = [encode(text) for text, _ in data[split]]
+        decoder = ViterbiDecoder(K.eval(crf.trans), starts=[0], ends=[0])
+        predicted = []
+        for start in range(0, len(encoded), 64):
+            rows = encoded[start:start + 64]
+            ids = sequence_padding([ids for ids, _, _ in rows])
+            nodes = model.predict([ids, np.zeros_like(ids)], verbose=0)
+            for (row_ids, _, mapping), emissions in zip(rows, nodes, strict=True):
+                predicted.append(spans_of(decoder.decode(emissions[:len(row_ids)]), mapping))
+        return entity_f1([spans for _, spans in data[split]], predicted)
+
+    def spans_of(labels, mapping):
+        entities, inside = [], False
+        for i, label in enumerate(labels):
+            if label and label % 2:
+                entities.append([i, i, types[(label - 1) // 2]])
+            elif label and inside:
+                entities[-1][1] = i
+            inside = bool(label) and (label % 2 == 1 or inside)
+        return [(mapping[a][0], mapping[b][-1] + 1, kind) for a, b, kind in entities]
+
+    best, weights = -1.0, None
+    for _ in range(job["epochs"]):
+        order = rng.permutation(len(train))
+        for start in range(0, len(order), 32):
+            batch = [train[i] for i in order[start:start + 32]]
+            ids = sequence_padding([ids for ids, _ in batch])
+            model.train_on_batch([ids, np.zeros_like(ids)], sequence_padding([labels for _, labels in batch]))
+        f1 = recognize("dev")
+        if f1 > best:
+            best, weights = f1, model.get_weights()
+    model.set_weights(weights)
+    return {"dev_f1": best, "test_f1": recognize("test")}
+
+
+# ------------------------------------------------------------------------------------------- orchestrator
+def table(results: dict, args) -> str:
+    import kerasbert
+
+    lines = [f"`python benchmarks/ner_recipe.py{' --quick' if args.quick else ''}` — `ner_corpus` (train / dev / "
+             f"test {args.sizes}), a random checkpoint of a 2-layer H-128 BERT, Dense + CRF, {args.epochs} epochs, "
+             f"batch 32, maxlen 64, lr {args.lr:g}; bert4keras's recipe with CRF lr_multiplier "
+             f"{args.b4k_multiplier:g}; kerasbert defaults: CRF lr multiplier "
+             f"{args.crf_lr_multiplier or kerasbert.crf.CRF_LR_MULTIPLIER:g}, warmup 0.1, cosine, AdamW 0.01. "
+             f"Test entity F1 at the best dev epoch, {len(args.seed_list)} seeds; Python {platform.python_version()}.",
+             "", "| recipe | test F1 mean | spread (min-max) | per seed | dev F1 mean |", "|---|---|---|---|---|"]
+    for recipe, runs in results.items():
+        test = [run["test_f1"] for run in runs]
+        dev = [run["dev_f1"] for run in runs]
+        lines.append(f"| {recipe} | {statistics.mean(test):.4f} | {min(test):.4f}-{max(test):.4f} | "
+                     f"{', '.join(f'{v:.4f}' for v in test)} | {statistics.mean(dev):.4f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--b4k-multiplier", type=float, default=1000.0,
+                        help="the CRF lr_multiplier of bert4keras's recipe (its NER example's)")
+    parser.add_argument("--crf-lr-multiplier", type=float, help="kerasbert-defaults: this instead of the default")
+    parser.add_argument("--recipes", default=",".join(RECIPES))
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
+    parser.add_argument("--section", default="ner-recipe")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        with open(args.worker) as f:
+            job = json.load(f)
+        result = bert4keras_worker(job)
+        with open(job["out"], "w") as f:
+            json.dump(result, f)
+        return
+    if args.quick:
+        args.seeds, args.epochs = 1, 1
+    args.seed_list = list(range(args.seeds))
+    args.sizes = "200 / 50 / 50" if args.quick else "4,000 / 500 / 1,000"
+    from results import write_section
+
+    with tempfile.TemporaryDirectory() as folder:
+        paths = prepare(folder, args.quick)
+        results = {recipe: [] for recipe in args.recipes.split(",")}
+        for seed in args.seed_list:
+            for recipe in results:
+                run = (run_bert4keras(paths, seed, folder, args) if recipe == "bert4keras" else
+                       run_kerasbert(recipe, paths, seed, folder, args))
+                results[recipe].append(run)
+                print(f"{recipe} seed {seed}: test F1 {run['test_f1']:.4f} (dev {run['dev_f1']:.4f})", flush=True)
+    text = "## NER recipes: entity F1, kerasbert vs bert4keras\n\n" + table(results, args)
+    print(text)
+    write_section(args.section, text, args.results)
+
+
+if __name__ == "__main__":
+    main()

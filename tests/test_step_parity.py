@@ -1,0 +1,130 @@
+"""Training steps equal bert4keras's: 20 Adam steps from the same weights, the same losses and weights after.
+
+Both sides start from one Google checkpoint (dropout 0 in its config), get the same head weights, and
+train one batch at a time with plain Adam (Keras's here, tf.keras's there) on the same batches in the
+same order. Tolerances, float32:
+
+- losses: ``rtol 2e-6, atol 1e-5``; the two graphs sum in different orders, and 20 steps of Adam carry
+  those last-bit differences forward without growing them.
+- every trained weight: ``atol lr / 10``. A weight moves by about ``lr`` per Adam step whatever its
+  gradient's size, so a weight whose update differed in direction even once would be off by ``lr``;
+  what is left is rounding.
+- the attention's key bias is the exception: its gradient is zero in exact arithmetic (adding one
+  vector to every key adds the same score to every key of a query, which the softmax ignores), so each
+  side's Adam steps follow the sign of its own rounding noise. It is held to ``2 · lr · steps``, and the
+  query and value biases beside it to ``lr / 10``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kerasbert import build_transformer_model, heads, save_google_checkpoint
+from kerasbert.crf import crf_layers
+
+import helpers
+
+STEPS, BATCH, LENGTH, LABELS, LR = 20, 4, 12, 5, 1e-3
+CONFIG = dict(helpers.TINY, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+CASES = {"cls": {"head": "cls"}, "tagging": {"head": "tagging"},
+         "crf": {"head": "crf", "lr_multiplier": 1}, "crf-lr1000": {"head": "crf", "lr_multiplier": 1000}}
+
+
+def batches(seed: int) -> dict[str, np.ndarray]:
+    """``STEPS`` ragged batches stacked in order, with random labels (0 on padding)."""
+    rows = [helpers.random_batch(CONFIG["vocab_size"], BATCH, LENGTH, seed=seed + i) for i in range(STEPS)]
+    data = {key: np.concatenate([row[key] for row in rows]) for key in ("token_ids", "segment_ids")}
+    rng = np.random.default_rng(seed)
+    data["tag_labels"] = rng.integers(0, LABELS, data["token_ids"].shape) * (data["token_ids"] > 0)
+    data["cls_labels"] = rng.integers(0, LABELS, len(data["token_ids"]))
+    return data
+
+
+def head_weights(seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"kernel": rng.normal(0, 0.2, (CONFIG["hidden_size"], LABELS)).astype("float32"),
+            "bias": rng.normal(0, 0.1, LABELS).astype("float32"),
+            "trans": rng.normal(0, 0.5, (LABELS, LABELS)).astype("float32")}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """Each case's data, head weights and bert4keras's losses and weights, from one oracle run."""
+    work = str(tmp_path_factory.mktemp("step_parity"))
+    helpers.write_checkpoint(work, helpers.random_google_weights(CONFIG, seed=4, heads=False), CONFIG)
+    cases, tasks = {}, []
+    for index, (name, case) in enumerate(CASES.items()):
+        data, weights = batches(10 * index), head_weights(index)
+        labels = data["cls_labels"] if case["head"] == "cls" else data["tag_labels"]
+        inputs, head = os.path.join(work, f"inputs-{index}.npz"), os.path.join(work, f"head-{index}.npz")
+        np.savez(inputs, token_ids=data["token_ids"], segment_ids=data["segment_ids"], labels=labels)
+        np.savez(head, **weights)
+        cases[name] = {**case, "index": index, "data": data, "labels": labels, "weights": weights}
+        tasks.append({"kind": "train", "config": os.path.join(work, "bert_config.json"),
+                      "checkpoint": os.path.join(work, "bert_model.ckpt"), "num_labels": LABELS, "lr": LR,
+                      "batch_size": BATCH, "inputs": inputs, "head_weights": head, **case})
+    return work, cases, helpers.run_oracle(tasks, work)
+
+
+def train_kerasbert(work: str, case: dict):
+    """kerasbert's model for ``case`` after the same steps: (model, losses)."""
+    backbone = build_transformer_model(os.path.join(work, "bert_config.json"), os.path.join(work, "bert_model.ckpt"),
+                                       verbose=False)
+    if case["head"] == "cls":
+        model = heads.cls(backbone, LABELS)
+    else:
+        model = heads.tagging(backbone, LABELS, crf=case["head"] == "crf",
+                              crf_lr_multiplier=case.get("lr_multiplier", 1))
+    dense = model.get_layer("CLS-Dense" if case["head"] == "cls" else "Tagging-Dense")
+    dense.set_weights([case["weights"]["kernel"], case["weights"]["bias"]])
+    for crf in crf_layers(model):
+        crf._trans.assign(case["weights"]["trans"] / crf.lr_multiplier)
+    model.compile(keras.optimizers.Adam(LR), **heads.loss_and_metrics(model))
+    data, losses = case["data"], []
+    for start in range(0, STEPS * BATCH, BATCH):
+        rows = slice(start, start + BATCH)
+        logs = model.train_on_batch([data["token_ids"][rows], data["segment_ids"][rows]], case["labels"][rows],
+                                    return_dict=True)
+        losses.append(logs["loss"])
+    return model, np.array(losses)
+
+
+def kerasbert_weights(model: keras.Model, folder: str) -> dict[str, np.ndarray]:
+    """The encoder's weights under their Google names (written by save_google_checkpoint), and the head's."""
+    reader = tf.train.load_checkpoint(save_google_checkpoint(model, os.path.join(folder, "bert_model.ckpt")))
+    weights = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    for layer in ("CLS-Dense", "Tagging-Dense"):
+        if layer in [layer.name for layer in model.layers]:
+            dense = model.get_layer(layer)
+            weights.update({f"{layer}/kernel": keras.ops.convert_to_numpy(dense.kernel),
+                            f"{layer}/bias": keras.ops.convert_to_numpy(dense.bias)})
+    for crf in crf_layers(model):
+        weights["Tagging-CRF/trans"] = keras.ops.convert_to_numpy(crf.trans)
+    return weights
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_twenty_adam_steps_equal_bert4keras(trained, name, tmp_path):
+    work, cases, theirs = trained
+    case = cases[name]
+    model, losses = train_kerasbert(work, case)
+    np.testing.assert_allclose(losses, theirs[f"{case['index']}/losses"], rtol=2e-6, atol=1e-5)
+    assert losses[-1] < losses[0]  # the steps trained something
+
+    ours = kerasbert_weights(model, str(tmp_path))
+    initial = tf.train.load_checkpoint(os.path.join(work, "bert_model.ckpt"))
+    prefix = f"{case['index']}/"
+    names = sorted(key[len(prefix):] for key in theirs if key.startswith(prefix) and not key.endswith("losses"))
+    assert set(names) == set(ours)
+    for variable in names:
+        diff = np.abs(ours[variable] - theirs[prefix + variable])
+        bound = 2 * LR * STEPS if variable.endswith("attention/self/key/bias") else LR / 10
+        assert diff.max() <= bound, f"{variable}: max |kerasbert - bert4keras| {diff.max():.3g} > {bound:.3g}"
+        if variable.startswith("bert/encoder/layer_1/output"):  # the top block moved, so the check means something
+            start = initial.get_tensor(variable)
+            assert np.abs(ours[variable] - start).max() > 50 * diff.max()
