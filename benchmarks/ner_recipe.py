@@ -11,15 +11,16 @@ best dev F1 is scored on test (entity level, character spans, at the same maxlen
   --crf-lr-multiplier M`` (plain Adam at a constant rate, as bert4keras's NER example);
 - ``bert4keras``: bert4keras 0.11.5 on tf-keras, its NER example's recipe (``Dense`` + its
   ``ConditionalRandomField(lr_multiplier=M)``, Adam at a constant rate, ``ViterbiDecoder`` with paths that
-  start and end on ``O``), in a worker process of its own.
+  start and end on ``O``), in a worker process of its own;
+- ``kerasbert-crf-lr-N``: the defaults with ``--crf-lr-multiplier N``, to show what the default is worth.
 
 Each recipe runs once per seed (``--seeds``); the table gives the mean, the spread (min-max) and each
 seed's test F1, and is written to RESULTS.md's ``ner-recipe`` section.
 
 Usage:
-    python benchmarks/ner_recipe.py                    # 3 seeds, 5 epochs: RESULTS.md, section ner-recipe
-    python benchmarks/ner_recipe.py --quick            # a small corpus, 1 epoch, 1 seed: checks that every recipe runs
-    python benchmarks/ner_recipe.py --recipes kerasbert-defaults --crf-lr-multiplier 100 --lr 1e-3
+    python benchmarks/ner_recipe.py                    # 3 seeds, 5 epochs, 5 recipes: RESULTS.md, section ner-recipe
+    python benchmarks/ner_recipe.py --quick            # a small corpus, 1 epoch, 1 seed: checks that the recipes run
+    python benchmarks/ner_recipe.py --recipes kerasbert-defaults,kerasbert-crf-lr-10 --seeds 5
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ CONFIG = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, 
           "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
           "max_position_embeddings": 128, "type_vocab_size": 2, "initializer_range": 0.02}
 RECIPES = ("kerasbert-defaults", "kerasbert-b4k-recipe", "bert4keras")
+#: the defaults with another CRF multiplier: what the default is worth
+ABLATIONS = ("kerasbert-crf-lr-1", "kerasbert-crf-lr-100")
 
 
 def prepare(folder: str, quick: bool) -> dict:
@@ -75,6 +78,8 @@ def kerasbert_flags(recipe: str, args) -> list[str]:
     if recipe == "kerasbert-b4k-recipe":
         return ["--schedule", "constant", "--warmup", "0", "--weight-decay", "0",
                 "--crf-lr-multiplier", str(args.b4k_multiplier)]
+    if recipe.startswith("kerasbert-crf-lr-"):
+        return ["--crf-lr-multiplier", recipe.rsplit("-", 1)[1]]
     return [] if args.crf_lr_multiplier is None else ["--crf-lr-multiplier", str(args.crf_lr_multiplier)]
 
 
@@ -207,6 +212,16 @@ def bert4keras_worker(job: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------- orchestrator
+def describe(recipe: str, args) -> str:
+    """What ``recipe`` trains with, for the table."""
+    if recipe == "bert4keras":
+        return f"its NER example: CRF lr_multiplier {args.b4k_multiplier:g}, constant Adam"
+    if recipe == "kerasbert-b4k-recipe":
+        return f"`{' '.join(kerasbert_flags(recipe, args))}`"
+    flags = kerasbert_flags(recipe, args)
+    return "the defaults" + (f", `{' '.join(flags)}`" if flags else "")
+
+
 def table(results: dict, args) -> str:
     import kerasbert
 
@@ -216,12 +231,13 @@ def table(results: dict, args) -> str:
              f"{args.b4k_multiplier:g}; kerasbert defaults: CRF lr multiplier "
              f"{args.crf_lr_multiplier or kerasbert.crf.CRF_LR_MULTIPLIER:g}, warmup 0.1, cosine, AdamW 0.01. "
              f"Test entity F1 at the best dev epoch, {len(args.seed_list)} seeds; Python {platform.python_version()}.",
-             "", "| recipe | test F1 mean | spread (min-max) | per seed | dev F1 mean |", "|---|---|---|---|---|"]
+             "", "| recipe | test F1 mean | spread (min-max) | per seed | dev F1 mean | options |",
+             "|---|---|---|---|---|---|"]
     for recipe, runs in results.items():
         test = [run["test_f1"] for run in runs]
         dev = [run["dev_f1"] for run in runs]
         lines.append(f"| {recipe} | {statistics.mean(test):.4f} | {min(test):.4f}-{max(test):.4f} | "
-                     f"{', '.join(f'{v:.4f}' for v in test)} | {statistics.mean(dev):.4f} |")
+                     f"{', '.join(f'{v:.4f}' for v in test)} | {statistics.mean(dev):.4f} | {describe(recipe, args)} |")
     return "\n".join(lines)
 
 
@@ -233,7 +249,8 @@ def main(argv=None) -> None:
     parser.add_argument("--b4k-multiplier", type=float, default=1000.0,
                         help="the CRF lr_multiplier of bert4keras's recipe (its NER example's)")
     parser.add_argument("--crf-lr-multiplier", type=float, help="kerasbert-defaults: this instead of the default")
-    parser.add_argument("--recipes", default=",".join(RECIPES))
+    parser.add_argument("--recipes", help=f"comma-separated (default: {','.join(RECIPES + ABLATIONS)}; "
+                                          f"--quick: {','.join(RECIPES)})")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
     parser.add_argument("--section", default="ner-recipe")
@@ -248,6 +265,7 @@ def main(argv=None) -> None:
         return
     if args.quick:
         args.seeds, args.epochs = 1, 1
+    args.recipes = args.recipes or ",".join(RECIPES if args.quick else RECIPES + ABLATIONS)
     args.seed_list = list(range(args.seeds))
     args.sizes = "200 / 50 / 50" if args.quick else "4,000 / 500 / 1,000"
     from results import write_section

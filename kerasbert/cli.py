@@ -100,7 +100,7 @@ def _field(value: str) -> str | int:
 
 
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
-    from kerasbert.training import SCHEDULES, TrainArgs
+    from kerasbert.training import TrainArgs, WarmupSchedule
 
     defaults = TrainArgs(task="cls", train="", out="")
     data = parser.add_argument_group("data")
@@ -129,8 +129,8 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     for name, kind, text in (("batch_size", int, "rows per batch"),
                              ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
                              ("warmup", float, "warmup, a ratio of the steps"),
-                             ("schedule", SCHEDULES, "learning rate after warmup: cosine or linear decay to 0, "
-                                                     "or constant"),
+                             ("schedule", WarmupSchedule.DECAYS,
+                              "learning rate after warmup: cosine or linear decay to 0, or constant"),
                              ("weight_decay", float, "AdamW weight decay (not on norms and biases)"),
                              ("grad_accum", int, "accumulate gradients over N batches"),
                              ("layerwise_lr_decay", float, "learning-rate factor per layer down from the top"),

@@ -98,7 +98,6 @@ def lookup(table, ids):
     dense gradient adds no pass over the table.
 
     Example:
-    >>> import numpy as np
     >>> ops.convert_to_numpy(lookup(ops.array([[1.0], [2.0]]), ops.array([1, 1, 0]))).ravel().tolist()
     [2.0, 2.0, 1.0]
     """
@@ -112,7 +111,8 @@ def lookup(table, ids):
 
         return ops.take(table, ids, axis=0), grad
 
-    return gather(ops.copy(table), ops.cast(ids, "int32"))  # the value: a variable read inside would need TF's own hook
+    # a tensor, not the variable: TensorFlow's custom gradient of a function that reads a variable needs more
+    return gather(ops.copy(table), ops.cast(ids, "int32"))
 
 
 @_SERIALIZABLE

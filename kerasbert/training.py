@@ -50,7 +50,6 @@ from kerasbert.tokenizer import Tokenizer
 __all__ = ["LayerwiseAdamW", "TrainArgs", "WarmupSchedule", "evaluate", "predict", "train"]
 
 TASK_OPTIONS = ("text", "text_b", "label", "scheme", "strict", "crf", "bilstm_units", "dropout", "crf_lr_multiplier")
-SCHEDULES = ("cosine", "linear", "constant")
 
 
 @dataclasses.dataclass
@@ -118,8 +117,8 @@ class TrainArgs:
                 raise fail(ConfigError, "--" + name.replace("_", "-"), "an int >= 1", repr(value))
         if self.crf and self.task != "ner":
             raise fail(ConfigError, "--crf", "--task ner", f"--task {self.task}")
-        if self.schedule not in SCHEDULES:
-            raise fail(ConfigError, "--schedule", " or ".join(SCHEDULES), repr(self.schedule))
+        if self.schedule not in WarmupSchedule.DECAYS:
+            raise fail(ConfigError, "--schedule", " or ".join(WarmupSchedule.DECAYS), repr(self.schedule))
         if not (isinstance(self.crf_lr_multiplier, (int, float)) and self.crf_lr_multiplier > 0):
             raise fail(ConfigError, "--crf-lr-multiplier", "a number > 0", repr(self.crf_lr_multiplier))
 
@@ -218,14 +217,18 @@ class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
     [0.0, 0.0005, 0.001, 0.0005, 0.0]
     """
 
+    DECAYS = ("cosine", "linear", "constant")
+
     def __init__(self, peak: float, total: int, warmup: int = 0, decay: str = "cosine"):
         self.peak, self.total, self.warmup, self.decay = peak, total, warmup, decay
 
     def __call__(self, step):
         step = keras.ops.cast(step, "float32")
         done = keras.ops.clip((step - self.warmup) / max(1, self.total - self.warmup), 0.0, 1.0)
-        factor = {"cosine": lambda: 0.5 * (1.0 + keras.ops.cos(math.pi * done)),
-                  "linear": lambda: 1.0 - done, "constant": lambda: keras.ops.ones_like(done)}[self.decay]()
+        if self.decay == "cosine":
+            factor = 0.5 * (1.0 + keras.ops.cos(math.pi * done))
+        else:
+            factor = 1.0 - done if self.decay == "linear" else keras.ops.ones_like(done)
         if self.warmup:
             factor = keras.ops.where(step < self.warmup, step / self.warmup, factor)
         return self.peak * factor
