@@ -257,8 +257,8 @@ class KerasMask(keras.layers.Layer):
     on bert4keras's masked outputs.
 
     Example:
-    >>> x = KerasMask()([ops.ones((1, 3, 2)), ops.array([[1, 1, 0]]) > 0])
-    >>> ops.convert_to_numpy(x._keras_mask).tolist()
+    >>> inputs = [ops.ones((1, 3, 2)), ops.array([[1, 1, 0]]) > 0]
+    >>> ops.convert_to_numpy(KerasMask().compute_mask(inputs)).tolist()
     [[True, True, False]]
     """
 
