@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 
+from kerasbert.files import write_text
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "RESULTS.md")
 TITLE = "# kerasbert benchmark results\n\nEach section is written by the script it names; rerun it to refresh.\n"
@@ -17,6 +19,4 @@ def write_section(name: str, text: str, path: str = RESULTS) -> None:
     old = open(path, encoding="utf-8").read() if os.path.exists(path) else TITLE
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     new = pattern.sub(lambda _: block, old) if pattern.search(old) else old.rstrip() + "\n\n" + block + "\n"
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(new)
-    os.replace(path + ".tmp", path)
+    write_text(path, new)

@@ -206,7 +206,8 @@ def _predict_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_predict(args: argparse.Namespace) -> int:
-    from kerasbert.data import read_texts, write_text
+    from kerasbert.data import read_texts
+    from kerasbert.files import write_text
     from kerasbert.training import predict
 
     if bool(args.text) == bool(args.input):
