@@ -147,7 +147,7 @@ def write_corpus(folder: str, n_train: int = 4000, n_dev: int = 500, n_test: int
 
 
 def _write(path: str, text: str) -> str:
-    from kerasbert.data import write_text
+    from kerasbert.files import write_text
 
     write_text(path, text)
     return path

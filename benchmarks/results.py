@@ -17,6 +17,7 @@ def write_section(name: str, text: str, path: str = RESULTS) -> None:
     old = open(path, encoding="utf-8").read() if os.path.exists(path) else TITLE
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     new = pattern.sub(lambda _: block, old) if pattern.search(old) else old.rstrip() + "\n\n" + block + "\n"
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(new)
-    os.replace(path + ".tmp", path)
+    # imported here: bench.py's bert4keras worker imports this module, and kerasbert would bring Keras 3 before tf-keras
+    from kerasbert.files import write_text
+
+    write_text(path, new)

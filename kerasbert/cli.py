@@ -99,26 +99,43 @@ def _field(value: str) -> str | int:
     return int(value) if value.isdigit() else value
 
 
+def _task_argument(parser, extra: tuple[str, ...] = (), **options) -> None:
+    """``--task``, its choices the task names of `kerasbert.tasks.TASKS` (and ``extra``)."""
+    from kerasbert.tasks import TASKS
+
+    parser.add_argument("--task", choices=(*TASKS, *extra), help="text classification or entity tagging", **options)
+
+
+def _reading_arguments(group, crf_help: str) -> None:
+    """How to read the data, shared by ``train`` and ``prepare``: fields, tag scheme, case, CRF labels."""
+    from kerasbert.schemes import SCHEMES
+
+    for flag, dest, text in (("--text-field", "text", "text column (index or name)"),
+                             ("--text-b-field", "text_b", "second text column, for pairs"),
+                             ("--label-field", "label", "label column (index or name)")):
+        group.add_argument(flag, dest=dest, type=_field, help=text)
+    group.add_argument("--scheme", choices=SCHEMES, help="NER tag scheme (detected by default)")
+    group.add_argument("--strict", action="store_true", help="an I- tag with no entity before it is an error")
+    group.add_argument("--cased", dest="lowercase", action="store_false", help="keep case and accents")
+    group.add_argument("--crf", action="store_true", help=crf_help)
+
+
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
-    from kerasbert.training import TrainArgs, WarmupSchedule
+    from kerasbert.distribute import STRATEGIES
+    from kerasbert.optimizers import WarmupSchedule
+    from kerasbert.training import TrainArgs
 
     defaults = TrainArgs(task="cls", train="", out="")
     data = parser.add_argument_group("data")
-    data.add_argument("--task", choices=("cls", "ner"), help="text classification or entity tagging")
+    _task_argument(data)
     data.add_argument("--train", help="training file: TSV/CSV/JSONL (cls), CoNLL or span JSONL (ner)")
     data.add_argument("--dev", help="dev file in the same format: scored every epoch, keeps the best model")
     data.add_argument("--out", required=True, help="the run folder to write (new or empty)")
-    data.add_argument("--text-field", dest="text", type=_field, help="text column (index or name)")
-    data.add_argument("--text-b-field", dest="text_b", type=_field, help="second text column, for pairs")
-    data.add_argument("--label-field", dest="label", type=_field, help="label column (index or name)")
-    data.add_argument("--scheme", choices=("BIO", "BIOES", "BMES"), help="NER tag scheme (detected by default)")
-    data.add_argument("--strict", action="store_true", help="an I- tag with no entity before it is an error")
+    _reading_arguments(data, "NER: a CRF on the tagging head")
     model = parser.add_argument_group("model")
     model.add_argument("--config", default=defaults.config, help="bert_config.json or a preset (default: tiny)")
     model.add_argument("--checkpoint", help="Google checkpoint to start from (default: random weights)")
     model.add_argument("--vocab", help="vocab.txt of the checkpoint")
-    model.add_argument("--cased", dest="lowercase", action="store_false", help="keep case and accents")
-    model.add_argument("--crf", action="store_true", help="NER: a CRF on the tagging head")
     model.add_argument("--crf-lr-multiplier", type=float, default=defaults.crf_lr_multiplier,
                        help="NER: the CRF transitions learn this many times faster than the encoder "
                             f"(default: {defaults.crf_lr_multiplier:g})")
@@ -145,7 +162,7 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=None,
                      help="compile the training step with XLA; batches are then padded to length buckets "
                           "(default: on for 10M+ parameters without --crf)")
-    fit.add_argument("--strategy", choices=("auto", "one", "mirrored", "multiworker"), default=defaults.strategy,
+    fit.add_argument("--strategy", choices=STRATEGIES, default=defaults.strategy,
                      help="tf.distribute strategy; --batch-size is per replica (default: auto)")
     run = parser.add_argument_group("run folder")
     run.add_argument("--resume", action="store_true", help="continue the run in --out with its saved arguments")
@@ -206,7 +223,8 @@ def _predict_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_predict(args: argparse.Namespace) -> int:
-    from kerasbert.data import read_texts, write_text
+    from kerasbert.data import read_texts
+    from kerasbert.files import write_text
     from kerasbert.training import predict
 
     if bool(args.text) == bool(args.input):
@@ -224,21 +242,14 @@ def _run_predict(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------- prepare
 def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", choices=("cls", "ner"), required=True, help="text classification or entity tagging")
+    _task_argument(parser, required=True)
     parser.add_argument("--data", required=True, help="a file, or a glob of files in quotes ('data/train-*.tsv')")
     parser.add_argument("--vocab", required=True, help="vocab.txt of the checkpoint")
     parser.add_argument("--out", required=True, help="the folder to write (new or empty)")
     parser.add_argument("--maxlen", type=int, default=128, help="word pieces a row keeps (default: %(default)s)")
     parser.add_argument("--labels", help="labels.json of a run: use its label ids instead of reading the data's")
     parser.add_argument("--chunk", type=int, default=10_000, help="examples encoded at once (default: %(default)s)")
-    parser.add_argument("--cased", dest="lowercase", action="store_false", help="keep case and accents")
-    for flag, dest, text in (("--text-field", "text", "text column (index or name)"),
-                             ("--text-b-field", "text_b", "second text column, for pairs"),
-                             ("--label-field", "label", "label column (index or name)")):
-        parser.add_argument(flag, dest=dest, type=_field, help=text)
-    parser.add_argument("--scheme", choices=("BIO", "BIOES", "BMES"), help="NER tag scheme (detected by default)")
-    parser.add_argument("--strict", action="store_true", help="an I- tag with no entity before it is an error")
-    parser.add_argument("--crf", action="store_true", help="NER: labels for a CRF head (every piece labelled)")
+    _reading_arguments(parser, "NER: labels for a CRF head (every piece labelled)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -260,7 +271,7 @@ def _run_prepare(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------- demo
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", choices=("cls", "ner", "all"), default="all")
+    _task_argument(parser, extra=("all",), default="all")
     parser.add_argument("--out", default="kerasbert-demo", help="folder for the data and runs (default: %(default)s)")
     parser.add_argument("--epochs", type=int, default=DEMO_TRAINING["epochs"])
     parser.add_argument("--seed", type=int, default=0)
@@ -278,7 +289,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     from kerasbert.training import evaluate, predict, train
 
     data = write_demo_data(os.path.join(args.out, "data"), seed=args.seed)
-    for task in ("cls", "ner") if args.task == "all" else (args.task,):
+    for task in DEMO_TEXTS if args.task == "all" else (args.task,):
         run = os.path.join(args.out, task)
         print(f"== {task}: training the tiny config from scratch on {data[task + '_train']}")
         train(task, data[f"{task}_train"], run, dev=data[f"{task}_dev"], vocab=data["vocab"],

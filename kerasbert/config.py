@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from kerasbert.errors import ConfigError, fail
+from kerasbert.files import write_text
 
 # hidden_act spellings accepted in configs -> the activation kerasbert uses.
 # "gelu" is the exact erf form (Google BERT, bert4keras, HF); the tanh approximation has
@@ -176,11 +177,7 @@ class BertConfig:
         """Return the JSON text; also write it (atomically) when ``path`` is given."""
         text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
         if path is not None:
-            path = os.fspath(path)
-            tmp = f"{path}.tmp-{os.getpid()}"
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
+            write_text(path, text)
         return text
 
 

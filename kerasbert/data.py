@@ -24,12 +24,12 @@ import csv
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kerasbert import schemes
 from kerasbert.errors import DataError, fail
+from kerasbert.files import write_text
 from kerasbert.schemes import Span
 
 Field = int | str
@@ -114,30 +114,6 @@ def _decode(raw: bytes, path: str, line: int = 1, offset: int = 0) -> str:
                    f"byte {raw[error.start]:#04x} at byte offset {offset + error.start} that is not UTF-8",
                    "convert the file to UTF-8 (e.g. iconv -f GBK -t UTF-8)") from None
     return text[1:] if offset == 0 and text.startswith("\ufeff") else text
-
-
-def write_text(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then a rename.
-
-    Args:
-        path: str. the file to write.
-        text: str. its whole content.
-
-    Example:
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "out.txt")
-    >>> write_text(path, "hello\\n"); open(path).read()
-    'hello\\n'
-    """
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix="-" + os.path.basename(path))
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 # ---------------------------------------------------------------------------- classification

@@ -20,7 +20,7 @@ import os
 import random
 import re
 
-from kerasbert.data import write_text
+from kerasbert.files import write_text
 
 #: how ``kerasbert demo`` trains on this data (the tiny config from scratch); tests and the benchmark reuse it
 DEMO_TRAINING = {"epochs": 8, "batch_size": 32, "lr": 2e-3, "maxlen": 64}

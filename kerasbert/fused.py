@@ -8,22 +8,17 @@ custom gradient TensorFlow's:
 - **GELU** (`gelu_erf_training`): the erf GELU ``0.5·x·(1+erf(x/√2))`` and the gradient TensorFlow derives
   for it op by op are about ten passes over the inner layer ``[B·S, I]``; compiled, the backward is written
   out as ``dy·(Φ(x) + x·φ(x))`` (Φ the normal CDF, φ its density) from the pre-activation ``x`` alone.
-  BERT-base at 8 × 128 on AVX2: 17 against 29 ms a block, forward and backward with the bias add, and the
-  whole training step 1.02 × faster.
 - **Dropout** (`dropout_training`): TensorFlow's dropout draws Philox random floats, compares and selects
   in three passes and keeps the mask for the backward pass. Here the keep decision comes from a counter
-  hash (`random_bits`) in the same pass as the select, and the backward pass recomputes it from the seed.
-  BERT-base at 8 × 128: 3.8 against 10.5 ms an attention dropout, 2.5 against 5.7 a hidden one, forward
-  and backward.
+  hash (`random_bits`) in the same pass as the select, and the backward pass recomputes it from its seed.
 
 The same numbers as the formulas within float32 rounding (`tests/test_fused.py`); under mixed precision the
 GELU's kernels compute in float32 and round to bf16 once (`_in_float32`). Where the step is compiled
 with XLA already (`jit_compile`, JAX), the compiler fuses the GELU as written and Keras's own dropout is used;
 so it is on PyTorch, and on models narrower than BERT-base (`MIN_WIDTH`, `MIN_DROPOUT_WIDTH`). XLA compiles
 once for each batch shape, and without XLA `kerasbert train` pads a batch to its longest row, so a run meets
-up to ``maxlen`` shapes: each costs 0.13 s for the GELU and 0.11 s for dropout (both directions), which
-BERT-base repays in about one step of that shape (it saves 0.14 and 0.16 s a step at 8 × 128); a model of a
-quarter its width and depth would take about 15 steps to repay the GELU's. Inference keeps Keras's erfc GELU
+up to ``maxlen`` shapes: BERT-base repays each compile in about one step of that shape, a much smaller model
+only after many (hence the width thresholds; figures in benchmarks/HISTORY.md). Inference keeps Keras's erfc GELU
 (`kerasbert.layers.gelu_erf`), which TensorFlow's oneDNN fuses with the matmul before it, and has no dropout.
 
 Example:
@@ -63,8 +58,7 @@ def gelu_erf_composed(x):
     1+erf cancels).
 
     The training form: under XLA the gradient of this form keeps one tensor of the inner layer's size (erf's)
-    from the forward pass for the backward one, where Keras's erfc form keeps two (BERT-base, 8 × 128: 144 MB
-    less of the step's 1.3 GB buffer).
+    from the forward pass for the backward one, where Keras's erfc form keeps two.
 
     Example:
     >>> from kerasbert.layers import gelu_erf
@@ -97,7 +91,7 @@ def random_bits(shape, seed):
     """32 random bits (uint32) for each element of a tensor of ``shape``: ``mix(mix(i + k0) ^ k1)`` for the
     element's row-major index ``i``, the keys ``k0, k1`` hashed from the two-number ``seed``.
 
-    Counter-based, like the Philox of ``tf.random.stateless_*``: a pure function of the seed and the index,
+    Counter-based, like the Philox of ``tf.random.stateless_*``: a pure function of its seed and the index,
     so the backward pass recomputes a dropout mask instead of keeping it. Two rounds of a 32-bit mixer, not
     Philox's ten: enough for dropout (uniform bits, no correlation between neighbours or seeds: tested), not
     meant for anything that needs a cryptographic generator. Indices are int32: up to 2³¹ elements.
@@ -143,9 +137,9 @@ def _plain_tensorflow_graph() -> bool:
     """TensorFlow is the backend and no XLA compile encloses the caller (`jit_compile`, the GPU default)."""
     if keras.config.backend() != "tensorflow":
         return False
-    import tensorflow as tf
+    from kerasbert.internals import enclosing_xla_context
 
-    return tf.__internal__.get_enclosing_xla_context() is None
+    return enclosing_xla_context() is None
 
 
 @functools.cache
@@ -164,8 +158,7 @@ def _xla_dropout(rate: float):
 def _in_float32(fn):
     """``fn`` computed in float32 and given back in the dtype of its first argument. Inside an XLA kernel a
     bf16 input is then converted once each way and the arithmetic runs in float32 (one rounding), where XLA
-    would round to bf16 after every operation: BERT-base's GELU, forward and backward, 2.96 against 6.35 ms
-    a layer under mixed_bfloat16 on AVX-512 (float32 itself: 4.0 ms, twice the bytes)."""
+    would round to bf16 after every operation, more slowly and with more rounding."""
 
     def run(x, *rest):
         return ops.cast(fn(*(ops.cast(t, "float32") for t in (x, *rest))), x.dtype)

@@ -59,8 +59,7 @@ def dense(x, kernel, bias):
     The layers flatten ``[B, S, H]`` to ``[B·S, H]`` around it, so TensorFlow's graph optimizer sees
     ``MatMul -> BiasAdd -> Gelu`` with nothing between (``ops.add`` of a vector is ``tf.nn.bias_add`` there; a
     3-D ``ops.matmul`` is a ``Tensordot`` that reshapes its product back before the bias and the GELU): its
-    oneDNN kernels then run the matmul, the bias and the GELU as one (BERT-base's feed-forward at 16 × 128 on
-    AVX2: 0.29 s against 0.31 s; inference 1.03 × faster). The same numbers on every backend.
+    oneDNN kernels then run the matmul, the bias and the GELU as one kernel. The same numbers on every backend.
 
     Example:
     >>> tuple(dense(ops.ones((10, 8)), ops.ones((8, 3)), ops.zeros(3)).shape)
@@ -149,8 +148,8 @@ class SegmentEmbedding(keras.layers.Embedding):
     The same weights and outputs as ``keras.layers.Embedding`` (exactly: each sum has one non-zero term);
     what differs is the gradient. A lookup's gradient scatter-adds every token's row onto the T (= 2) rows
     of ``E``; under mixed precision that scatter is in bfloat16/float16, which a GPU adds with emulated
-    atomics, and 4,096 tokens onto 2 rows took 15-21 ms of a 30-39 ms BERT-base training step (H100, batch
-    32 × 128, JAX); the one-hot form's gradient is a float32 sum over the tokens (step 17-18 ms). Tables of
+    atomics, thousands of tokens onto two rows, slowly enough to cost about half a BERT-base training step;
+    the one-hot form's gradient is a float32 sum over the tokens. Tables of
     more than ``MAX_ONE_HOT`` rows are looked up by `lookup`, as ``TokenEmbedding`` does.
 
     Example:
@@ -330,8 +329,8 @@ class LayerNorm(keras.layers.LayerNormalization):
     A drop-in for the Keras layer (same arguments, weights ``gamma [H]`` and ``beta [H]``, config, and numbers
     within float32 rounding; in float32 under mixed precision, as Keras): the centred ``x-μ`` is computed once
     and used for both the variance and the output, where ``ops.layer_normalization`` takes the moments,
-    then forms ``x·(γ/σ) + (β-μ·γ/σ)`` with two more full-size products. A residual add and the norm of
-    BERT-base's ``[16, 128, 768]`` take 6.8 ms against 8.3 ms on AVX2 (TensorFlow). Other axes, ``center`` or
+    then forms ``x·(γ/σ) + (β-μ·γ/σ)`` with two more full-size products, so it is faster on TensorFlow. Other
+    axes, ``center`` or
     ``scale`` off and ``rms_scaling`` run Keras's own code.
 
     Example:
@@ -360,7 +359,7 @@ class Dropout(keras.layers.Dropout):
     """Keras's ``Dropout`` (same arguments, config and rule: a fraction ``rate`` of elements zeroed in
     training, the rest scaled by ``1/(1-rate)``), whose training pass on TensorFlow's plain graph runs as
     one XLA kernel each way for models at least `kerasbert.fused.MIN_DROPOUT_WIDTH` wide (BERT-base):
-    `kerasbert.fused.dropout_training`, 2.2-2.8 × faster than TensorFlow's dropout. There the masks come
+    `kerasbert.fused.dropout_training`, faster than TensorFlow's dropout. There the masks come
     from kerasbert's counter hash (`kerasbert.fused.random_bits`) instead of TensorFlow's Philox: for the
     same seed, another random stream from the same distribution. Elsewhere it is Keras's layer.
 
@@ -387,11 +386,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     as bert4keras does. Weights: ``qkv_kernel [H, 3H]`` (Google's query, key and value kernels
     side by side), ``qkv_bias [3H]``, ``output_kernel [H, H]``, ``output_bias [H]``.
 
-    How the scores are formed was measured (BERT-base, 16 × 128, TensorFlow with oneDNN, AVX2): ``1/√d``
+    How the scores are formed is chosen for TensorFlow with oneDNN (benchmarks/HISTORY.md): ``1/√d``
     multiplies Q, ``[B, A, S, d]``, not the scores, ``[B, A, S, S]`` (the same numbers for d = 64), and the
-    padding keys' ``+inf`` is *subtracted* as a ``[B, 1, 1, S]`` penalty: half the time of a broadcast
-    ``where``. Not added as a ``-inf`` bias: TensorFlow's remapper then folds the scale and the add into the
-    batch matmul as oneDNN post-ops, and the broadcast one makes it 1.4 × slower than the three apart.
+    padding keys' ``+inf`` is *subtracted* as a ``[B, 1, 1, S]`` penalty, faster than a broadcast ``where``.
+    Not added as a ``-inf`` bias: TensorFlow's remapper then folds the scale and the add into the batch
+    matmul as oneDNN post-ops, and the broadcast one makes that slower than the three apart.
 
     Called with ``first_token=True`` it attends from position 0 (``[CLS]``) alone, over every key, and
     returns ``[B, H]``, equal to ``layer([x, mask])[:, 0]``: a head that reads only ``[CLS]`` runs the last
@@ -521,10 +520,9 @@ class FeedForward(keras.layers.Layer):
 
     def _activation_in_float32(self, training) -> bool:
         """Inference under mixed precision computes the activation in float32, rounded once: faster on a CPU,
-        where TensorFlow runs erf/erfc on bf16 one element at a time (BERT-base bf16 0.75 -> 0.63 s a batch on
-        AMX, before `dense` let oneDNN fuse the GELU). Not where oneDNN fuses a bf16 GELU into the matmul
+        where TensorFlow runs erf/erfc on bf16 one element at a time. Not where oneDNN fuses a bf16 GELU into the matmul
         (`fuses_bf16_activation`), which computes it in float32 on the accumulator and rounds once, in one
-        kernel. Not in training: the backward pass would keep its float32 intermediates (bf16 step +290 MB)."""
+        kernel. Not in training: the backward pass would keep its float32 intermediates."""
         if training or self.compute_dtype not in HALF_DTYPES:
             return False
         return not (self.compute_dtype == "bfloat16" and self.activation == "gelu" and fuses_bf16_activation())

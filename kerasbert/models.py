@@ -110,17 +110,14 @@ def xla_pays(model: keras.Model) -> bool:
     """Whether XLA (``jit_compile``) should be kerasbert's default for ``model``.
 
     Yes with a GPU, where Keras turns it on too, and on Keras's JAX backend, where a step without XLA runs
-    op by op from Python; there it compiles once per input shape (seconds on small models, 5 s for
-    BERT-base inference, 25-45 s for its training step), which a model of fewer than ``XLA_MIN_PARAMS``
-    parameters never wins back. No on a CPU with TensorFlow: its plain graph with oneDNN (which kerasbert
-    turns on, `kerasbert.onednn`) fuses MatMul + BiasAdd + GELU itself, the Q/K/V split and the compiled
-    AdamW update (`kerasbert.training.LayerwiseAdamW`) took away what XLA had saved there, and the benchmarks
-    (benchmarks/HISTORY.md for AVX2, RESULTS.md for AMX and AVX-512) measured the plain graph level with XLA
-    or ahead on every kind of CPU, in less memory: BERT-base on AVX2, inference 1.12 x and training 1.13 x bert4keras
-    against XLA's 1.06 x / 1.07 x, training peak RSS 3.85 against 4.05 GB; on AMX 1.01 x / 1.04 x against
-    0.99 x / 1.03 x; on AVX-512 1.09 x / 1.15 x against 1.01 x / 1.03 x. And in half precision
-    XLA's CPU matmul does not use the CPU's bf16 units (AMX, AVX-512 bf16), oneDNN's does. The CRF's scan
-    (dynamic length) never compiles.
+    op by op from Python; there it compiles once per input shape (seconds, tens of seconds for a BERT-base
+    training step), which a model of fewer than ``XLA_MIN_PARAMS`` parameters never wins back. No on a CPU
+    with TensorFlow: its plain graph with oneDNN (which kerasbert turns on, `kerasbert.onednn`) fuses MatMul +
+    BiasAdd + GELU itself, the Q/K/V split and the compiled AdamW update
+    (`kerasbert.optimizers.LayerwiseAdamW`) took away what XLA had saved there, and the benchmarks measured
+    the plain graph level with XLA or ahead on every kind of CPU, in less memory (benchmarks/HISTORY.md and
+    RESULTS.md). And in half precision XLA's CPU matmul does not use the CPU's bf16 units, oneDNN's does.
+    The CRF's scan (dynamic length) never compiles.
 
     Example:
     >>> xla_pays(build_transformer_model("tiny", verbose=False))

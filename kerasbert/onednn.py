@@ -1,9 +1,8 @@
 """TensorFlow's oneDNN CPU kernels: on with kerasbert on x86-64, where TensorFlow may leave them off.
 
-TensorFlow turns its oneDNN kernels on by itself only on x86 CPUs with AVX-512 VNNI, BF16 or AMX. On the
-AVX2 CPUs measured here (``benchmarks/HISTORY.md``: AMD EPYC, avx2 + fma) they make BERT-base training
-with XLA 1.15-1.3 x faster and the plain graph's inference about 1.2 x (its MatMul + BiasAdd + GELU run
-as one kernel), with outputs equal to bert4keras's within 1e-5 as before.
+TensorFlow turns its oneDNN kernels on by itself only on x86 CPUs with AVX-512 VNNI, BF16 or AMX. On AVX2
+CPUs they are faster too, as the plain graph runs a projection's MatMul + BiasAdd + GELU as one kernel
+(figures in ``benchmarks/HISTORY.md``), with outputs equal to bert4keras's within 1e-5.
 
 TensorFlow reads the switch, the environment variable ``TF_ENABLE_ONEDNN_OPTS``, once: when it is
 imported. So kerasbert sets it when kerasbert is imported before TensorFlow (and before Keras, which
@@ -69,15 +68,15 @@ def cpu_flags() -> frozenset[str]:
 def bf16_speedup(shape: tuple[int, int, int] = (1024, 768, 3072), rounds: int = 5) -> float | None:
     """How much faster TensorFlow multiplies bfloat16 matrices than float32 ones here, measured: the median of
     ``rounds`` paired timings of an ``[m, k]·[k, n]`` matmul in its traced graph, one dtype after the other
-    (an untimed first round traces and warms up). Measured once a process; about 0.3-1 s on two cores. None
-    where Keras's backend is not TensorFlow.
+    (an untimed first round traces and warms up). Measured once a process, in under a second. None where
+    Keras's backend is not TensorFlow.
 
-    The CPU's flags do not tell: oneDNN's bf16 matmul measured 4.0 x float32 with AMX, 1.9 x on AMD's
-    AVX-512 bf16 (EPYC Zen 4), but 0.55 x on an Intel Xeon with avx512_bf16 and no AMX, and 0.9 x with AVX2.
-    The default shape is BERT-base's feed-forward at 8 × 128 tokens.
+    The CPU's flags do not tell: bf16 matmuls are much faster than float32 with AMX and on some AVX-512 bf16
+    CPUs, and slower on others that list ``avx512_bf16`` (figures in ``benchmarks/HISTORY.md``). The
+    default shape is BERT-base's feed-forward at 8 × 128 tokens.
 
     Example:
-        bf16_speedup()  # 0.61 measured on an Intel Xeon without AMX
+        bf16_speedup()  # above HALF_FASTER where bf16 pays (`bf16_pays`), below 1 where it is slower
     """
     import keras
 
@@ -115,8 +114,8 @@ def fuses_bf16_activation(flags: Container[str] | None = None) -> bool:
 
     That is a graph TensorFlow traces (not eager, not inside an XLA compile), with no GPU to place ops on,
     oneDNN on and a CPU on which TensorFlow gives oneDNN bf16 ops (`ONEDNN_BF16_FLAGS`). There the kernel
-    computes the GELU in float32 on the accumulator (BERT-base bf16 inference 1.065 x faster than a float32
-    GELU beside the matmul, on AVX-512 bf16); elsewhere TensorFlow would run bf16 erf element by element.
+    computes the GELU in float32 on the accumulator, faster than a float32 GELU beside the matmul; elsewhere
+    TensorFlow would run bf16 erf element by element.
 
     Example:
     >>> fuses_bf16_activation(flags={"avx2"})
@@ -128,7 +127,8 @@ def fuses_bf16_activation(flags: Container[str] | None = None) -> bool:
                                                          for f in ONEDNN_BF16_FLAGS):
         return False
     import tensorflow as tf
-    from tensorflow.python.util import _pywrap_util_port
 
-    return (bool(_pywrap_util_port.IsMklEnabled()) and not tf.executing_eagerly()
-            and tf.__internal__.get_enclosing_xla_context() is None and not tf.config.list_logical_devices("GPU"))
+    from kerasbert.internals import enclosing_xla_context, onednn_enabled
+
+    return (onednn_enabled() and not tf.executing_eagerly() and enclosing_xla_context() is None
+            and not tf.config.list_logical_devices("GPU"))

@@ -40,7 +40,7 @@ from kerasbert.schemes import Span
 from kerasbert.tokenizer import Tokenizer
 
 __all__ = ["Features", "bucket_length", "bucket_lengths", "decode_ner", "encode_classification", "encode_ner",
-           "length_buckets", "ner_tag_set", "text_example", "to_dataset"]
+           "length_buckets", "ner_tag_set", "report_truncation", "text_example", "to_dataset"]
 
 
 @dataclass
@@ -90,7 +90,8 @@ def _in_chunks(encode, rows: list, what: str):
     return out
 
 
-def _report(truncated: int, total: int, maxlen: int | None, what: str) -> None:
+def report_truncation(truncated: int, total: int, maxlen: int | None, what: str) -> None:
+    """Log how many of ``total`` examples of ``what`` were cut to ``maxlen`` word pieces (nothing when none)."""
     if truncated:
         logger.warning("%s: %d of %d examples are longer than maxlen=%s word pieces and were cut",
                        what, truncated, total, maxlen)
@@ -138,7 +139,7 @@ def encode_classification(tokenizer: Tokenizer, examples: Sequence[Classificatio
             if len(row) > maxlen:
                 truncated += 1
                 token_ids[i], segment_ids[i] = tokenizer.truncate(row, segment_ids[i], maxlen)
-    _report(truncated, len(examples), maxlen, what)
+    report_truncation(truncated, len(examples), maxlen, what)
     label_ids = None if labels is None else [labels.index(example.label) for example in examples]
     return Features(token_ids, segment_ids, label_ids, truncated=truncated)
 
@@ -191,7 +192,7 @@ def encode_ner(tokenizer: Tokenizer, examples: Sequence[NerExample], tags: Label
             features.labels.append(labels + [0])
             if not crf:
                 features.weights.append(weights + [0.0])
-    _report(features.truncated, len(examples), maxlen, what)
+    report_truncation(features.truncated, len(examples), maxlen, what)
     return features
 
 

@@ -15,9 +15,9 @@ Example:
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
+
+from kerasbert.files import atomic_path
 
 _NOT_METRICS = ("epoch", "loss", "val_loss", "learning_rate")
 
@@ -34,16 +34,9 @@ def _pyplot():
 
 def _save(fig, path: str) -> None:
     """Write ``fig`` to ``path`` as PNG through a temporary file in the same folder, then close it."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(suffix=".png", prefix=".tmp-", dir=folder)
     try:
-        with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format="png", dpi=100, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=100, bbox_inches="tight")
     finally:
         fig.clear()
         _pyplot().close(fig)

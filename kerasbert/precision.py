@@ -60,8 +60,7 @@ def loss_gap(run_a: str, run_b: str, reduce: str = "max") -> float:
     ``history.csv`` of each run gives the training loss per epoch; the runs must have the same number
     of epochs. 0.0 is the same curve; a largest gap of 0.05 means never further apart than 5 % of where
     training began. The largest gap falls on the epoch where the loss drops fastest, and there a run that
-    drops a little later is far apart for that one epoch: the demo's classifier, float32 against bf16, over
-    six seeds measured largest gaps of 0.8-21 % and mean gaps of 0.2-8 %.
+    drops a little later is far apart for that one epoch, so read it beside the mean gap.
     """
     if reduce not in ("max", "mean"):
         raise fail(ConfigError, "reduce", '"max" or "mean"', repr(reduce))

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kerasbert.data import LabelSet, read_text, write_text
+from kerasbert.data import LabelSet, read_text
 from kerasbert.errors import ConfigError, fail
+from kerasbert.files import atomic_path, write_text
 
 __all__ = ["Run", "State"]
 
@@ -116,9 +117,8 @@ class Run:
         import keras
 
         bare = keras.Model(model.inputs, model.outputs, name=model.name)
-        tmp = self.file("model.tmp.keras")
-        bare.save(tmp)
-        os.replace(tmp, self.file("model.keras"))
+        with atomic_path(self.file("model.keras")) as tmp:
+            bare.save(tmp)
 
     def load_model(self):
         import keras

@@ -226,7 +226,7 @@ def prepare(task: Task, pattern: str, tokenizer: Tokenizer, maxlen: int, out: st
         bar = keras.utils.Progbar(total[0] or None, unit_name="example") if verbose else None
         shards = _Shards(staging, shard_size)
         counts = _write(task, files, tokenizer, maxlen, labels, given, shards, chunk, bar)
-        pipeline._report(counts["truncated"], counts["count"], maxlen, pattern)
+        pipeline.report_truncation(counts["truncated"], counts["count"], maxlen, pattern)
         meta = {"format": FORMAT, "task": task.name, "options": _task_options(task), "maxlen": maxlen,
                 "vocab_size": tokenizer.vocab_size, "labels": labels.labels, **counts, "files": files,
                 "shards": shards.shards}

@@ -26,6 +26,7 @@ from collections.abc import Callable
 import keras
 
 from kerasbert.errors import ModelError, fail
+from kerasbert.internals import inbound_nodes, nodes_by_depth
 from kerasbert.layers import Formula
 from kerasbert.summary_formulas import Symbols, formula_for
 from kerasbert.summary_render import FORMATS, render
@@ -172,8 +173,7 @@ def _walk(model, depth: int = 0):
 
 def _graph_nodes(model) -> list:
     """The nodes of the model's graph (Keras's own summary reads the same attribute); [] when subclassed."""
-    by_depth = getattr(model, "_nodes_by_depth", None) or {}
-    return [node for nodes in by_depth.values() for node in nodes]
+    return [node for nodes in nodes_by_depth(model).values() for node in nodes]
 
 
 def _shape_text(tensor) -> str:
@@ -182,7 +182,7 @@ def _shape_text(tensor) -> str:
 
 def _nodes_of(layer, owner) -> list:
     """The layer's calls in its owner's graph (all its calls when the owner keeps no graph, e.g. Sequential)."""
-    nodes = getattr(layer, "_inbound_nodes", None) or []
+    nodes = inbound_nodes(layer)
     node_ids = {id(n) for n in _graph_nodes(owner)}
     return [n for n in nodes if not node_ids or id(n) in node_ids] or nodes[:1]
 

@@ -18,6 +18,7 @@ import re
 
 import keras
 
+from kerasbert.internals import inbound_nodes
 from kerasbert.layers import Formula
 
 LAYER, BUILTIN, GENERIC = "layer", "builtin", "generic"
@@ -67,7 +68,7 @@ class Symbols:
 
 def _output_rank(layer) -> int:
     """Rank of the layer's first output in the graph (2 when it was never called symbolically)."""
-    nodes = getattr(layer, "_inbound_nodes", None)  # Keras's own summary reads the same attribute
+    nodes = inbound_nodes(layer)  # Keras's own summary reads the same attribute
     return len(keras.tree.flatten(nodes[0].output_tensors)[0].shape) if nodes else 2
 
 

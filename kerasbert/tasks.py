@@ -8,6 +8,7 @@ only talk to this interface, so both tasks share one training loop and one run-f
 
 from __future__ import annotations
 
+import abc
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -58,8 +59,8 @@ def predict_batches(model, dataset, verbose: int = 0) -> list[np.ndarray]:
 
 
 @dataclass
-class Task:
-    """Options shared by the tasks; subclasses implement the methods.
+class Task(abc.ABC):
+    """Options shared by the tasks, and the interface each task implements (its abstract methods).
 
     Args:
         text: str or int or None. the text field (classification files).
@@ -92,6 +93,51 @@ class Task:
         if labels is not None:
             self.check(examples, labels, path)
         return examples
+
+    @abc.abstractmethod
+    def stream(self, path: str) -> Iterator:
+        """The examples of a file, one at a time."""
+
+    @abc.abstractmethod
+    def check(self, examples: Sequence, labels: LabelSet, path: str) -> None:
+        """A DataError for the first example whose label is not in ``labels``."""
+
+    @abc.abstractmethod
+    def label_set(self, examples: Sequence) -> LabelSet:
+        """The label set of the training examples."""
+
+    @abc.abstractmethod
+    def encode(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> Features:
+        """Token ids (and label ids, with ``labels``) of the examples."""
+
+    @abc.abstractmethod
+    def head(self, backbone, labels: LabelSet):
+        """The task's head on ``backbone`` (a `kerasbert.heads` model)."""
+
+    @abc.abstractmethod
+    def compile_arguments(self, model) -> dict:
+        """``model.compile``'s loss and metrics."""
+
+    @abc.abstractmethod
+    def predicted_ids(self, model, features: Features, batch_size: int, verbose: int = 0):
+        """The predicted label id of every example (cls) or word piece (ner)."""
+
+    @abc.abstractmethod
+    def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
+                verbose: int = 0) -> list[dict]:
+        """One prediction dict per example (``label``, or ``entities``)."""
+
+    @abc.abstractmethod
+    def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:
+        """The metrics of ``predictions`` against the examples' gold labels."""
+
+    @abc.abstractmethod
+    def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
+        """The task's report of dev scores in the run folder."""
+
+    @abc.abstractmethod
+    def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list:
+        """Unlabelled examples of raw texts (``{"text", "text_b"}`` rows), for prediction."""
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """Fine-tuning: ``train``, ``evaluate`` and ``predict`` for the ``cls`` and ``ner`` tasks.
 
 ``train`` reads and checks every input before it writes anything, builds the model (loading the
-Google checkpoint with its per-variable log), compiles it with Keras's ``AdamW`` on a warmup +
-cosine schedule, and runs Keras ``fit`` one epoch at a time, so each epoch draws its own data order
-from ``(seed, epoch)``. A callback scores dev after each epoch, keeps the best model, writes the
+Google checkpoint with its per-variable log), compiles it with `kerasbert.optimizers.LayerwiseAdamW` on
+a `kerasbert.optimizers.WarmupSchedule`, and runs Keras ``fit`` one epoch at a time, so each epoch draws
+its own data order from ``(seed, epoch)``. A callback scores dev after each epoch, keeps the best model, writes the
 history, curves and resume state. ``--resume`` restores every model and optimizer variable (dropout
 RNG included) and skips the batches already trained on, so a killed run ends where an uninterrupted
 one does. The run folder is described in `kerasbert.runs`.
@@ -25,7 +25,6 @@ import atexit
 import dataclasses
 import math
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -42,12 +41,13 @@ from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.models import XLA_MIN_PARAMS, build_transformer_model, xla_pays
 from kerasbert.onednn import bf16_pays, bf16_speedup
+from kerasbert.optimizers import LayerwiseAdamW, WarmupSchedule
 from kerasbert.pipeline import bucket_lengths, length_buckets, to_dataset
 from kerasbert.runs import Run, State
 from kerasbert.tasks import Task, get_task
 from kerasbert.tokenizer import Tokenizer
 
-__all__ = ["LayerwiseAdamW", "TrainArgs", "WarmupSchedule", "evaluate", "predict", "train"]
+__all__ = ["TrainArgs", "compile_model", "evaluate", "make_optimizer", "predict", "train"]
 
 TASK_OPTIONS = ("text", "text_b", "label", "scheme", "strict", "crf", "bilstm_units", "dropout", "crf_lr_multiplier")
 
@@ -131,110 +131,6 @@ class TrainArgs:
     def make_task(self) -> Task:
         """The `kerasbert.tasks.Task` these arguments describe."""
         return get_task(self.task, **{name: getattr(self, name) for name in TASK_OPTIONS})
-
-
-@keras.saving.register_keras_serializable("kerasbert")
-class LayerwiseAdamW(keras.optimizers.AdamW):
-    """Keras ``AdamW`` whose learning rate shrinks by ``layer_decay`` per layer below the top.
-
-    Counting down from the head: ``Transformer-i`` learns at ``lr · decay^(L-i)`` (the top layer at
-    ``lr · decay``), the embeddings at ``lr · decay^(L+1)``; the head, pooler and CRF at ``lr``.
-
-    With ``xla_update``, a training step that is not compiled with XLA still applies the update as one
-    XLA-compiled function: the plain graph runs AdamW's arithmetic as a dozen passes over every weight and
-    both moments (BERT-base: 0.34 s a step on a 2-core CPU), XLA as one fused pass (0.12 s). It is for a
-    step that stays out of XLA for another reason (bfloat16 on CPU, where TensorFlow's oneDNN matmuls use the
-    CPU's AMX units and XLA's do not; a CRF); on TensorFlow, and only outside a distribution strategy.
-
-    Args:
-        layer_decay: float. the factor per layer, in (0, 1]; 1 is plain AdamW.
-        num_layers: int. L, the number of transformer layers.
-        xla_update: bool. apply the update as one XLA-compiled function (see above).
-        **kwargs: ``keras.optimizers.AdamW`` arguments.
-    """
-
-    def __init__(self, layer_decay: float = 1.0, num_layers: int = 12, xla_update: bool = False, **kwargs):
-        super().__init__(**kwargs)
-        self.layer_decay, self.num_layers, self.xla_update = layer_decay, num_layers, xla_update
-        self._xla_apply = None
-
-    def lr_scale(self, path: str) -> float:
-        """The learning-rate factor of the variable at ``path`` (``Transformer-3-FeedForward/kernel``)."""
-        match = re.match(r"Transformer-(\d+)-", path)
-        depth = (self.num_layers - int(match.group(1)) if match else
-                 self.num_layers + 1 if path.startswith("Embedding") else 0)
-        return self.layer_decay ** depth
-
-    def apply(self, grads, trainable_variables=None):
-        if not self._compiles_update(trainable_variables):
-            return super().apply(grads, trainable_variables)
-        import tensorflow as tf
-
-        if self._xla_apply is None:
-            self._xla_apply = tf.function(lambda dense: super(LayerwiseAdamW, self).apply(dense), jit_compile=True)
-        # an embedding's gradient (tf.IndexedSlices, as many rows as the batch has tokens) made dense here, in
-        # the plain graph, and every gradient given its variable's static shape (a step traced for inputs of
-        # any length leaves some unknown): the XLA function then compiles once
-        return self._xla_apply([g if g is None else tf.ensure_shape(tf.convert_to_tensor(g), v.shape)
-                                for g, v in zip(grads, self._trainable_variables, strict=True)])
-
-    def _compiles_update(self, trainable_variables) -> bool:
-        """``xla_update`` is on and can be: TensorFlow, a built optimizer, its own variables, inside a traced
-        step and outside a distribution strategy (whose cross-replica update cannot run inside XLA)."""
-        if not (self.xla_update and self.built and keras.config.backend() == "tensorflow"):
-            return False
-        import tensorflow as tf
-
-        own = trainable_variables is None or [id(v) for v in trainable_variables] == [
-            id(v) for v in self._trainable_variables]
-        return own and tf.inside_function() and not tf.distribute.has_strategy()
-
-    def update_step(self, gradient, variable, learning_rate):
-        if type(gradient).__name__ == "IndexedSlices":
-            # an embedding's gradient on TensorFlow: made dense here once, not twice inside AdamW (m, then v)
-            import tensorflow as tf
-
-            gradient = tf.convert_to_tensor(gradient)
-        # the TensorFlow backend passes the backend variable; its Keras variable knows the path
-        scale = self.lr_scale(self._trainable_variables[self._get_variable_index(variable)].path)
-        super().update_step(gradient, variable, learning_rate * scale if scale != 1 else learning_rate)
-
-    def get_config(self):
-        return {**super().get_config(), "layer_decay": self.layer_decay, "num_layers": self.num_layers,
-                "xla_update": self.xla_update}
-
-
-@keras.saving.register_keras_serializable("kerasbert")
-class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warmup from 0 to ``peak`` over ``warmup`` steps, then ``decay`` over the remaining steps.
-
-    ``cosine``: ``peak · ½(1 + cos(π·p))``, ``linear``: ``peak · (1 - p)``, ``constant``: ``peak``, where
-    ``p`` is the share of the decay steps done (Keras's ``CosineDecay`` with ``warmup_steps`` is the first).
-
-    Example:
-    >>> schedule = WarmupSchedule(1e-3, total=10, warmup=2, decay="linear")
-    >>> [round(float(schedule(step)), 6) for step in (0, 1, 2, 6, 10)]
-    [0.0, 0.0005, 0.001, 0.0005, 0.0]
-    """
-
-    DECAYS = ("cosine", "linear", "constant")
-
-    def __init__(self, peak: float, total: int, warmup: int = 0, decay: str = "cosine"):
-        self.peak, self.total, self.warmup, self.decay = peak, total, warmup, decay
-
-    def __call__(self, step):
-        step = keras.ops.cast(step, "float32")
-        done = keras.ops.clip((step - self.warmup) / max(1, self.total - self.warmup), 0.0, 1.0)
-        if self.decay == "cosine":
-            factor = 0.5 * (1.0 + keras.ops.cos(math.pi * done))
-        else:
-            factor = 1.0 - done if self.decay == "linear" else keras.ops.ones_like(done)
-        if self.warmup:
-            factor = keras.ops.where(step < self.warmup, step / self.warmup, factor)
-        return self.peak * factor
-
-    def get_config(self):
-        return {"peak": self.peak, "total": self.total, "warmup": self.warmup, "decay": self.decay}
 
 
 def make_optimizer(args: TrainArgs, total_steps: int, num_layers: int,
@@ -347,26 +243,70 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     # non-chief workers write to a temporary folder, removed at the end (the TF multi-worker guide)
     run = source if chief else Run(_temporary_folder("kerasbert-worker-"))
     the_task = args.make_task()
+    monitor = _monitor(args, the_task, strategy)
+    inputs = _read_inputs(args, the_task, source.labels() if resume else None, verbose)
+    keras.utils.set_random_seed(args.seed)
+    model, optimizer, steps_per_epoch = _build(args, the_task, inputs, strategy, verbose)
+    with strategy.scope():
+        state = source.load_state(model, optimizer) if resume else State()
+    if resume:
+        logger.info("resuming %s at epoch %d, step %d", out, state.epoch + 1, state.step)
+    elif chief:
+        _write_run_files(run, args, inputs, overwrite)
+    keeper = EpochKeeper(run, state, _dev_scorer(model, the_task, args, inputs, chief), monitor, args.save_every,
+                         args.max_steps)
+    _fit(model, strategy, args, inputs, state, [keeper, *callbacks], steps_per_epoch, verbose)
+    run.save_state(state, model, optimizer)
+    if inputs.prepared:
+        shutil.rmtree(inputs.prepared, ignore_errors=True)
+    if not chief:
+        shutil.rmtree(run.path, ignore_errors=True)
+        return {"task": args.task, "steps": state.global_step, "chief": False}
+    return _finish(run, args, the_task, inputs, state, monitor)
+
+
+@dataclasses.dataclass
+class _Inputs:
+    """Everything `train` reads before it writes anything: the tokenizer, config, labels and data."""
+
+    tokenizer: Tokenizer
+    config: object
+    labels: LabelSet
+    count: int
+    train_data: object  # (batch size, epoch, batches to skip) -> tf.data.Dataset
+    prepared: str | None  # a temporary folder of prepared shards, removed at the end
+    dev_examples: list | None
+    dev_features: object
+
+
+def _monitor(args: TrainArgs, the_task: Task, strategy) -> str:
+    """The dev metric that picks the best epoch (``loss`` without dev); the multi-worker loop logs only some."""
     monitor = args.monitor or (the_task.monitor if args.dev else "loss")
     logged = {"loss", *(f"val_{key}" for key in the_task.dev_keys)}
     if is_multiworker(strategy) and monitor not in logged:  # the multi-worker loop logs no Keras metrics
         raise fail(ConfigError, "--monitor", f"one of {sorted(logged)} under --strategy multiworker", monitor)
+    return monitor
 
-    # read and check every input before writing anything
+
+def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbose: int) -> _Inputs:
+    """Read and check the vocabulary, config, training and dev data (``labels``: a resumed run's)."""
     tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
     config = resolve_config(args.config)
     if args.checkpoint is None and config.vocab_size != tokenizer.vocab_size:
         logger.info("training from scratch: vocab_size %d -> %d (the size of %s)", config.vocab_size,
                     tokenizer.vocab_size, args.vocab)
         config = config.replace(vocab_size=tokenizer.vocab_size)
-    labels, count, train_data, prepared = _train_data(args, the_task, tokenizer, config,
-                                                      source.labels() if resume else None, verbose)
+    labels, count, train_data, prepared = _train_data(args, the_task, tokenizer, config, labels, verbose)
     dev_examples = the_task.read(args.dev, labels) if args.dev else None
     dev_features = the_task.encode(tokenizer, dev_examples, labels, args.maxlen, args.dev) if args.dev else None
     if verbose:
         logger.info("%d training examples from %s%s; %d labels", count, args.train,
                     f" and {len(dev_examples)} dev examples from {args.dev}" if args.dev else "", len(labels))
-    keras.utils.set_random_seed(args.seed)
+    return _Inputs(tokenizer, config, labels, count, train_data, prepared, dev_examples, dev_features)
+
+
+def _precision_policy(args: TrainArgs) -> str | None:
+    """The mixed precision policy of ``--mixed-precision`` (None without it); on a CPU, says whether bf16 pays."""
     policy = _mixed_policy() if args.mixed_precision else None
     if policy == "mixed_bfloat16" and keras.config.backend() == "tensorflow":
         speedup = bf16_speedup()
@@ -376,65 +316,81 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
             logger.warning("--mixed-precision: bfloat16 matmuls measured %.2f x float32 on this CPU, so bfloat16 is "
                            "no faster here (it pays with AMX or AMD's AVX-512 bf16, oneDNN on): leave it out for "
                            "speed", speedup)
+    return policy
+
+
+def _build(args: TrainArgs, the_task: Task, inputs: _Inputs, strategy, verbose: int):
+    """The compiled model in ``strategy``'s scope: ``(model, optimizer, steps per epoch)``."""
+    policy = _precision_policy(args)
     global_batch = args.batch_size * strategy.num_replicas_in_sync
-    steps_per_epoch = math.ceil(count / global_batch)
+    steps_per_epoch = math.ceil(inputs.count / global_batch)
     total = min(steps_per_epoch * args.epochs, args.max_steps or math.inf)
     logger.info("%s: %d replica(s) x %d rows = global batch %d; %d steps an epoch",
                 describe(strategy), strategy.num_replicas_in_sync, args.batch_size, global_batch, steps_per_epoch)
     with strategy.scope():
-        backbone = build_transformer_model(config=config, checkpoint_path=args.checkpoint, verbose=verbose > 0,
-                                           dtype=policy)
-        model = the_task.head(backbone, labels)
-        optimizer = compile_model(model, the_task, args, total, config.num_hidden_layers, policy)
-        state = source.load_state(model, optimizer) if resume else State()
-    buckets = model.jit_compile and not is_multiworker(strategy)  # XLA: one compile per padded shape
-    if buckets:
+        backbone = build_transformer_model(config=inputs.config, checkpoint_path=args.checkpoint,
+                                           verbose=verbose > 0, dtype=policy)
+        model = the_task.head(backbone, inputs.labels)
+        optimizer = compile_model(model, the_task, args, total, inputs.config.num_hidden_layers, policy)
+    if _buckets(model, strategy):
         logger.info("XLA (jit_compile): on; batches padded to lengths %s", bucket_lengths(args.maxlen))
     elif getattr(optimizer, "inner_optimizer", optimizer).xla_update and describe(strategy) == "one device":
         logger.info("XLA (jit_compile): off for the step (%s), on for AdamW's update", "--crf" if args.crf else
                     "--no-jit-compile" if args.jit_compile is False else "on a CPU")
-    if resume:
-        logger.info("resuming %s at epoch %d, step %d", out, state.epoch + 1, state.step)
-    elif chief:
-        run.create(overwrite)
-        run.write_json("args.json", dataclasses.asdict(args))
-        labels.save(run.file("labels.json"))
-        run.write_json("bert_config.json", config.to_dict())
-        shutil.copyfile(args.vocab, run.file("vocab.txt"))
+    return model, optimizer, steps_per_epoch
+
+
+def _buckets(model, strategy) -> bool:
+    """Batches padded to length buckets: under XLA, one compile per padded shape (not in the multi-worker loop)."""
+    return bool(model.jit_compile) and not is_multiworker(strategy)
+
+
+def _write_run_files(run: Run, args: TrainArgs, inputs: _Inputs, overwrite: bool) -> None:
+    """The run folder's fixed files: arguments, labels, config and vocabulary."""
+    run.create(overwrite)
+    run.write_json("args.json", dataclasses.asdict(args))
+    inputs.labels.save(run.file("labels.json"))
+    run.write_json("bert_config.json", inputs.config.to_dict())
+    shutil.copyfile(args.vocab, run.file("vocab.txt"))
+
+
+def _dev_scorer(model, the_task: Task, args: TrainArgs, inputs: _Inputs, chief: bool):
+    """A function that scores dev with the model as it is (``{}`` without dev, and on non-chief workers)."""
 
     def score_dev() -> dict:
-        if dev_features is None or not chief:
+        if inputs.dev_features is None or not chief:
             return {}
-        predictions = the_task.predict(model, dev_features, dev_examples, labels, args.batch_size)
-        scores = the_task.score(dev_examples, predictions, labels)
+        predictions = the_task.predict(model, inputs.dev_features, inputs.dev_examples, inputs.labels,
+                                       args.batch_size)
+        scores = the_task.score(inputs.dev_examples, predictions, inputs.labels)
         return {f"val_{key}": scores[key] for key in the_task.dev_keys}
 
-    keeper = EpochKeeper(run, state, score_dev, monitor, args.save_every, args.max_steps)
-    dev_data = to_dataset(dev_features, args.batch_size) if dev_features is not None else None
-    if buckets:
+    return score_dev
+
+
+def _fit(model, strategy, args: TrainArgs, inputs: _Inputs, state: State, callbacks: list, steps_per_epoch: int,
+         verbose: int) -> None:
+    """Train epoch by epoch from ``state`` (each epoch's data order from seed and epoch) until done."""
+    train_data = inputs.train_data
+    dev_data = to_dataset(inputs.dev_features, args.batch_size) if inputs.dev_features is not None else None
+    if _buckets(model, strategy):
         train_data = _bucketed(train_data, args.maxlen)
         dev_data = length_buckets(dev_data, args.maxlen) if dev_data is not None else None
     loop = None
     if is_multiworker(strategy):
-        loop = keras.callbacks.CallbackList([keeper, *callbacks], add_progbar=bool(verbose), model=model,
+        loop = keras.callbacks.CallbackList(callbacks, add_progbar=bool(verbose), model=model,
                                             verbose=1 if verbose else 0, epochs=args.epochs, steps=steps_per_epoch)
         train_step = make_train_step(model, strategy)
+    global_batch = args.batch_size * strategy.num_replicas_in_sync
     while not state.finished and state.epoch < args.epochs:
         data = train_data(global_batch, state.epoch, state.step)
         if loop is not None:
             fit_epoch(model, strategy, data, loop, state.epoch, train_step)
         else:
             model.fit(data, epochs=state.epoch + 1, initial_epoch=state.epoch, validation_data=dev_data,
-                      callbacks=[keeper, *callbacks], verbose=1 if verbose else 0, shuffle=False)
+                      callbacks=callbacks, verbose=1 if verbose else 0, shuffle=False)
         state.finished = bool(args.max_steps and state.global_step >= args.max_steps)
     state.finished = True
-    run.save_state(state, model, optimizer)
-    if prepared:
-        shutil.rmtree(prepared, ignore_errors=True)
-    if not chief:
-        shutil.rmtree(run.path, ignore_errors=True)
-        return {"task": args.task, "steps": state.global_step, "chief": False}
-    return _finish(run, args, the_task, labels, dev_examples, dev_features, state, monitor)
 
 
 def _bucketed(train_data, maxlen: int):
@@ -493,16 +449,16 @@ def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, l
         folder, batch, seed=args.seed, epoch=epoch, skip_batches=skip), temporary
 
 
-def _finish(run, args, the_task, labels, dev_examples, dev_features, state, monitor) -> dict:
+def _finish(run, args, the_task, inputs: _Inputs, state, monitor) -> dict:
     """Score the best model on dev and write metrics.json, the task's report (confusion plot or per-type
     table) and the Google export."""
     best = run.load_model()
     result = {"task": args.task, "monitor": monitor, "best_epoch": state.best_epoch, "steps": state.global_step,
               "history": state.history[-1] if state.history else {}}
-    if dev_examples is not None:
-        predictions = the_task.predict(best, dev_features, dev_examples, labels, args.batch_size)
-        result["dev"] = the_task.score(dev_examples, predictions, labels)
-        the_task.write_report(run.path, result["dev"], labels)
+    if inputs.dev_examples is not None:
+        predictions = the_task.predict(best, inputs.dev_features, inputs.dev_examples, inputs.labels, args.batch_size)
+        result["dev"] = the_task.score(inputs.dev_examples, predictions, inputs.labels)
+        the_task.write_report(run.path, result["dev"], inputs.labels)
     run.write_json("metrics.json", result)
     if args.export_google_checkpoint:
         os.makedirs(run.file("google"), exist_ok=True)

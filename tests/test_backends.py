@@ -12,6 +12,9 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow  # trains, spawns workers or runs a benchmark
 
 JAX_CASES = ["tiny-0", "tiny-4", "tiny-keep_tokens", "base2-1"]
 

@@ -8,6 +8,10 @@ import re
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # trains, spawns workers or runs a benchmark
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # benchmarks/ is not part of the installed package
 

@@ -19,6 +19,8 @@ from kerasbert.errors import ConfigError
 
 from helpers import kill_mid_epoch
 
+pytestmark = pytest.mark.slow  # trains, spawns workers or runs a benchmark
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TWO_CPUS = """
 import sys, tensorflow as tf

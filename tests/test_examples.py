@@ -6,6 +6,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # trains, spawns workers or runs a benchmark
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

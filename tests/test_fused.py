@@ -233,6 +233,7 @@ _HEADS = {  # head: (build, labels for 8 rows of 16 tokens, the (rate, *shape) o
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("head", sorted(_HEADS))
 def test_a_bert_base_wide_model_fits_with_every_dropout_through_the_kernel(monkeypatch, tmp_path, head):
     """Embedding-Dropout, the attention's and the two residual dropouts of a block, and the tagger's

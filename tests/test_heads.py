@@ -253,6 +253,7 @@ def accuracy(model, x, y) -> float:
     return float((predicted == y)[keep].mean())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", TASKS)
 def test_each_head_learns_a_synthetic_task(name):
     build, data, steps, max_loss, chance, min_accuracy = TASKS[name]
@@ -308,6 +309,7 @@ def test_heads_need_the_sequence_output(flags, head):
         head(backbone, 3)
 
 
+@pytest.mark.slow
 def test_label_ids_out_of_range_stop_fit(bert):
     import tensorflow as tf
 

@@ -59,6 +59,7 @@ def test_bert4keras_span_reader_matches_kerasbert(corpus):
     assert ner_recipe.entity_f1([[(0, 2, "PER")], [(1, 3, "LOC")]], [[(0, 2, "PER")], [(1, 4, "LOC")]]) == 0.5
 
 
+@pytest.mark.slow
 def test_quick_benchmark_runs_every_recipe_and_writes_its_section(tmp_path):
     results = str(tmp_path / "RESULTS.md")
     process = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "ner_recipe.py"), "--quick",

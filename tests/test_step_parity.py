@@ -29,6 +29,8 @@ from kerasbert.crf import crf_layers
 
 import helpers
 
+pytestmark = pytest.mark.slow  # trains, spawns workers or runs a benchmark
+
 STEPS, BATCH, LENGTH, LABELS, LR = 20, 4, 12, 5, 1e-3
 CONFIG = dict(helpers.TINY, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 CASES = {"cls": {"head": "cls"}, "tagging": {"head": "tagging"},

@@ -225,6 +225,7 @@ def peak_rss(data: str, vocab: str, out: str, repeat: int = 1) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_streaming_a_file_larger_than_the_cap_keeps_rss_bounded(demo, tmp_path):
     small, big = str(tmp_path / "small.tsv"), str(tmp_path / "big.tsv")
     write_rows(small, demo["vocab"], SMALL_MB)
@@ -243,6 +244,7 @@ def _train(*args):
     return [sys.executable, "-m", "kerasbert", "train", *args], env
 
 
+@pytest.mark.slow
 def test_train_streams_a_prepared_folder_or_a_glob_and_resumes(demo, tmp_path):
     """`kerasbert train --train FOLDER` (from `kerasbert prepare`) and `--train 'GLOB'` (prepared on the fly)
     train the same model; a run on the folder killed mid-epoch resumes to the uninterrupted weights."""

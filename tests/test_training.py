@@ -16,6 +16,8 @@ from kerasbert.errors import ConfigError
 
 from helpers import kill_mid_epoch
 
+pytestmark = pytest.mark.slow  # trains, spawns workers or runs a benchmark
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -218,7 +220,7 @@ def test_layerwise_learning_rates(data, tmp_path):
     import keras
 
     from kerasbert import build_transformer_model, heads
-    from kerasbert.training import LayerwiseAdamW
+    from kerasbert.optimizers import LayerwiseAdamW
 
     optimizer = LayerwiseAdamW(0.5, 2, learning_rate=1e-3, weight_decay=0.0)
     assert optimizer.lr_scale("Transformer-1-FeedForward/kernel") == 0.5
@@ -249,7 +251,7 @@ def test_xla_update_gives_the_plain_update_and_compiles_once(accumulate):
     import keras
 
     from kerasbert import build_transformer_model, heads
-    from kerasbert.training import LayerwiseAdamW
+    from kerasbert.optimizers import LayerwiseAdamW
 
     models = []
     for xla_update in (False, True):
@@ -415,7 +417,7 @@ def test_mixed_precision_on_a_cpu_says_whether_bf16_pays_there(data, tmp_path, c
 def test_warmup_schedules(decay, expected):
     import keras
 
-    from kerasbert.training import WarmupSchedule
+    from kerasbert.optimizers import WarmupSchedule
 
     schedule = WarmupSchedule(1e-3, total=10, warmup=2, decay=decay)
     np.testing.assert_allclose([float(schedule(step)) for step in (0, 1, 2, 6, 10)], expected, atol=1e-9)
