@@ -27,13 +27,13 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import keras
 
 from kerasbert import plots, streaming
 from kerasbert.checkpoint import save_google_checkpoint
-from kerasbert.config import resolve_config
+from kerasbert.config import BertConfig, resolve_config
 from kerasbert.crf import CRF_LR_MULTIPLIER, crf_layers
 from kerasbert.data import LabelSet
 from kerasbert.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
@@ -42,7 +42,7 @@ from kerasbert.log import logger
 from kerasbert.models import XLA_MIN_PARAMS, build_transformer_model, xla_pays
 from kerasbert.onednn import bf16_pays, bf16_speedup
 from kerasbert.optimizers import LayerwiseAdamW, WarmupSchedule
-from kerasbert.pipeline import bucket_lengths, length_buckets, to_dataset
+from kerasbert.pipeline import Features, bucket_lengths, length_buckets, to_dataset
 from kerasbert.runs import Run, State
 from kerasbert.tasks import Task, get_task
 from kerasbert.tokenizer import Tokenizer
@@ -270,13 +270,13 @@ class _Inputs:
     """Everything `train` reads before it writes anything: the tokenizer, config, labels and data."""
 
     tokenizer: Tokenizer
-    config: object
+    config: BertConfig
     labels: LabelSet
     count: int
-    train_data: object  # (batch size, epoch, batches to skip) -> tf.data.Dataset
+    train_data: Callable  # (batch size, epoch, batches to skip) -> tf.data.Dataset
     prepared: str | None  # a temporary folder of prepared shards, removed at the end
     dev_examples: list | None
-    dev_features: object
+    dev_features: Features | None
 
 
 def _monitor(args: TrainArgs, the_task: Task, strategy) -> str:
