@@ -26,9 +26,9 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
 
     With ``xla_update``, a training step that is not compiled with XLA still applies the update as one
     XLA-compiled function: the plain graph runs AdamW's arithmetic as a dozen passes over every weight and
-    both moments, XLA as one fused pass. It is for a
-    step that stays out of XLA for another reason (bfloat16 on CPU, where TensorFlow's oneDNN matmuls use the
-    CPU's AMX units and XLA's do not; a CRF); on TensorFlow, and only outside a distribution strategy.
+    both moments, XLA as one fused pass. It is for a step that stays out of XLA for another reason (bfloat16
+    on CPU, where TensorFlow's oneDNN matmuls use the CPU's AMX units and XLA's do not; a CRF); on
+    TensorFlow, and only outside a distribution strategy.
 
     Args:
         layer_decay: float. the factor per layer, in (0, 1]; 1 is plain AdamW.

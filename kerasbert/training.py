@@ -3,8 +3,8 @@
 ``train`` reads and checks every input before it writes anything, builds the model (loading the
 Google checkpoint with its per-variable log), compiles it with `kerasbert.optimizers.LayerwiseAdamW` on
 a `kerasbert.optimizers.WarmupSchedule`, and runs Keras ``fit`` one epoch at a time, so each epoch draws
-its own data order from ``(seed, epoch)``. A callback scores dev after each epoch, keeps the best model, writes the
-history, curves and resume state. ``--resume`` restores every model and optimizer variable (dropout
+its own data order from ``(seed, epoch)``. A callback scores dev after each epoch, keeps the best model,
+writes the history, curves and resume state. ``--resume`` restores every model and optimizer variable (dropout
 RNG included) and skips the batches already trained on, so a killed run ends where an uninterrupted
 one does. The run folder is described in `kerasbert.runs`.
 
@@ -267,9 +267,8 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
 
 @dataclasses.dataclass
 class _Inputs:
-    """Everything `train` reads before it writes anything: the tokenizer, config, labels and data."""
+    """Everything `train` reads before it writes anything: the config, labels and data."""
 
-    tokenizer: Tokenizer
     config: BertConfig
     labels: LabelSet
     count: int
@@ -302,7 +301,7 @@ def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbo
     if verbose:
         logger.info("%d training examples from %s%s; %d labels", count, args.train,
                     f" and {len(dev_examples)} dev examples from {args.dev}" if args.dev else "", len(labels))
-    return _Inputs(tokenizer, config, labels, count, train_data, prepared, dev_examples, dev_features)
+    return _Inputs(config, labels, count, train_data, prepared, dev_examples, dev_features)
 
 
 def _precision_policy(args: TrainArgs) -> str | None:
@@ -322,7 +321,7 @@ def _precision_policy(args: TrainArgs) -> str | None:
 def _build(args: TrainArgs, the_task: Task, inputs: _Inputs, strategy, verbose: int):
     """The compiled model in ``strategy``'s scope: ``(model, optimizer, steps per epoch)``."""
     policy = _precision_policy(args)
-    global_batch = args.batch_size * strategy.num_replicas_in_sync
+    global_batch = _global_batch(args, strategy)
     steps_per_epoch = math.ceil(inputs.count / global_batch)
     total = min(steps_per_epoch * args.epochs, args.max_steps or math.inf)
     logger.info("%s: %d replica(s) x %d rows = global batch %d; %d steps an epoch",
@@ -338,6 +337,11 @@ def _build(args: TrainArgs, the_task: Task, inputs: _Inputs, strategy, verbose: 
         logger.info("XLA (jit_compile): off for the step (%s), on for AdamW's update", "--crf" if args.crf else
                     "--no-jit-compile" if args.jit_compile is False else "on a CPU")
     return model, optimizer, steps_per_epoch
+
+
+def _global_batch(args: TrainArgs, strategy) -> int:
+    """Rows a step takes over all replicas (``--batch-size`` is per replica)."""
+    return args.batch_size * strategy.num_replicas_in_sync
 
 
 def _buckets(model, strategy) -> bool:
@@ -360,12 +364,16 @@ def _dev_scorer(model, the_task: Task, args: TrainArgs, inputs: _Inputs, chief: 
     def score_dev() -> dict:
         if inputs.dev_features is None or not chief:
             return {}
-        predictions = the_task.predict(model, inputs.dev_features, inputs.dev_examples, inputs.labels,
-                                       args.batch_size)
-        scores = the_task.score(inputs.dev_examples, predictions, inputs.labels)
+        scores = _dev_scores(model, the_task, args, inputs)
         return {f"val_{key}": scores[key] for key in the_task.dev_keys}
 
     return score_dev
+
+
+def _dev_scores(model, the_task: Task, args: TrainArgs, inputs: _Inputs) -> dict:
+    """The task's scores of ``model`` on the dev set."""
+    predictions = the_task.predict(model, inputs.dev_features, inputs.dev_examples, inputs.labels, args.batch_size)
+    return the_task.score(inputs.dev_examples, predictions, inputs.labels)
 
 
 def _fit(model, strategy, args: TrainArgs, inputs: _Inputs, state: State, callbacks: list, steps_per_epoch: int,
@@ -381,7 +389,7 @@ def _fit(model, strategy, args: TrainArgs, inputs: _Inputs, state: State, callba
         loop = keras.callbacks.CallbackList(callbacks, add_progbar=bool(verbose), model=model,
                                             verbose=1 if verbose else 0, epochs=args.epochs, steps=steps_per_epoch)
         train_step = make_train_step(model, strategy)
-    global_batch = args.batch_size * strategy.num_replicas_in_sync
+    global_batch = _global_batch(args, strategy)
     while not state.finished and state.epoch < args.epochs:
         data = train_data(global_batch, state.epoch, state.step)
         if loop is not None:
@@ -456,8 +464,7 @@ def _finish(run, args, the_task, inputs: _Inputs, state, monitor) -> dict:
     result = {"task": args.task, "monitor": monitor, "best_epoch": state.best_epoch, "steps": state.global_step,
               "history": state.history[-1] if state.history else {}}
     if inputs.dev_examples is not None:
-        predictions = the_task.predict(best, inputs.dev_features, inputs.dev_examples, inputs.labels, args.batch_size)
-        result["dev"] = the_task.score(inputs.dev_examples, predictions, inputs.labels)
+        result["dev"] = _dev_scores(best, the_task, args, inputs)
         the_task.write_report(run.path, result["dev"], inputs.labels)
     run.write_json("metrics.json", result)
     if args.export_google_checkpoint:
