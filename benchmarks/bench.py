@@ -14,13 +14,13 @@ What is timed is the path users get by default:
 - inference: ``model.predict`` on a model from ``build_transformer_model`` (bert4keras: its own
   ``build_transformer_model``; keras-hub: ``BertBackbone.predict``);
 - training: ``fit`` of the classifier that ``kerasbert train`` builds, compiled by
-  `kerasbert.training.compile_model` (bert4keras: pooler + Dense with its ``Adam``; keras-hub:
+  `kerasbert.finetune.training.compile_model` (bert4keras: pooler + Dense with its ``Adam``; keras-hub:
   ``BertTextClassifier`` with its default compile). kerasbert's classifier runs its last layer for
-  ``[CLS]`` alone (`kerasbert.heads.cls`), and its FLOPs are counted so (``first_token_only``);
+  ``[CLS]`` alone (`kerasbert.modeling.heads.cls`), and its FLOPs are counted so (``first_token_only``);
 - ``kerasbert-train``: the whole ``kerasbert.train`` on generated full-length text, to show that
   data and tokenization are not the bottleneck (its step time against the bare ``kerasbert`` step).
 Each library runs with the environment its users give it: kerasbert's workers import kerasbert first,
-which turns TensorFlow's oneDNN kernels on (`kerasbert.onednn`); bert4keras and keras-hub get the
+which turns TensorFlow's oneDNN kernels on (`kerasbert.perf.onednn`); bert4keras and keras-hub get the
 caller's ``TF_ENABLE_ONEDNN_OPTS`` (TensorFlow's own choice when unset). ``kerasbert-nodnn`` and
 ``bert4keras-onednn`` swap that switch, to show what it is worth to each.
 
@@ -57,7 +57,7 @@ if ROOT not in sys.path:
 
 from benchmarks.results import write_section  # noqa: E402
 
-# the orchestrator imports kerasbert, which sets TF_ENABLE_ONEDNN_OPTS (kerasbert.onednn): workers get the
+# the orchestrator imports kerasbert, which sets TF_ENABLE_ONEDNN_OPTS (kerasbert.perf.onednn): workers get the
 # user's own value, so bert4keras and keras-hub run as their users run them and kerasbert sets it itself
 USER_ONEDNN = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
 
@@ -78,8 +78,8 @@ VARIANTS = {
     "kerasbert-nodnn": ("kerasbert", {"env": {"TF_ENABLE_ONEDNN_OPTS": "0"}}),
     "bert4keras-onednn": ("bert4keras", {"env": {"TF_ENABLE_ONEDNN_OPTS": "1"}}),
 }
-# kerasbert's defaults (kerasbert.models.xla_pays): XLA with a GPU for models of 10M+ parameters (-noxla shows
-# the plain graph there), the plain graph on a CPU (-xla shows XLA); oneDNN on x86-64 (kerasbert.onednn),
+# kerasbert's defaults (kerasbert.perf.xla.xla_pays): XLA with a GPU for models of 10M+ parameters (-noxla shows
+# the plain graph there), the plain graph on a CPU (-xla shows XLA); oneDNN on x86-64 (kerasbert.perf.onednn),
 # -nodnn without it, and bert4keras-onednn bert4keras with it
 CPU_VARIANTS = ["kerasbert", "kerasbert-xla", "kerasbert-nodnn", "kerasbert-bf16", "kerasbert-bf16-xla", "bert4keras",
                 "bert4keras-onednn", "keras-hub", "kerasbert-train"]
@@ -93,7 +93,7 @@ def forward_flops(cfg: dict, batch: int, seq: int, first_token_only: bool = Fals
     """Multiply-adds × 2 of one forward pass: per layer and token, Q/K/V/O projections 8H², the
     feed-forward 4HI and attention scores and mixing 4SH; plus the pooler 2H² and the head 2HC a sequence.
     ``first_token_only``: the last layer computes only keys and values (4H²) for all but ``[CLS]``, as
-    kerasbert's classifier does (`kerasbert.heads.cls`)."""
+    kerasbert's classifier does (`kerasbert.modeling.heads.cls`)."""
     h, i, layers = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
     per_token = 8 * h * h + 4 * h * i + 4 * seq * h
     left_out = (seq - 1) * (per_token - 4 * h * h) if first_token_only else 0
@@ -158,9 +158,11 @@ def _set_policy(policy: str | None) -> None:
 
 
 def work_kerasbert(cfg, opts, mode, batch, seq, steps, warmup):
-    from kerasbert import build_transformer_model  # before Keras, as users do: it turns oneDNN on (kerasbert.onednn)
-    from kerasbert.data import LabelSet
-    from kerasbert.training import TrainArgs, compile_model
+    from kerasbert import (
+        build_transformer_model,  # before Keras, as users do: it turns oneDNN on (kerasbert.perf.onednn)
+    )
+    from kerasbert.finetune.training import TrainArgs, compile_model
+    from kerasbert.text.readers import LabelSet
 
     _set_policy(opts.get("policy"))
     import keras
@@ -253,8 +255,8 @@ def synthetic_text_data(folder: str, vocab_size: int, rows: int, chars: int, see
 
 def work_kerasbert_train(cfg, opts, mode, batch, seq, steps, warmup):
     """``kerasbert.train`` end to end; also times tokenizing the same data (``encode``) per batch."""
-    from kerasbert.tokenizer import Tokenizer  # before Keras (kerasbert.onednn)
-    from kerasbert.training import TrainArgs, train
+    from kerasbert.finetune.training import TrainArgs, train
+    from kerasbert.text.tokenizer import Tokenizer  # before Keras (kerasbert.perf.onednn)
 
     folder = tempfile.mkdtemp()
     import keras
@@ -522,7 +524,7 @@ def _cpuinfo(field: str) -> str:
 
 def cpu_text() -> str:
     """The CPU's model and the vector extensions TensorFlow's CPU kernels choose by (from /proc/cpuinfo)."""
-    from kerasbert.onednn import cpu_flags
+    from kerasbert.perf.onednn import cpu_flags
 
     wanted = [f for f in cpu_flags() if f.startswith(("avx", "amx")) or f == "fma"]
     return f"{_cpuinfo('model name') or platform.machine()} ({' '.join(sorted(set(wanted))) or 'flags unknown'})"
@@ -563,10 +565,10 @@ def gpu_text() -> str:
 def machine_kind(device: str, flags: str | None = None, half: float | None = None) -> str:
     """Which section a run's results go to: ``gpu``; ``cpu-amx`` (a CPU with AMX bf16 units, where oneDNN's
     bf16 matmuls measured 4 x its fp32 ones); on AVX-512 without AMX, by ``half`` (bf16 matmuls' speed over
-    fp32's, `half_speedup` of the run's peaks; `kerasbert.onednn.bf16_speedup` when None): ``cpu-avx512``
-    where bf16 pays (`kerasbert.onednn.bf16_pays`; AMD EPYC Zen 4 here, 1.9 x), ``cpu-avx512-fp32`` where it
+    fp32's, `half_speedup` of the run's peaks; `kerasbert.perf.onednn.bf16_speedup` when None): ``cpu-avx512``
+    where bf16 pays (`kerasbert.perf.onednn.bf16_pays`; AMD EPYC Zen 4 here, 1.9 x), ``cpu-avx512-fp32`` where it
     does not (an Intel Xeon with avx512_bf16 and no AMX here, 0.55 x); ``cpu`` (AVX2). ``flags``: the CPU's,
-    space-separated as /proc/cpuinfo lists them (`kerasbert.onednn.cpu_flags` when None).
+    space-separated as /proc/cpuinfo lists them (`kerasbert.perf.onednn.cpu_flags` when None).
 
     Example:
     >>> machine_kind("cpu", "fma avx2 avx512f avx512_bf16", half=1.9)
@@ -576,7 +578,7 @@ def machine_kind(device: str, flags: str | None = None, half: float | None = Non
     """
     if device == "gpu":
         return "gpu"
-    from kerasbert.onednn import bf16_pays, cpu_flags
+    from kerasbert.perf.onednn import bf16_pays, cpu_flags
 
     found = cpu_flags() if flags is None else set(flags.split())
     if "amx_bf16" in found:
@@ -647,7 +649,7 @@ def targets(summary: dict, results: dict) -> str:
     """The issue's targets, each with the figure measured and whether it is met. Mixed precision must be
     ≥ 1.6 × fp32 where the run's matmul peaks (``summary["peaks"]``) measured half precision ≥ `HALF_FASTER`
     × fp32 (a GPU, a CPU with AMX or AVX-512 bf16 under oneDNN); elsewhere fp32 stays the default."""
-    from kerasbert.onednn import HALF_FASTER
+    from kerasbert.perf.onednn import HALF_FASTER
 
     f = summary["figures"]
     half = half_speedup(summary.get("peaks", {}))
@@ -726,7 +728,7 @@ def main(argv=None) -> None:
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    from kerasbert.config import resolve_config
+    from kerasbert.modeling.config import resolve_config
 
     cfg = resolve_config(args.config).to_dict()
     config_file = os.path.join(tempfile.mkdtemp(), "bert_config.json")

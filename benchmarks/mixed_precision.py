@@ -1,10 +1,10 @@
 """Mixed precision on the demo: ``kerasbert train --mixed-precision`` against float32, same data and seed.
 
 For each demo task (cls, ner, ner with a CRF) this trains the tiny config as ``kerasbert demo`` does
-(`kerasbert.demo_data.DEMO_TRAINING`): twice in float32, then with mixed precision (float16 on a GPU,
+(`kerasbert.finetune.demo_data.DEMO_TRAINING`): twice in float32, then with mixed precision (float16 on a GPU,
 bfloat16 on a CPU). It reports each run's test score, how often its test predictions agree with the first
-float32 run's (`kerasbert.precision.argmax_agreement`: one per example for cls, one per word for ner) and
-how far apart their loss curves run (`kerasbert.precision.loss_gap`). The target is agreement >= 99.5 % with
+float32 run's (`kerasbert.finetune.precision.argmax_agreement`: one per example for cls, one per word for ner) and
+how far apart their loss curves run (`kerasbert.finetune.precision.loss_gap`). The target is agreement >= 99.5 % with
 close loss curves. Speed is not measured here (a tiny model says nothing about it): ``bench.py`` times the
 ``kerasbert-bf16`` / ``kerasbert-fp16`` workers on BERT-base.
 
@@ -41,9 +41,9 @@ def compare(name: str, data: dict, folder: str, epochs: int) -> dict:
     embedding's sparse gradient dense once instead of twice, the float32 ner run had 22 words of 1526 tagged
     otherwise.)
     """
-    from kerasbert.demo_data import DEMO_TRAINING
-    from kerasbert.precision import argmax_agreement, loss_gap
-    from kerasbert.training import evaluate, train
+    from kerasbert.finetune.demo_data import DEMO_TRAINING
+    from kerasbert.finetune.precision import argmax_agreement, loss_gap
+    from kerasbert.finetune.training import evaluate, train
 
     task, crf = TASKS[name]
     runs, scores = {}, {}
@@ -82,8 +82,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     import tensorflow as tf
 
-    from kerasbert.demo_data import DEMO_TRAINING, write_demo_data
-    from kerasbert.training import _mixed_policy
+    from kerasbert.finetune.demo_data import DEMO_TRAINING, write_demo_data
+    from kerasbert.finetune.training import _mixed_policy
 
     folder = tempfile.mkdtemp(prefix="kerasbert-mixed-")
     sizes = {"n_train": 120, "n_dev": 30, "n_test": 30} if args.quick else {}

@@ -54,7 +54,7 @@ def prepare(folder: str, quick: bool) -> dict:
     from ner_corpus import write_corpus
 
     from kerasbert import build_transformer_model, save_google_checkpoint
-    from kerasbert.config import BertConfig
+    from kerasbert.modeling.config import BertConfig
 
     sizes = {"n_train": 200, "n_dev": 50, "n_test": 50} if quick else {}
     paths = write_corpus(os.path.join(folder, "data"), **sizes)
@@ -229,7 +229,7 @@ def table(results: dict, args) -> str:
              f"test {args.sizes}), a random checkpoint of a 2-layer H-128 BERT, Dense + CRF, {args.epochs} epochs, "
              f"batch 32, maxlen 64, lr {args.lr:g}; bert4keras's recipe with CRF lr_multiplier "
              f"{args.b4k_multiplier:g}; kerasbert defaults: CRF lr multiplier "
-             f"{args.crf_lr_multiplier or kerasbert.crf.CRF_LR_MULTIPLIER:g}, warmup 0.1, cosine, AdamW 0.01. "
+             f"{args.crf_lr_multiplier or kerasbert.modeling.crf.CRF_LR_MULTIPLIER:g}, warmup 0.1, cosine, AdamW 0.01. "
              f"Test entity F1 at the best dev epoch, {len(args.seed_list)} seeds; Python {platform.python_version()}.",
              "", "| recipe | test F1 mean | spread (min-max) | per seed | dev F1 mean | options |",
              "|---|---|---|---|---|---|"]

@@ -33,7 +33,7 @@ os.environ.update(TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3
 import tokenizers  # noqa: E402
 
 from benchmarks.results import write_section  # noqa: E402
-from kerasbert.tokenizer import Tokenizer  # noqa: E402
+from kerasbert.text.tokenizer import Tokenizer  # noqa: E402
 
 CONSONANTS, VOWELS = "bcdfghjklmnprstvwz", "aeiou"
 SYLLABLES = [c + v for c in CONSONANTS for v in VOWELS] + [c + v + "n" for c in CONSONANTS for v in VOWELS]

@@ -1,6 +1,6 @@
 """Fine-tune a sentence classifier, score it on a test split and predict new sentences, offline.
 
-By default it writes the bundled generated Chinese sentiment data (``kerasbert.demo_data``) and
+By default it writes the bundled generated Chinese sentiment data (``kerasbert.finetune.demo_data``) and
 trains the tiny config from scratch on it (about 25 s on 2 CPU cores, test accuracy 1.00):
 
     python examples/finetune_classification.py [--out RUN_FOLDER] [--epochs 3]
@@ -17,8 +17,8 @@ import argparse
 import json
 import tempfile
 
-from kerasbert.demo_data import write_demo_data
-from kerasbert.training import evaluate, predict, train
+from kerasbert.finetune.demo_data import write_demo_data
+from kerasbert.finetune.training import evaluate, predict, train
 
 parser = argparse.ArgumentParser(description="fine-tune a sentence classifier (default: offline demo data)")
 parser.add_argument("--out", help="the run folder, new or empty (default: a new temporary folder)")

@@ -1,6 +1,6 @@
 """Fine-tune an NER tagger, score it on a test split (entity-level F1) and tag new sentences, offline.
 
-By default it writes the bundled generated Chinese NER data (``kerasbert.demo_data``: PER, LOC,
+By default it writes the bundled generated Chinese NER data (``kerasbert.finetune.demo_data``: PER, LOC,
 ORG) and trains the tiny config from scratch on it for 8 epochs (from scratch, fewer epochs find few
 entities; about 30 s on 2 CPU cores, test micro-F1 about 0.79):
 
@@ -19,9 +19,9 @@ import argparse
 import json
 import tempfile
 
-from kerasbert.demo_data import write_demo_data
-from kerasbert.metrics import per_type_table
-from kerasbert.training import evaluate, predict, train
+from kerasbert.finetune.demo_data import write_demo_data
+from kerasbert.finetune.metrics import per_type_table
+from kerasbert.finetune.training import evaluate, predict, train
 
 parser = argparse.ArgumentParser(description="fine-tune an NER tagger (default: offline demo data)")
 parser.add_argument("--out", help="the run folder, new or empty (default: a new temporary folder)")

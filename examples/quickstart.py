@@ -10,7 +10,7 @@ import tempfile
 import numpy as np
 
 from kerasbert import build_transformer_model, save_google_checkpoint
-from kerasbert.config import BertConfig
+from kerasbert.modeling.config import BertConfig
 
 out = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="kerasbert-quickstart-")
 os.makedirs(out, exist_ok=True)

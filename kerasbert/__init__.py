@@ -1,5 +1,12 @@
 """kerasbert: BERT in Keras 3 the bert4keras way.
 
+The names below load on first use, so ``import kerasbert`` (and the ``kerasbert`` command's ``--help``) does not
+start TensorFlow. The first one used imports `kerasbert.modeling`, which registers every kerasbert layer with
+Keras: a ``.keras`` file then loads with ``keras.saving.load_model`` and no ``custom_objects``.
+
+On x86-64, importing kerasbert turns on TensorFlow's oneDNN kernels (`kerasbert.perf.onednn`) unless
+``TF_ENABLE_ONEDNN_OPTS`` is already set; ``TF_ENABLE_ONEDNN_OPTS=0`` keeps them off.
+
 Example:
 >>> from kerasbert import build_transformer_model
 >>> bert = build_transformer_model("tiny", verbose=False)   # a bundled preset, random weights
@@ -7,40 +14,45 @@ Example:
 'Transformer-1-FeedForward-Norm'
 """
 
-from kerasbert.onednn import prefer_onednn
+import importlib
+
+from kerasbert.errors import CheckpointError, ConfigError, KerasBertError, ModelError
+from kerasbert.perf.onednn import prefer_onednn
 
 prefer_onednn()  # before anything imports TensorFlow: it reads the switch once, at import
 
-from kerasbert import heads  # noqa: E402
-from kerasbert.checkpoint import LoadReport, load_google_checkpoint, save_google_checkpoint  # noqa: E402
-from kerasbert.config import BertConfig  # noqa: E402
-from kerasbert.errors import CheckpointError, ConfigError, KerasBertError, ModelError  # noqa: E402
-from kerasbert.models import build_transformer_model  # noqa: E402
-from kerasbert.summary import Summary, annotate, summary  # noqa: E402
-from kerasbert.tokenizer import Tokenizer, load_vocab  # noqa: E402
-from kerasbert.training import evaluate, predict, train  # noqa: E402
+_HOMES = {  # public name -> the module that owns it
+    "BertConfig": "kerasbert.modeling.config",
+    "build_transformer_model": "kerasbert.modeling.models",
+    "heads": "kerasbert.modeling.heads",
+    "LoadReport": "kerasbert.weights.google",
+    "load_google_checkpoint": "kerasbert.weights.google",
+    "save_google_checkpoint": "kerasbert.weights.google",
+    "Summary": "kerasbert.annotated.report",
+    "annotate": "kerasbert.annotated.collect",
+    "summary": "kerasbert.annotated.collect",
+    "Tokenizer": "kerasbert.text.tokenizer",
+    "load_vocab": "kerasbert.text.tokenizer",
+    "evaluate": "kerasbert.finetune.training",
+    "predict": "kerasbert.finetune.training",
+    "train": "kerasbert.finetune.training",
+}
 
-# `kerasbert.summary` is the function; `kerasbert.summary.annotate(model)` keeps working as well.
-summary.annotate = annotate
 
-__all__ = [
-    "BertConfig",
-    "CheckpointError",
-    "ConfigError",
-    "KerasBertError",
-    "LoadReport",
-    "ModelError",
-    "Summary",
-    "Tokenizer",
-    "annotate",
-    "build_transformer_model",
-    "evaluate",
-    "heads",
-    "load_google_checkpoint",
-    "load_vocab",
-    "predict",
-    "save_google_checkpoint",
-    "summary",
-    "train",
-]
+def __getattr__(name: str):
+    """Import the module that owns ``name`` on first use (PEP 562) and keep the name here."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'kerasbert' has no attribute {name!r}")
+    importlib.import_module("kerasbert.modeling")  # registers the layers before any model is built or loaded
+    home = importlib.import_module(_HOMES[name])
+    value = home if name == "heads" else getattr(home, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
+
+__all__ = sorted(["CheckpointError", "ConfigError", "KerasBertError", "ModelError", *_HOMES])
 __version__ = "0.1.0"

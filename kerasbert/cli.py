@@ -20,13 +20,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 
-from kerasbert.demo_data import DEMO_TRAINING
 from kerasbert.errors import ConfigError, KerasBertError, ModelError, fail
+from kerasbert.finetune.args import SCHEDULES, TASK_NAMES, TASK_OPTIONS, TrainArgs
+from kerasbert.finetune.demo_data import DEMO_TRAINING
 
 HEAD_SPECS = "cls:N, tagging:K, tagging:K:crf, mlm or nsp"
 
@@ -52,7 +54,7 @@ def _summary_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_head(spec: str) -> Callable:
-    """``"cls:2"`` -> a function ``backbone -> keras.Model`` that attaches that head with kerasbert.heads.
+    """``"cls:2"`` -> a function ``backbone -> keras.Model`` that attaches that head with kerasbert.modeling.heads.
 
     A ``cls`` head on a backbone built with ``--pooler`` classifies from ``Pooler-Dense``
     (``pooling="pooler"``); otherwise from ``CLS-token`` (``x[:, 0]``).
@@ -61,7 +63,7 @@ def parse_head(spec: str) -> Callable:
     >>> parse_head("tagging:11:crf").__name__
     'tagging:11:crf'
     """
-    from kerasbert import heads
+    from kerasbert.modeling import heads
 
     match = re.fullmatch(r"(cls|tagging):([1-9][0-9]*)(:crf)?|mlm|nsp", spec or "")
     if not match or (match.group(3) and match.group(1) != "tagging"):
@@ -81,8 +83,8 @@ def parse_head(spec: str) -> Callable:
 
 
 def _run_summary(args: argparse.Namespace) -> int:
-    from kerasbert.models import build_transformer_model
-    from kerasbert.summary import summary
+    from kerasbert.annotated.collect import summary
+    from kerasbert.modeling.models import build_transformer_model
 
     attach = parse_head(args.head) if args.head else None  # a bad spec fails before the slow build
     model = build_transformer_model(args.config, with_pool=args.pooler, verbose=False)
@@ -100,15 +102,13 @@ def _field(value: str) -> str | int:
 
 
 def _task_argument(parser, extra: tuple[str, ...] = (), **options) -> None:
-    """``--task``, its choices the task names of `kerasbert.tasks.TASKS` (and ``extra``)."""
-    from kerasbert.tasks import TASKS
-
-    parser.add_argument("--task", choices=(*TASKS, *extra), help="text classification or entity tagging", **options)
+    """``--task``, its choices the task names (`kerasbert.finetune.args.TASK_NAMES`) and ``extra``."""
+    parser.add_argument("--task", choices=(*TASK_NAMES, *extra), help="text classification or entity tagging", **options)
 
 
 def _reading_arguments(group, crf_help: str) -> None:
     """How to read the data, shared by ``train`` and ``prepare``: fields, tag scheme, case, CRF labels."""
-    from kerasbert.schemes import SCHEMES
+    from kerasbert.text.schemes import SCHEMES
 
     for flag, dest, text in (("--text-field", "text", "text column (index or name)"),
                              ("--text-b-field", "text_b", "second text column, for pairs"),
@@ -121,9 +121,7 @@ def _reading_arguments(group, crf_help: str) -> None:
 
 
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
-    from kerasbert.distribute import STRATEGIES
-    from kerasbert.optimizers import WarmupSchedule
-    from kerasbert.training import TrainArgs
+    from kerasbert.finetune.distribute import STRATEGIES
 
     defaults = TrainArgs(task="cls", train="", out="")
     data = parser.add_argument_group("data")
@@ -146,7 +144,7 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     for name, kind, text in (("batch_size", int, "rows per batch"),
                              ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
                              ("warmup", float, "warmup, a ratio of the steps"),
-                             ("schedule", WarmupSchedule.DECAYS,
+                             ("schedule", SCHEDULES,
                               "learning rate after warmup: cosine or linear decay to 0, or constant"),
                              ("weight_decay", float, "AdamW weight decay (not on norms and biases)"),
                              ("grad_accum", int, "accumulate gradients over N batches"),
@@ -173,7 +171,7 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_train(args: argparse.Namespace) -> int:
-    from kerasbert.training import train
+    from kerasbert.finetune.training import train
 
     options = {key: value for key, value in vars(args).items()
                if key not in ("command", "debug", "task", "train", "out", "resume", "overwrite", "quiet")}
@@ -191,7 +189,7 @@ def _run_train(args: argparse.Namespace) -> int:
 def _print_scores(scores: dict | None, title: str) -> None:
     if not scores:
         return
-    from kerasbert.metrics import per_type_table
+    from kerasbert.finetune.metrics import per_type_table
 
     print(title)
     if "per_type" in scores:
@@ -208,7 +206,7 @@ def _evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
-    from kerasbert.training import evaluate
+    from kerasbert.finetune.training import evaluate
 
     _print_scores(evaluate(args.run, args.data, args.batch_size), f"{args.data}:")
     return 0
@@ -223,9 +221,9 @@ def _predict_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_predict(args: argparse.Namespace) -> int:
-    from kerasbert.data import read_texts
     from kerasbert.files import write_text
-    from kerasbert.training import predict
+    from kerasbert.finetune.training import predict
+    from kerasbert.text.readers import read_texts
 
     if bool(args.text) == bool(args.input):
         raise fail(ConfigError, "predict", "--text or --input (one of them)",
@@ -254,11 +252,10 @@ def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_prepare(args: argparse.Namespace) -> int:
-    from kerasbert.data import LabelSet
-    from kerasbert.streaming import prepare
-    from kerasbert.tasks import get_task
-    from kerasbert.tokenizer import Tokenizer
-    from kerasbert.training import TASK_OPTIONS
+    from kerasbert.finetune.streaming import prepare
+    from kerasbert.finetune.tasks import get_task
+    from kerasbert.text.readers import LabelSet
+    from kerasbert.text.tokenizer import Tokenizer
 
     task = get_task(args.task, **{name: vars(args)[name] for name in TASK_OPTIONS if name in vars(args)})
     labels = LabelSet.load(args.labels) if args.labels else None
@@ -285,8 +282,8 @@ DEMO_TEXTS = {"cls": ["这家餐厅的菜非常好吃，服务也很满意", "�
 def _run_demo(args: argparse.Namespace) -> int:
     import os
 
-    from kerasbert.demo_data import write_demo_data
-    from kerasbert.training import evaluate, predict, train
+    from kerasbert.finetune.demo_data import write_demo_data
+    from kerasbert.finetune.training import evaluate, predict, train
 
     data = write_demo_data(os.path.join(args.out, "data"), seed=args.seed)
     for task in DEMO_TEXTS if args.task == "all" else (args.task,):
@@ -328,6 +325,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def quiet_tensorflow(environ: MutableMapping[str, str] = os.environ) -> None:
+    """Hide TensorFlow's C++ start-up lines (device and CPU-feature notices) unless the user set the level.
+
+    TensorFlow reads ``TF_CPP_MIN_LOG_LEVEL`` when it starts, so this runs before any command imports it;
+    level 2 still shows errors.
+    """
+    environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kerasbert COMMAND ...``; returns the exit status (0, or 2 for a usage or kerasbert error).
 
@@ -342,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit:  # argparse exits on --help and on usage errors
         return int(exit.code or 0)
+    if not args.debug:
+        quiet_tensorflow()
     try:
         return COMMANDS[args.command].run(args)
     except KerasBertError as error:

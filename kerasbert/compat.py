@@ -9,8 +9,8 @@ and ``from bert4keras.snippets import ViterbiDecoder`` / ``from bert4keras.layer
 ConditionalRandomField`` with the same names from here.
 """
 
-from kerasbert.crf import ConditionalRandomField, ViterbiDecoder
-from kerasbert.models import build_transformer_model
-from kerasbert.tokenizer import Tokenizer, load_vocab
+from kerasbert.modeling.crf import ConditionalRandomField, ViterbiDecoder
+from kerasbert.modeling.models import build_transformer_model
+from kerasbert.text.tokenizer import Tokenizer, load_vocab
 
 __all__ = ["ConditionalRandomField", "Tokenizer", "ViterbiDecoder", "build_transformer_model", "load_vocab"]

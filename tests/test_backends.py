@@ -23,8 +23,8 @@ import json, sys
 import numpy as np
 import keras
 from kerasbert import build_transformer_model
-from kerasbert.data import LabelSet
-from kerasbert.training import TrainArgs, compile_model
+from kerasbert.text.readers import LabelSet
+from kerasbert.finetune.training import TrainArgs, compile_model
 
 job = json.load(open(sys.argv[1]))
 keras.utils.set_random_seed(0)  # the classifier's initial weights and dropout: one curve, run after run
@@ -75,7 +75,7 @@ def test_the_jax_backend_gives_bert4keras_numbers_and_trains(oracle, tmp_path):
         for mine, ref in zip(found, expected, strict=True):
             assert mine.shape == ref.shape
             np.testing.assert_allclose(mine, ref, atol=1e-5, rtol=0, err_msg=name)
-        assert bool(jax[f"{name}/jit"])  # compiled on JAX whatever the size (kerasbert.models.xla_pays)
+        assert bool(jax[f"{name}/jit"])  # compiled on JAX whatever the size (kerasbert.perf.xla.xla_pays)
     loss = jax["train/loss"]
     assert bool(jax["train/jit"]) and np.isfinite(loss).all()
     # a label read off one token: 0.71-0.76 -> 0.03-0.04 over six seeds (at lr 1e-3 and 20 epochs it ended anywhere

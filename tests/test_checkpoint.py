@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from kerasbert import CheckpointError, build_transformer_model, load_google_checkpoint, save_google_checkpoint
-from kerasbert.checkpoint import resolve_checkpoint
+from kerasbert.weights.google import resolve_checkpoint
 
 import helpers
 

@@ -98,6 +98,39 @@ def test_usage_errors_and_help(capsys):
     assert code == 0 and "summary" in out
 
 
+def _fresh(code: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300).stdout
+
+
+def test_help_and_usage_errors_answer_without_tensorflow():
+    code = ("import sys; from kerasbert.cli import main; "
+            "codes = [main(['--help']), main(['train', '--help']), main(['train', '--task', 'x', '--out', 'o']), "
+            "main(['summary'])]; print(codes, 'tensorflow' in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.stderr.splitlines()[-1] == "[0, 0, 2, 2] False"
+    assert "--crf-lr-multiplier" in done.stdout and "invalid choice: 'x' (choose from 'cls', 'ner')" in done.stderr
+
+
+def test_tensorflow_log_level_is_set_before_it_starts_unless_debug():
+    run_summary = "import os; from kerasbert.cli import main; main([{}'summary', 'tiny', '--format', 'json']); "
+    show = "print(os.environ.get('TF_CPP_MIN_LOG_LEVEL'))"
+    assert _fresh(run_summary.format("") + show).splitlines()[-1] == "2"
+    assert _fresh(run_summary.format("'--debug', ") + show).splitlines()[-1] != "2"  # TensorFlow's own default
+    environ = {"TF_CPP_MIN_LOG_LEVEL": "0"}
+    cli.quiet_tensorflow(environ)
+    assert environ == {"TF_CPP_MIN_LOG_LEVEL": "0"}  # the user's choice stands
+
+
+def test_train_choices_are_the_owners_names():
+    from kerasbert.finetune import args, optimizers, tasks
+    from kerasbert.modeling import crf
+
+    assert args.TASK_NAMES == tuple(tasks.TASKS)
+    assert args.SCHEDULES == optimizers.WarmupSchedule.DECAYS
+    assert args.CRF_LR_MULTIPLIER == crf.CRF_LR_MULTIPLIER == args.TrainArgs("ner", "", "").crf_lr_multiplier
+
+
 def test_console_script_in_a_real_process():
     script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
     command = [script] if os.path.exists(script) else [sys.executable, "-m", "kerasbert"]

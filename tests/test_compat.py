@@ -46,8 +46,8 @@ def test_load_vocab_errors(vocab_file, tmp_path):
 
 
 def test_crf_names_port_from_bert4keras():
-    from kerasbert import crf
     from kerasbert.compat import ConditionalRandomField, ViterbiDecoder
+    from kerasbert.modeling import crf
 
     assert ConditionalRandomField is crf.ConditionalRandomField and ViterbiDecoder is crf.ViterbiDecoder
     # transitions that forbid staying in a label: the decoder must alternate

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kerasbert import BertConfig, ConfigError
-from kerasbert.config import preset_names
+from kerasbert.modeling.config import preset_names
 
 GOOGLE = {"attention_probs_dropout_prob": 0.1, "directionality": "bidi", "hidden_act": "gelu",
           "hidden_dropout_prob": 0.1, "hidden_size": 768, "initializer_range": 0.02, "intermediate_size": 3072,

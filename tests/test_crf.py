@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from keras import ops
 
-from kerasbert.crf import ConditionalRandomField, ViterbiDecoder, crf_accuracy, log_partition, viterbi_decode
 from kerasbert.errors import ModelError
+from kerasbert.modeling.crf import ConditionalRandomField, ViterbiDecoder, crf_accuracy, log_partition, viterbi_decode
 
 import helpers
 

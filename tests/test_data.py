@@ -8,8 +8,9 @@ import os
 
 import pytest
 
-from kerasbert import data
-from kerasbert.data import (
+from kerasbert.errors import DataError
+from kerasbert.text import readers as data
+from kerasbert.text.readers import (
     ClassificationExample,
     LabelSet,
     read_classification,
@@ -19,8 +20,7 @@ from kerasbert.data import (
     write_conll,
     write_span_jsonl,
 )
-from kerasbert.errors import DataError
-from kerasbert.schemes import spans_to_tags, tags_to_spans
+from kerasbert.text.schemes import spans_to_tags, tags_to_spans
 
 CONLL_ZH = "张 B-PER\n三 I-PER\n在 O\n北 B-LOC\n京 I-LOC\n\n我 O\n爱 O\n上 B-LOC\n海 I-LOC\n"
 CONLL_EN = ("-DOCSTART- -X- O O\n\nJohn NNP B-NP B-PER\nlives VBZ B-VP O\nin IN B-PP O\nNew NNP B-NP B-LOC\n"

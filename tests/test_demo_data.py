@@ -7,10 +7,10 @@ from collections import Counter
 
 import pytest
 
-from kerasbert import demo_data
-from kerasbert.data import read_classification, read_conll
-from kerasbert.demo_data import ner_examples, sentiment_examples, write_demo_data
-from kerasbert.schemes import tags_to_spans
+from kerasbert.finetune import demo_data
+from kerasbert.finetune.demo_data import ner_examples, sentiment_examples, write_demo_data
+from kerasbert.text.readers import read_classification, read_conll
+from kerasbert.text.schemes import tags_to_spans
 
 SIZES = {"n_train": 120, "n_dev": 30, "n_test": 30}
 POLARITY = {**{word: "pos" for word in demo_data.POSITIVE}, **{word: "neg" for word in demo_data.NEGATIVE}}

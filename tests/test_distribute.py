@@ -13,9 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-from kerasbert.demo_data import write_demo_data
-from kerasbert.distribute import make_strategy
 from kerasbert.errors import ConfigError
+from kerasbert.finetune.demo_data import write_demo_data
+from kerasbert.finetune.distribute import make_strategy
 
 from helpers import kill_mid_epoch
 
@@ -87,7 +87,7 @@ def _wait(processes, timeout=600):
 def _weights(run):
     import keras
 
-    import kerasbert.heads  # noqa: F401  (registers the layers)
+    import kerasbert.modeling.heads  # noqa: F401  (registers the layers)
 
     return keras.saving.load_model(os.path.join(run, "model.keras"), compile=False).get_weights()
 

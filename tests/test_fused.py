@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasbert import fused, heads
-from kerasbert.fused import MIN_DROPOUT_WIDTH, MIN_WIDTH, dropout_training, gelu_erf_training, random_bits
-from kerasbert.layers import Dropout, FeedForward, MultiHeadSelfAttention
+from kerasbert.modeling import heads
+from kerasbert.modeling.layers import Dropout, FeedForward, MultiHeadSelfAttention
+from kerasbert.perf import fused
+from kerasbert.perf.fused import MIN_DROPOUT_WIDTH, MIN_WIDTH, dropout_training, gelu_erf_training, random_bits
 
 rng = np.random.default_rng(0)
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from kerasbert import ModelError, build_transformer_model, heads, load_google_checkpoint
-from kerasbert.crf import ConditionalRandomField
-from kerasbert.layers import TakeToken
+from kerasbert.modeling.crf import ConditionalRandomField
+from kerasbert.modeling.layers import TakeToken
 
 import helpers
 

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import pytest
 
-from kerasbert.layers import (
+from kerasbert.modeling.layers import (
     Bias,
     FeedForward,
     Formula,
@@ -27,7 +27,7 @@ from kerasbert.layers import (
     gelu_erf_composed,
     gelu_tanh,
 )
-from kerasbert.onednn import ONEDNN_BF16_FLAGS, cpu_flags
+from kerasbert.perf.onednn import ONEDNN_BF16_FLAGS, cpu_flags
 
 rng = np.random.default_rng(0)
 
@@ -229,10 +229,10 @@ def test_feed_forward_computes_its_activation_in_float32_under_mixed_precision_i
     assert (np.abs(trained - exact) > half_ulp * 1.0001).any()  # bf16 arithmetic: some more than half an ulp off
 
 
-# TensorFlow's oneDNN rewrites exist only there; kerasbert.onednn turns them on on x86-64
+# TensorFlow's oneDNN rewrites exist only there; kerasbert.perf.onednn turns them on on x86-64
 onednn_rewrites = pytest.mark.skipif(
     keras.config.backend() != "tensorflow" or platform.machine().lower() not in ("x86_64", "amd64"),
-    reason="TensorFlow's oneDNN graph rewrite (kerasbert.onednn turns it on on x86-64)")
+    reason="TensorFlow's oneDNN graph rewrite (kerasbert.perf.onednn turns it on on x86-64)")
 
 
 def run_with_onednn(script: str, **env: str) -> subprocess.CompletedProcess:
@@ -248,7 +248,7 @@ import kerasbert, tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.framework import meta_graph
 from tensorflow.python.grappler import tf_optimizer
-from kerasbert.layers import FeedForward, MultiHeadSelfAttention
+from kerasbert.modeling.layers import FeedForward, MultiHeadSelfAttention
 
 ffn, attention = FeedForward(units=32, dtype=DTYPE), MultiHeadSelfAttention(num_heads=2, dtype=DTYPE)
 
@@ -291,7 +291,7 @@ def test_under_bf16_tensorflow_fuses_the_gelu_where_onednn_does_bf16_and_else_ru
 
 ATTENTION_PRIMITIVES = """
 import kerasbert, tensorflow as tf
-from kerasbert.layers import MultiHeadSelfAttention
+from kerasbert.modeling.layers import MultiHeadSelfAttention
 
 attention = MultiHeadSelfAttention(num_heads=2)
 x, mask = tf.random.normal((2, 5, 8)), tf.sequence_mask([5, 3], 5)

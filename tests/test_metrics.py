@@ -9,8 +9,8 @@ import pytest
 from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
 
 from kerasbert.errors import DataError
-from kerasbert.metrics import classification_metrics, entity_metrics, per_type_table
-from kerasbert.schemes import tags_to_spans
+from kerasbert.finetune.metrics import classification_metrics, entity_metrics, per_type_table
+from kerasbert.text.schemes import tags_to_spans
 
 # (gold, predicted) BIO tags per sentence; the comment names what each pair exercises.
 SENTENCES = [

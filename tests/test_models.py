@@ -154,8 +154,8 @@ def test_xla_is_the_predict_default_on_a_gpu_from_ten_million_parameters_without
     AVX2, RESULTS.md on AMX)."""
     import keras
 
-    from kerasbert import heads
-    from kerasbert.models import XLA_MIN_PARAMS, xla_pays
+    from kerasbert.modeling import heads
+    from kerasbert.perf.xla import XLA_MIN_PARAMS, xla_pays
 
     tiny = build_transformer_model("tiny", verbose=False)
     base2 = build_transformer_model("bert_base_chinese", num_hidden_layers=1, verbose=False)  # 30.9M
@@ -173,8 +173,8 @@ def test_xla_for_every_model_without_a_crf_on_jax(monkeypatch):
     """JAX runs an uncompiled step op by op from Python; Keras compiles there by default too."""
     import keras
 
-    from kerasbert import heads
-    from kerasbert.models import xla_pays
+    from kerasbert.modeling import heads
+    from kerasbert.perf.xla import xla_pays
 
     tiny = build_transformer_model("tiny", verbose=False)
     bf16 = build_transformer_model("tiny", dtype="mixed_bfloat16", verbose=False)

@@ -7,7 +7,7 @@ import platform
 import subprocess
 import sys
 
-from kerasbert.onednn import ENV, prefer_onednn
+from kerasbert.perf.onednn import ENV, prefer_onednn
 
 
 def test_set_only_before_tensorflow_on_x86_64_and_never_over_the_users_value():
@@ -37,7 +37,7 @@ def test_importing_kerasbert_first_turns_onednn_on_in_tensorflow():
 def test_bf16_speed_is_measured_once_and_pays_from_1_25_x():
     import keras
 
-    from kerasbert.onednn import HALF_FASTER, bf16_pays, bf16_speedup
+    from kerasbert.perf.onednn import HALF_FASTER, bf16_pays, bf16_speedup
 
     assert bf16_pays(speedup=HALF_FASTER) and not bf16_pays(speedup=HALF_FASTER - 0.01)
     bf16_speedup.cache_clear()
@@ -55,7 +55,7 @@ def test_bf16_by_onednn_needs_its_cpu_flags_and_a_traced_graph_outside_xla():
     import tensorflow as tf
     from tensorflow.python.util import _pywrap_util_port
 
-    from kerasbert.onednn import cpu_flags, fuses_bf16_activation
+    from kerasbert.perf.onednn import cpu_flags, fuses_bf16_activation
 
     if os.path.exists("/proc/cpuinfo"):
         assert ("avx2" in cpu_flags()) == ("avx2" in open("/proc/cpuinfo").read())

@@ -8,9 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from kerasbert.data import ClassificationExample, LabelSet, read_conll, span_example
 from kerasbert.errors import ConfigError, DataError
-from kerasbert.pipeline import (
+from kerasbert.text.pipeline import (
     Features,
     bucket_length,
     decode_ner,
@@ -21,7 +20,8 @@ from kerasbert.pipeline import (
     text_example,
     to_dataset,
 )
-from kerasbert.tokenizer import Tokenizer
+from kerasbert.text.readers import ClassificationExample, LabelSet, read_conll, span_example
+from kerasbert.text.tokenizer import Tokenizer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john", "sm", "##ith", "met", "in", "new", "york", "##er",
          "张", "三", "在", "北", "京", "工", "作", ".", "a", "b", "##s"]
@@ -203,7 +203,7 @@ def test_classification_batches_have_scalar_labels(tokenizer):
 
 
 def test_large_inputs_encode_in_chunks_with_the_same_result(tokenizer, examples, monkeypatch, capsys):
-    from kerasbert import pipeline
+    from kerasbert.text import pipeline
 
     rows = [ClassificationExample("john smith", "x", "北京 a"), ClassificationExample("a b", "y", "b")] * 4
     tags = ner_tag_set(examples)

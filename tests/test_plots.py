@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from kerasbert.plots import plot_confusion, plot_curves
+from kerasbert.finetune.plots import plot_confusion, plot_curves
 
 HISTORY = [
     {"epoch": e, "loss": 1.0 / e, "val_loss": 1.2 / e, "accuracy": 0.5 + e / 10, "val_accuracy": 0.45 + e / 10,

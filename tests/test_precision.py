@@ -7,7 +7,7 @@ import os
 import pytest
 
 from kerasbert.errors import ConfigError
-from kerasbert.precision import loss_gap
+from kerasbert.finetune.precision import loss_gap
 
 
 def _history(folder, losses) -> str:

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from kerasbert.errors import DataError
-from kerasbert.schemes import (
+from kerasbert.text.schemes import (
     SCHEMES,
     char_to_token_spans,
     convert_tags,

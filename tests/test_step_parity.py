@@ -25,7 +25,7 @@ import pytest
 import tensorflow as tf
 
 from kerasbert import build_transformer_model, heads, save_google_checkpoint
-from kerasbert.crf import crf_layers
+from kerasbert.modeling.crf import crf_layers
 
 import helpers
 

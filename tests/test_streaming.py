@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasbert import streaming
 from kerasbert.cli import main
-from kerasbert.data import LabelSet, iter_classification
-from kerasbert.demo_data import write_demo_data
 from kerasbert.errors import ConfigError, DataError
-from kerasbert.pipeline import to_dataset
-from kerasbert.tasks import get_task
-from kerasbert.tokenizer import Tokenizer
+from kerasbert.finetune import streaming
+from kerasbert.finetune.demo_data import write_demo_data
+from kerasbert.finetune.tasks import get_task
+from kerasbert.text.pipeline import to_dataset
+from kerasbert.text.readers import LabelSet, iter_classification
+from kerasbert.text.tokenizer import Tokenizer
 
 MAXLEN = 16  # short enough that some demo rows are cut
 
@@ -195,9 +195,9 @@ BIG_MB, SMALL_MB = 20, 1
 # +125 MB for a 6 MB file.
 CHILD = """
 import json, resource, sys
-from kerasbert import streaming
-from kerasbert.tasks import get_task
-from kerasbert.tokenizer import Tokenizer
+from kerasbert.finetune import streaming
+from kerasbert.finetune.tasks import get_task
+from kerasbert.text.tokenizer import Tokenizer
 data, vocab, out, repeat = sys.argv[1:]
 streaming.prepare(get_task("cls"), data, Tokenizer(vocab), 64, out, chunk=2000, verbose=0)
 rows = sum(int(y.shape[0]) for _, y in streaming.prepared_dataset(out, 64, seed=1).repeat(int(repeat)))
@@ -269,7 +269,7 @@ def test_train_streams_a_prepared_folder_or_a_glob_and_resumes(demo, tmp_path):
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
 
-    import kerasbert.heads  # noqa: F401  (registers the layers)
+    import kerasbert.modeling.heads  # noqa: F401  (registers the layers)
 
     weights = {name: keras.saving.load_model(os.path.join(run, "model.keras"), compile=False).get_weights()
                for name, run in runs.items()}

@@ -9,9 +9,10 @@ import keras
 import pytest
 
 from kerasbert import ModelError, build_transformer_model, heads
-from kerasbert.layers import Formula, TakeToken
-from kerasbert.summary import annotate, collect, summary
-from kerasbert.summary_render import render_markdown, render_plain
+from kerasbert.annotated.collect import annotate, collect, summary
+from kerasbert.annotated.formulas import Formula
+from kerasbert.annotated.report import render_markdown, render_plain
+from kerasbert.modeling.layers import TakeToken
 
 PRESETS = ["tiny", "bert_base_chinese", "bert_base_uncased", "bert_large_chinese"]
 QUIET = {"print_fn": lambda text: None}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kerasbert.errors import ConfigError
-from kerasbert.tokenizer import Tokenizer
+from kerasbert.text.tokenizer import Tokenizer
 
 import helpers
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from kerasbert.cli import main
-from kerasbert.demo_data import write_demo_data
 from kerasbert.errors import ConfigError
+from kerasbert.finetune.demo_data import write_demo_data
 
 from helpers import kill_mid_epoch
 
@@ -61,8 +61,8 @@ def test_mixed_precision_demo_predicts_as_the_float32_demo(demo, tmp_path):
     over six seeds it ranged 0.8-9.5 %, and 1.7-21 % with the last block run for every position; the mean gap
     0.2-2 %, and 0.3-8 %.)"""
     from kerasbert import train
-    from kerasbert.demo_data import DEMO_TRAINING
-    from kerasbert.precision import argmax_agreement, loss_gap
+    from kerasbert.finetune.demo_data import DEMO_TRAINING
+    from kerasbert.finetune.precision import argmax_agreement, loss_gap
 
     data = os.path.join(demo, "data")
     tests = {"cls": os.path.join(data, "cls", "test.tsv"), "ner": os.path.join(data, "ner", "test.txt")}
@@ -89,8 +89,8 @@ def test_ner_metrics_equal_seqeval_and_spans_are_offsets(demo):
     from seqeval.metrics import classification_report
 
     from kerasbert import evaluate, predict
-    from kerasbert.data import read_conll
-    from kerasbert.schemes import spans_to_tags
+    from kerasbert.text.readers import read_conll
+    from kerasbert.text.schemes import spans_to_tags
 
     test = read_conll(os.path.join(demo, "data", "ner", "test.txt"))
     predictions = predict(os.path.join(demo, "ner"), [example.text for example in test])
@@ -220,7 +220,7 @@ def test_layerwise_learning_rates(data, tmp_path):
     import keras
 
     from kerasbert import build_transformer_model, heads
-    from kerasbert.optimizers import LayerwiseAdamW
+    from kerasbert.finetune.optimizers import LayerwiseAdamW
 
     optimizer = LayerwiseAdamW(0.5, 2, learning_rate=1e-3, weight_decay=0.0)
     assert optimizer.lr_scale("Transformer-1-FeedForward/kernel") == 0.5
@@ -251,7 +251,7 @@ def test_xla_update_gives_the_plain_update_and_compiles_once(accumulate):
     import keras
 
     from kerasbert import build_transformer_model, heads
-    from kerasbert.optimizers import LayerwiseAdamW
+    from kerasbert.finetune.optimizers import LayerwiseAdamW
 
     models = []
     for xla_update in (False, True):
@@ -277,8 +277,8 @@ def test_xla_update_gives_the_plain_update_and_compiles_once(accumulate):
 
 def test_compile_model_compiles_the_update_where_the_step_has_no_xla():
     from kerasbert import build_transformer_model
-    from kerasbert.data import LabelSet
-    from kerasbert.training import TrainArgs, compile_model
+    from kerasbert.finetune.training import TrainArgs, compile_model
+    from kerasbert.text.readers import LabelSet
 
     labels = LabelSet(["O", "B-X", "I-X"])
     base1 = build_transformer_model("bert_base_chinese", num_hidden_layers=1, verbose=False)  # 30.9M
@@ -290,7 +290,7 @@ def test_compile_model_compiles_the_update_where_the_step_has_no_xla():
         head = the_task.head(model, labels)
         optimizer = compile_model(head, the_task, args, 10, 1)
         seen[name] = (head.jit_compile, optimizer.xla_update)
-    # no GPU here: BERT-base's step runs in TensorFlow's plain graph (kerasbert.models.xla_pays), its update in XLA
+    # no GPU here: BERT-base's step runs in TensorFlow's plain graph (kerasbert.perf.xla.xla_pays), its update in XLA
     assert seen == {"tiny": (False, False), "base": (False, True), "base-crf": (False, True)}
 
 
@@ -301,8 +301,8 @@ def test_fit_makes_no_variables_so_the_step_is_traced_once(task, options):
     import tensorflow as tf
 
     from kerasbert import build_transformer_model
-    from kerasbert.data import LabelSet
-    from kerasbert.training import TrainArgs, compile_model
+    from kerasbert.finetune.training import TrainArgs, compile_model
+    from kerasbert.text.readers import LabelSet
 
     args = TrainArgs(task=task, train="-", out="-", batch_size=4, **options)
     the_task = args.make_task()
@@ -325,7 +325,7 @@ def test_fit_makes_no_variables_so_the_step_is_traced_once(task, options):
 
 def test_ner_crf_with_options_and_google_export(data, tmp_path):
     from kerasbert import build_transformer_model, train
-    from kerasbert.runs import Run
+    from kerasbert.finetune.runs import Run
 
     out = str(tmp_path / "ner")
     result = train("ner", data["ner_train"], out, dev=data["ner_dev"], vocab=data["vocab"], crf=True, epochs=1,
@@ -343,7 +343,7 @@ def test_ner_crf_with_options_and_google_export(data, tmp_path):
 def test_a_large_crf_tagger_trains_with_the_update_compiled(data, tmp_path, caplog):
     """A CRF keeps XLA off the step; a model of 10M+ parameters still gets AdamW's update compiled."""
     from kerasbert import train
-    from kerasbert.config import resolve_config
+    from kerasbert.modeling.config import resolve_config
 
     config = tmp_path / "bert_config.json"  # BERT-base's widths, 2 layers: 15M parameters with the demo vocab
     config.write_text(json.dumps({**resolve_config("bert_base_chinese").to_dict(), "num_hidden_layers": 2}))
@@ -361,7 +361,7 @@ def test_xla_with_length_buckets_trains_as_the_plain_step(data, tmp_path, caplog
 
     NER: its tagging loss is the one padding could change (it did, under Keras's default reduction)."""
     from kerasbert import train
-    from kerasbert.config import resolve_config
+    from kerasbert.modeling.config import resolve_config
 
     config = tmp_path / "bert_config.json"  # no dropout: XLA draws other random numbers than TensorFlow's kernels
     config.write_text(json.dumps({**resolve_config("tiny").to_dict(), "hidden_dropout_prob": 0.0,
@@ -394,10 +394,10 @@ def test_xla_is_refused_with_a_crf(data, tmp_path):
 def test_mixed_precision_on_a_cpu_says_whether_bf16_pays_there(data, tmp_path, caplog, monkeypatch, speedup):
     """bfloat16 pays on a CPU only where its matmuls measure ≥ 1.25 × float32 (`onednn.bf16_speedup`: 1.9 × on
     an AMD Zen 4, 0.55 × on an Intel Xeon without AMX): training says what it measured, and warns below."""
-    import kerasbert.training
+    import kerasbert.finetune.training
     from kerasbert import train
 
-    monkeypatch.setattr(kerasbert.training, "bf16_speedup", lambda: speedup)
+    monkeypatch.setattr(kerasbert.finetune.training, "bf16_speedup", lambda: speedup)
     with caplog.at_level("INFO", logger="kerasbert"):
         train("cls", data["cls_train"], str(tmp_path / "run"), vocab=data["vocab"], epochs=1, max_steps=1,
               batch_size=8, maxlen=16, mixed_precision=True, verbose=0)
@@ -417,7 +417,7 @@ def test_mixed_precision_on_a_cpu_says_whether_bf16_pays_there(data, tmp_path, c
 def test_warmup_schedules(decay, expected):
     import keras
 
-    from kerasbert.optimizers import WarmupSchedule
+    from kerasbert.finetune.optimizers import WarmupSchedule
 
     schedule = WarmupSchedule(1e-3, total=10, warmup=2, decay=decay)
     np.testing.assert_allclose([float(schedule(step)) for step in (0, 1, 2, 6, 10)], expected, atol=1e-9)
@@ -429,8 +429,8 @@ def test_warmup_schedules(decay, expected):
 
 
 def test_crf_recipe_options_reach_the_model_and_the_optimizer(data, tmp_path):
-    from kerasbert.crf import CRF_LR_MULTIPLIER, crf_layers
-    from kerasbert.runs import Run
+    from kerasbert.finetune.runs import Run
+    from kerasbert.modeling.crf import CRF_LR_MULTIPLIER, crf_layers
 
     out = str(tmp_path / "ner")
     assert main(["train", "--task", "ner", "--train", data["ner_train"], "--vocab", data["vocab"], "--out", out,
@@ -439,7 +439,7 @@ def test_crf_recipe_options_reach_the_model_and_the_optimizer(data, tmp_path):
     args = json.load(open(os.path.join(out, "args.json")))
     assert (args["crf_lr_multiplier"], args["schedule"], args["weight_decay"]) == (250.0, "constant", 0.0)
     assert crf_layers(Run(out).load_model())[0].lr_multiplier == 250.0
-    from kerasbert.training import TrainArgs, make_optimizer
+    from kerasbert.finetune.training import TrainArgs, make_optimizer
 
     optimizer = make_optimizer(TrainArgs.saved(args), total_steps=100, num_layers=2)
     assert float(optimizer.learning_rate) == pytest.approx(1e-3) and optimizer.weight_decay == 0.0

@@ -1,4 +1,4 @@
-"""The optimizer and learning-rate schedule `kerasbert.training` compiles with.
+"""The optimizer and learning-rate schedule `kerasbert.finetune.training` compiles with.
 
 `LayerwiseAdamW` is Keras's ``AdamW`` with a learning rate that shrinks layer by layer down from the head
 (and an optional XLA-compiled update); `WarmupSchedule` is a linear warmup followed by cosine, linear or
@@ -12,6 +12,7 @@ import re
 
 import keras
 
+from kerasbert.finetune.args import SCHEDULES
 from kerasbert.internals import optimizer_variables, variable_index
 
 __all__ = ["LayerwiseAdamW", "WarmupSchedule"]
@@ -101,7 +102,7 @@ class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
     [0.0, 0.0005, 0.001, 0.0005, 0.0]
     """
 
-    DECAYS = ("cosine", "linear", "constant")
+    DECAYS = SCHEDULES  # the names ``kerasbert train --schedule`` takes
 
     def __init__(self, peak: float, total: int, warmup: int = 0, decay: str = "cosine"):
         self.peak, self.total, self.warmup, self.decay = peak, total, warmup, decay

@@ -11,12 +11,10 @@ from collections.abc import Sequence
 
 import keras
 
-from kerasbert import heads
-from kerasbert.checkpoint import load_google_checkpoint
-from kerasbert.config import BertConfig, resolve_config
-from kerasbert.crf import crf_layers
 from kerasbert.errors import ConfigError, ModelError, fail
-from kerasbert.layers import (
+from kerasbert.modeling import heads
+from kerasbert.modeling.config import BertConfig, resolve_config
+from kerasbert.modeling.layers import (
     Dropout,
     FeedForward,
     LayerNorm,
@@ -26,6 +24,8 @@ from kerasbert.layers import (
     SegmentEmbedding,
     TokenEmbedding,
 )
+from kerasbert.perf.xla import xla_pays
+from kerasbert.weights.google import load_google_checkpoint
 
 # bert4keras keyword arguments that name a BertConfig field differently.
 _BERT4KERAS_ALIASES = {
@@ -73,7 +73,7 @@ def _transformer_block(x, mask, index: int, cfg: BertConfig, init, dropout_rate:
 
 
 def _final_layers(x, embedding, cfg: BertConfig, init, with_pool, with_nsp, with_mlm, dtype) -> list:
-    """Pooler (+ NSP) and MLM outputs, built by `kerasbert.heads`; bert4keras's order: pooled/NSP, then MLM."""
+    """Pooler (+ NSP) and MLM outputs, built by `kerasbert.modeling.heads`; bert4keras's order: pooled/NSP, then MLM."""
     outputs = []
     if with_pool or with_nsp:
         activation = "tanh" if with_pool in (True, False) else with_pool
@@ -101,33 +101,6 @@ def _resolve(config_path, config, keep_tokens, dropout_rate, overrides) -> tuple
         changes["vocab_size"] = len(keep_tokens)
     cfg = cfg.replace(**changes) if changes else cfg
     return cfg, cfg.hidden_dropout_prob if dropout_rate is None else dropout_rate
-
-
-XLA_MIN_PARAMS = 10_000_000
-
-
-def xla_pays(model: keras.Model) -> bool:
-    """Whether XLA (``jit_compile``) should be kerasbert's default for ``model``.
-
-    Yes with a GPU, where Keras turns it on too, and on Keras's JAX backend, where a step without XLA runs
-    op by op from Python; there it compiles once per input shape (seconds, tens of seconds for a BERT-base
-    training step), which a model of fewer than ``XLA_MIN_PARAMS`` parameters never wins back. No on a CPU
-    with TensorFlow: its plain graph with oneDNN (which kerasbert turns on, `kerasbert.onednn`) fuses MatMul +
-    BiasAdd + GELU itself, the Q/K/V split and the compiled AdamW update
-    (`kerasbert.optimizers.LayerwiseAdamW`) took away what XLA had saved there, and the benchmarks measured
-    the plain graph level with XLA or ahead on every kind of CPU, in less memory (benchmarks/HISTORY.md and
-    RESULTS.md). And in half precision XLA's CPU matmul does not use the CPU's bf16 units, oneDNN's does.
-    The CRF's scan (dynamic length) never compiles.
-
-    Example:
-    >>> xla_pays(build_transformer_model("tiny", verbose=False))
-    False
-    """
-    if crf_layers(model):
-        return False
-    if keras.config.backend() == "jax":  # JAX runs an uncompiled step op by op from Python: always slower
-        return True
-    return model.count_params() >= XLA_MIN_PARAMS and bool(keras.distribution.list_devices("gpu"))
 
 
 def build_transformer_model(

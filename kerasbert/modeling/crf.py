@@ -15,8 +15,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
-from kerasbert.layers import Formula
 
 _SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
 
@@ -150,6 +150,8 @@ class ConditionalRandomField(keras.layers.Layer):
     >>> [round(float(v), 4) for v in crf.sparse_loss(ops.zeros((2, 4)), out)]
     [3.2958, 2.1972]
     """
+
+    xla_compatible = False  # its scan runs over a dynamic length (`kerasbert.perf.xla.xla_pays`)
 
     def __init__(self, lr_multiplier: float = 1.0, **kwargs):
         super().__init__(**kwargs)

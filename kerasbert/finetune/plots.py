@@ -93,7 +93,7 @@ def plot_confusion(confusion: list[list[int]], labels: list[str], path: str) -> 
 
     Args:
         confusion: list of lists of int. counts, rows are gold labels, columns predicted ones
-            (the ``confusion`` of :func:`kerasbert.metrics.classification_metrics`).
+            (the ``confusion`` of :func:`kerasbert.finetune.metrics.classification_metrics`).
         labels: list of str. the label names, in row order. Glyphs missing from the font
             (Chinese, with the default font) are drawn as boxes.
         path: str. the PNG file to write (replaced if it exists).

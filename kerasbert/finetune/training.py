@@ -1,16 +1,16 @@
 """Fine-tuning: ``train``, ``evaluate`` and ``predict`` for the ``cls`` and ``ner`` tasks.
 
 ``train`` reads and checks every input before it writes anything, builds the model (loading the
-Google checkpoint with its per-variable log), compiles it with `kerasbert.optimizers.LayerwiseAdamW` on
-a `kerasbert.optimizers.WarmupSchedule`, and runs Keras ``fit`` one epoch at a time, so each epoch draws
+Google checkpoint with its per-variable log), compiles it with `kerasbert.finetune.optimizers.LayerwiseAdamW` on
+a `kerasbert.finetune.optimizers.WarmupSchedule`, and runs Keras ``fit`` one epoch at a time, so each epoch draws
 its own data order from ``(seed, epoch)``. A callback scores dev after each epoch, keeps the best model,
 writes the history, curves and resume state. ``--resume`` restores every model and optimizer variable (dropout
 RNG included) and skips the batches already trained on, so a killed run ends where an uninterrupted
-one does. The run folder is described in `kerasbert.runs`.
+one does. The run folder is described in `kerasbert.finetune.runs`.
 
 Example:
 >>> import tempfile
->>> from kerasbert.demo_data import write_demo_data
+>>> from kerasbert.finetune.demo_data import write_demo_data
 >>> data = write_demo_data(tempfile.mkdtemp(), n_train=64, n_dev=16, n_test=16)
 >>> run = tempfile.mkdtemp()
 >>> result = train("cls", data["cls_train"], run, dev=data["cls_dev"], vocab=data["vocab"], epochs=1,
@@ -31,107 +31,25 @@ from collections.abc import Callable, Sequence
 
 import keras
 
-from kerasbert import plots, streaming
-from kerasbert.checkpoint import save_google_checkpoint
-from kerasbert.config import BertConfig, resolve_config
-from kerasbert.crf import CRF_LR_MULTIPLIER, crf_layers
-from kerasbert.data import LabelSet
-from kerasbert.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
 from kerasbert.errors import ConfigError, fail
+from kerasbert.finetune import plots, streaming
+from kerasbert.finetune.args import TASK_OPTIONS, TrainArgs  # noqa: E402,F401 (TrainArgs: also imported from here)
+from kerasbert.finetune.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
+from kerasbert.finetune.optimizers import LayerwiseAdamW, WarmupSchedule
+from kerasbert.finetune.runs import Run, State
+from kerasbert.finetune.tasks import Task
 from kerasbert.log import logger
-from kerasbert.models import XLA_MIN_PARAMS, build_transformer_model, xla_pays
-from kerasbert.onednn import bf16_pays, bf16_speedup
-from kerasbert.optimizers import LayerwiseAdamW, WarmupSchedule
-from kerasbert.pipeline import Features, bucket_lengths, length_buckets, to_dataset
-from kerasbert.runs import Run, State
-from kerasbert.tasks import Task, get_task
-from kerasbert.tokenizer import Tokenizer
+from kerasbert.modeling.config import BertConfig, resolve_config
+from kerasbert.modeling.crf import crf_layers
+from kerasbert.modeling.models import build_transformer_model
+from kerasbert.perf.onednn import bf16_pays, bf16_speedup
+from kerasbert.perf.xla import XLA_MIN_PARAMS, xla_pays
+from kerasbert.text.pipeline import Features, bucket_lengths, length_buckets, to_dataset
+from kerasbert.text.readers import LabelSet
+from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.weights.google import save_google_checkpoint
 
 __all__ = ["TrainArgs", "compile_model", "evaluate", "make_optimizer", "predict", "train"]
-
-TASK_OPTIONS = ("text", "text_b", "label", "scheme", "strict", "crf", "bilstm_units", "dropout", "crf_lr_multiplier")
-
-
-@dataclasses.dataclass
-class TrainArgs:
-    """The arguments of ``kerasbert train`` (and of `train`), saved as ``args.json`` in the run folder."""
-
-    task: str
-    train: str
-    out: str
-    dev: str | None = None
-    config: str = "tiny"
-    checkpoint: str | None = None
-    vocab: str | None = None
-    lowercase: bool = True
-    crf: bool = False
-    crf_lr_multiplier: float = CRF_LR_MULTIPLIER
-    bilstm_units: int | None = None
-    dropout: float | None = None
-    text: str | int | None = None
-    text_b: str | int | None = None
-    label: str | int | None = None
-    scheme: str | None = None
-    strict: bool = False
-    maxlen: int | None = None  # 128, or the model's max positions when fewer
-    batch_size: int = 32
-    epochs: int = 3
-    lr: float = 2e-5
-    warmup: float = 0.1
-    schedule: str = "cosine"
-    weight_decay: float = 0.01
-    grad_accum: int = 1
-    layerwise_lr_decay: float = 1.0
-    seed: int = 0
-    mixed_precision: bool = False
-    jit_compile: bool | None = None  # None: XLA when kerasbert.models.xla_pays (GPU, 10M+ parameters, no CRF)
-    strategy: str = "auto"
-    max_steps: int | None = None
-    monitor: str | None = None
-    save_every: int | None = None
-    export_google_checkpoint: bool = False
-
-    def check(self) -> None:
-        """One clear error for the first argument out of range or path that does not exist."""
-        for name in ("train", "dev", "vocab"):
-            path = getattr(self, name)
-            if name == "train" and (streaming.is_glob(path) or os.path.isdir(path)):
-                continue  # a glob or a prepared folder, checked when it is read
-            if path is not None and not os.path.isfile(path):
-                raise fail(ConfigError, f"--{name}", "an existing file", f"{path!r}, which does not exist")
-        if self.vocab is None:
-            raise fail(ConfigError, "--vocab", "the vocab.txt of the checkpoint (or of your data)", "none")
-        positive = {"maxlen": 3, "batch_size": 1, "epochs": 1, "grad_accum": 1}
-        for name, low in positive.items():
-            if name == "maxlen" and self.maxlen is None:
-                continue
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < low:
-                raise fail(ConfigError, "--" + name.replace("_", "-"), f"an int >= {low}", repr(getattr(self, name)))
-        for name, low, high in (("lr", 0, 1), ("warmup", 0, 1), ("weight_decay", 0, 1), ("layerwise_lr_decay", 0, 1)):
-            value = getattr(self, name)
-            if not low <= value <= high or (name in ("lr", "layerwise_lr_decay") and value == 0):
-                raise fail(ConfigError, "--" + name.replace("_", "-"), f"a number in ({low}, {high}]", repr(value))
-        for name in ("max_steps", "save_every", "bilstm_units"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise fail(ConfigError, "--" + name.replace("_", "-"), "an int >= 1", repr(value))
-        if self.crf and self.task != "ner":
-            raise fail(ConfigError, "--crf", "--task ner", f"--task {self.task}")
-        if self.schedule not in WarmupSchedule.DECAYS:
-            raise fail(ConfigError, "--schedule", " or ".join(WarmupSchedule.DECAYS), repr(self.schedule))
-        if not (isinstance(self.crf_lr_multiplier, (int, float)) and self.crf_lr_multiplier > 0):
-            raise fail(ConfigError, "--crf-lr-multiplier", "a number > 0", repr(self.crf_lr_multiplier))
-
-    @classmethod
-    def saved(cls, values: dict) -> "TrainArgs":
-        """The arguments a run folder's ``args.json`` holds; one without ``crf_lr_multiplier`` trained its CRF
-        at 1, and its saved transitions are stored for that."""
-        return cls(**{"crf_lr_multiplier": 1.0, **values})
-
-    def make_task(self) -> Task:
-        """The `kerasbert.tasks.Task` these arguments describe."""
-        return get_task(self.task, **{name: getattr(self, name) for name in TASK_OPTIONS})
-
 
 def make_optimizer(args: TrainArgs, total_steps: int, num_layers: int,
                    xla_update: bool = False) -> keras.optimizers.Optimizer:
@@ -151,7 +69,7 @@ def compile_model(model: keras.Model, the_task: Task, args: TrainArgs, total_ste
     """``model.compile`` as `train` does it (the benchmark times this path); returns the optimizer.
 
     The step is compiled with XLA when ``args.jit_compile`` says so, or, left at None, when
-    `kerasbert.models.xla_pays` (on a GPU, models of 10M parameters and more without a CRF; never on a CPU
+    `kerasbert.perf.xla.xla_pays` (on a GPU, models of 10M parameters and more without a CRF; never on a CPU
     with TensorFlow, whose plain graph with oneDNN is as fast there). A model of that size whose step is not
     compiled still gets the optimizer's update compiled (`LayerwiseAdamW`'s ``xla_update``).
     """
@@ -165,7 +83,7 @@ def compile_model(model: keras.Model, the_task: Task, args: TrainArgs, total_ste
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     model.compile(optimizer, **the_task.compile_arguments(model), jit_compile=jit_compile)
     # its variables made now, not inside fit's first trace, which would then be traced twice (see
-    # `kerasbert.heads.accuracy_metric`)
+    # `kerasbert.modeling.losses.accuracy_metric`)
     optimizer.build(model.trainable_variables)
     return optimizer
 

@@ -2,9 +2,9 @@
 
 Every reader returns a list of small dataclass examples and raises one :class:`DataError`
 naming the file and line for bad input. Each has an ``iter_*`` twin that yields the same examples
-while reading the file line by line, so files larger than memory stream (`kerasbert.streaming`);
+while reading the file line by line, so files larger than memory stream (`kerasbert.finetune.streaming`);
 the list reader is ``list()`` of it, one parsing code path. Writers write to a temporary name and rename, so a
-failed write never leaves a partial file. Tag schemes live in :mod:`kerasbert.schemes`.
+failed write never leaves a partial file. Tag schemes live in :mod:`kerasbert.text.schemes`.
 
 NER examples keep character offsets (``NerExample.offsets`` per token, ``NerExample.spans``
 per entity), so labels can later be aligned onto word pieces from a tokenizer's offsets.
@@ -27,10 +27,10 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from kerasbert import schemes
 from kerasbert.errors import DataError, fail
 from kerasbert.files import write_text
-from kerasbert.schemes import Span
+from kerasbert.text import schemes
+from kerasbert.text.schemes import Span
 
 Field = int | str
 
@@ -370,7 +370,7 @@ class NerExample:
         return [(self.text[start:end], label) for start, end, label in self.spans]
 
     def token_spans(self) -> list[Span]:
-        """The entities as token-index spans (``end`` exclusive), as :mod:`kerasbert.schemes` uses."""
+        """The entities as token-index spans (``end`` exclusive), as :mod:`kerasbert.text.schemes` uses."""
         starts = {start: i for i, (start, _) in enumerate(self.offsets)}
         ends = {end: i + 1 for i, (_, end) in enumerate(self.offsets)}
         return [(starts[start], ends[end], label) for start, end, label in self.spans]

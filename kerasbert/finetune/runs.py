@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kerasbert.data import LabelSet, read_text
 from kerasbert.errors import ConfigError, fail
 from kerasbert.files import atomic_path, write_text
+from kerasbert.text.readers import LabelSet, read_text
 
 __all__ = ["Run", "State"]
 
@@ -123,8 +123,7 @@ class Run:
     def load_model(self):
         import keras
 
-        import kerasbert.crf  # noqa: F401  (registers the layers)
-        import kerasbert.heads  # noqa: F401
+        import kerasbert.modeling  # noqa: F401  (registers the layers)
 
         path = self._require("model.keras", "the run has not finished an epoch yet; resume it with "
                                             "`kerasbert train --out RUN --resume`")

@@ -1,22 +1,142 @@
-"""Render a :class:`kerasbert.summary.Summary` as a text table (rich when installed), Markdown or JSON.
+"""The annotated summary's result, :class:`Summary`, and its three forms: a text table (rich when installed),
+Markdown and JSON.
 
-All three forms are built from the same cells (:func:`layer_table`, :func:`group_table`,
-:func:`footer_lines`), so they show the same figures.
+`kerasbert.annotated.collect` fills a :class:`Summary` from a model; this module holds the data (rows, groups,
+totals, memory) and renders it. All three forms are built from the same cells (:func:`layer_table`,
+:func:`group_table`, :func:`footer_lines`), so they show the same figures.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import io
-from typing import TYPE_CHECKING
+import json
 
-if TYPE_CHECKING:
-    from kerasbert.summary import Row, Summary
+from kerasbert.annotated.formulas import Formula
 
 FORMATS = ("text", "markdown", "json")
 LAYER_HEADERS = ("Layer (type)", "Output Shape", "Param #", "Formula (symbols = numbers)", "Note")
 GROUP_HEADERS = ("Group", "Param #", "Share", "Detail")
 RIGHT = {"Param #", "Share"}
+
+
+@dataclasses.dataclass
+class WeightRow:
+    """One weight of a layer (``expand=True``): ``qkv_kernel [768, 2304]``."""
+
+    name: str
+    shape: tuple[int, ...]
+    params: int
+    trainable: bool
+    tied_to: str = ""  # the row that already counted this weight, if any
+
+
+@dataclasses.dataclass
+class Row:
+    """One layer: real count, formula, the check, and where its parameters are counted."""
+
+    name: str
+    type: str
+    output_shape: str
+    params: int  # the layer's own count_params()
+    counted: int  # params not already counted by an earlier row (tied weights count once)
+    formula: Formula | None  # None for a nested model's folded row (its layers follow)
+    source: str  # "layer", "builtin", "generic" or "nested"
+    group: str
+    block: int | None = None  # the encoder layer index for Transformer-{i}-*
+    depth: int = 0  # nesting depth inside nested models
+    notes: list[str] = dataclasses.field(default_factory=list)
+    weights: list[WeightRow] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the formula's value equals the real count (nested rows are checked through their layers)."""
+        return self.formula is None or self.formula.value == self.params
+
+
+@dataclasses.dataclass
+class Group:
+    """Parameters of one group; for the encoder also the number of layers and the per-layer count."""
+
+    name: str
+    params: int
+    share: float
+    blocks: int = 0
+    per_block: int | None = None  # set when every encoder layer has the same count
+
+
+@dataclasses.dataclass
+class Activations:
+    """An estimate of the forward activations kept for backprop, for one batch shape."""
+
+    batch_size: int
+    seq_len: int | None
+    elements: int
+    bytes: int
+    formula: str
+
+
+@dataclasses.dataclass
+class Memory:
+    """Bytes of the weights per dtype, of the Adam training state, and optionally of activations."""
+
+    weights: dict[str, int]
+    adam_training: int
+    adam_formula: str
+    activations: Activations | None = None
+
+
+@dataclasses.dataclass
+class Summary:
+    """Everything the annotated summary shows, for programs; ``render()`` gives text, Markdown or JSON."""
+
+    model: str
+    rows: list[Row]
+    groups: list[Group]
+    params: int
+    trainable: int
+    non_trainable: int
+    formula_params: int  # the same total computed from the formulas
+    mismatches: list[str]  # names of rows whose formula disagrees with the real count
+    memory: Memory
+    expand: bool = False
+
+    def total_line(self) -> str:
+        """``Total 101,678,594 = embeddings 16,622,592 + 12 × 7,087,872 (encoder) + head 1,538``."""
+        parts = []
+        for group in self.groups:
+            if not group.params:
+                continue
+            if group.per_block is not None:
+                parts.append(f"{group.blocks} × {group.per_block:,} ({group.name})")
+            else:
+                parts.append(f"{group.name} {group.params:,}")
+        line = f"Total {self.params:,} = " + " + ".join(parts or ["0"])
+        if self.mismatches:
+            line += (f"  [MISMATCH: formulas give {self.formula_params:,}; {len(self.mismatches)} row(s) differ: "
+                     f"{', '.join(self.mismatches)}]")
+        return line
+
+    def to_dict(self) -> dict:
+        """Plain data (rows, groups, totals, memory), as the JSON output holds it."""
+        data = dataclasses.asdict(self)
+        for row, source in zip(data["rows"], self.rows, strict=True):
+            row["ok"] = source.ok
+            if source.formula is not None:
+                row["formula"]["text"] = str(source.formula)
+        data["total_line"] = self.total_line()
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    def render(self, format: str = "text") -> str:
+        """The summary as ``"text"`` (a rich table when rich is installed), ``"markdown"`` or ``"json"``."""
+        return render(self, format)
+
+    def __str__(self) -> str:
+        return self.render("text")
 
 
 def _bytes(n: int) -> str:

@@ -7,50 +7,23 @@ re-derives a count. Symbols: V vocab, H hidden, I intermediate, P positions, A h
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import re
 
 import keras
 from keras import ops
 
+from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
-from kerasbert.fused import (  # noqa: F401 (gelu_erf_composed: re-exported)
+from kerasbert.perf.fused import (  # noqa: F401 (gelu_erf_composed: re-exported)
     dropout_pays,
     dropout_training,
     gelu_erf_composed,
     gelu_erf_training,
 )
-from kerasbert.onednn import fuses_bf16_activation
+from kerasbert.perf.onednn import fuses_bf16_activation
 
 _SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
 HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
-
-
-@dataclasses.dataclass(frozen=True)
-class Formula:
-    """A parameter count as a formula: ``symbols`` (``4·(H·H+H)``), ``numbers`` and ``value``.
-
-    Example:
-    >>> Formula.of("4·(H·H+H)", H=768)
-    Formula(symbols='4·(H·H+H)', numbers='4·(768·768+768)', value=2362368)
-    """
-
-    symbols: str
-    numbers: str
-    value: int
-
-    @classmethod
-    def of(cls, symbols: str, **sizes: int) -> "Formula":
-        """Substitute ``sizes`` into ``symbols`` and evaluate (only digits, + · ( ) are allowed)."""
-        numbers = re.sub(r"[A-Za-z]+", lambda m: str(sizes[m.group(0)]), symbols)
-        if not re.fullmatch(r"[0-9+·() ]+", numbers):
-            raise ValueError(f"formula {symbols!r} has symbols not in {sorted(sizes)}")
-        value = eval(numbers.replace("·", "*"), {"__builtins__": {}}, {})  # digits and + * ( ) only
-        return cls(symbols, numbers, int(value))
-
-    def __str__(self) -> str:
-        return f"{self.symbols} = {self.numbers}"
 
 
 def dense(x, kernel, bias):
@@ -358,9 +331,9 @@ class LayerNorm(keras.layers.LayerNormalization):
 class Dropout(keras.layers.Dropout):
     """Keras's ``Dropout`` (same arguments, config and rule: a fraction ``rate`` of elements zeroed in
     training, the rest scaled by ``1/(1-rate)``), whose training pass on TensorFlow's plain graph runs as
-    one XLA kernel each way for models at least `kerasbert.fused.MIN_DROPOUT_WIDTH` wide (BERT-base):
-    `kerasbert.fused.dropout_training`, faster than TensorFlow's dropout. There the masks come
-    from kerasbert's counter hash (`kerasbert.fused.random_bits`) instead of TensorFlow's Philox: for the
+    one XLA kernel each way for models at least `kerasbert.perf.fused.MIN_DROPOUT_WIDTH` wide (BERT-base):
+    `kerasbert.perf.fused.dropout_training`, faster than TensorFlow's dropout. There the masks come
+    from kerasbert's counter hash (`kerasbert.perf.fused.random_bits`) instead of TensorFlow's Philox: for the
     same seed, another random stream from the same distribution. Elsewhere it is Keras's layer.
 
     Call arguments: ``inputs``, ``training``, and ``width``: the width of the model, which decides; the last
@@ -394,7 +367,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     Called with ``first_token=True`` it attends from position 0 (``[CLS]``) alone, over every key, and
     returns ``[B, H]``, equal to ``layer([x, mask])[:, 0]``: a head that reads only ``[CLS]`` runs the last
-    block that way (`kerasbert.heads.cls`).
+    block that way (`kerasbert.modeling.heads.cls`).
 
     Args:
         num_heads: int. A, the number of heads; must divide the input width H.

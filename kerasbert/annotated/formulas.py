@@ -13,15 +13,41 @@ It never re-derives a BERT shape: symbol values are read from the kerasbert laye
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
 import keras
 
 from kerasbert.internals import inbound_nodes
-from kerasbert.layers import Formula
 
 LAYER, BUILTIN, GENERIC = "layer", "builtin", "generic"
+
+
+@dataclasses.dataclass(frozen=True)
+class Formula:
+    """A parameter count as a formula: ``symbols`` (``4·(H·H+H)``), ``numbers`` and ``value``.
+
+    Example:
+    >>> Formula.of("4·(H·H+H)", H=768)
+    Formula(symbols='4·(H·H+H)', numbers='4·(768·768+768)', value=2362368)
+    """
+
+    symbols: str
+    numbers: str
+    value: int
+
+    @classmethod
+    def of(cls, symbols: str, **sizes: int) -> "Formula":
+        """Substitute ``sizes`` into ``symbols`` and evaluate (only digits, + · ( ) are allowed)."""
+        numbers = re.sub(r"[A-Za-z]+", lambda m: str(sizes[m.group(0)]), symbols)
+        if not re.fullmatch(r"[0-9+·() ]+", numbers):
+            raise ValueError(f"formula {symbols!r} has symbols not in {sorted(sizes)}")
+        value = eval(numbers.replace("·", "*"), {"__builtins__": {}}, {})  # digits and + * ( ) only
+        return cls(symbols, numbers, int(value))
+
+    def __str__(self) -> str:
+        return f"{self.symbols} = {self.numbers}"
 
 
 class Symbols:

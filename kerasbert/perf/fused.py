@@ -1,7 +1,7 @@
 """Training's elementwise work on TensorFlow's plain graph as XLA kernels: the feed-forward GELU and dropout.
 
 A training step that TensorFlow runs as a plain graph (kerasbert's default on CPUs:
-`kerasbert.models.xla_pays`) runs each elementwise op as a pass of its own over memory. Two of them are
+`kerasbert.perf.xla.xla_pays`) runs each elementwise op as a pass of its own over memory. Two of them are
 compiled here, each direction into one pass, with the formulas in `keras.ops` and only the compile and the
 custom gradient TensorFlow's:
 
@@ -19,7 +19,7 @@ so it is on PyTorch, and on models narrower than BERT-base (`MIN_WIDTH`, `MIN_DR
 once for each batch shape, and without XLA `kerasbert train` pads a batch to its longest row, so a run meets
 up to ``maxlen`` shapes: BERT-base repays each compile in about one step of that shape, a much smaller model
 only after many (hence the width thresholds; figures in benchmarks/HISTORY.md). Inference keeps Keras's erfc GELU
-(`kerasbert.layers.gelu_erf`), which TensorFlow's oneDNN fuses with the matmul before it, and has no dropout.
+(`kerasbert.modeling.layers.gelu_erf`), which TensorFlow's oneDNN fuses with the matmul before it, and has no dropout.
 
 Example:
 >>> import keras
@@ -54,14 +54,14 @@ def normal_cdf(x):
 
 def gelu_erf_composed(x):
     """GELU written as ``0.5·x·(1+erf(x/√2))``, the form of Google's BERT and bert4keras; equal to Keras's
-    erfc form (`kerasbert.layers.gelu_erf`) within float32 rounding (1e-7 relative, more for x < -3 where
+    erfc form (`kerasbert.modeling.layers.gelu_erf`) within float32 rounding (1e-7 relative, more for x < -3 where
     1+erf cancels).
 
     The training form: under XLA the gradient of this form keeps one tensor of the inner layer's size (erf's)
     from the forward pass for the backward one, where Keras's erfc form keeps two.
 
     Example:
-    >>> from kerasbert.layers import gelu_erf
+    >>> from kerasbert.modeling.layers import gelu_erf
     >>> float(ops.max(ops.abs(gelu_erf_composed(ops.ones(3)) - gelu_erf(ops.ones(3))))) < 1e-6
     True
     """

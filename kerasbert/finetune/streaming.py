@@ -1,10 +1,10 @@
 """Data larger than memory: files (a path or a glob) tokenized once into TFRecord shards, then streamed.
 
-`prepare` reads the files with the ``iter_*`` readers of `kerasbert.data` (line by line, never whole),
+`prepare` reads the files with the ``iter_*`` readers of `kerasbert.text.readers` (line by line, never whole),
 encodes ``chunk`` examples at a time with the task's own ``Task.encode`` and writes
 ``part-NNNNN.tfrecord`` shards and ``meta.json`` into a folder, atomically: the folder appears
 complete or not at all. Memory is bounded by ``chunk``, not by the size of the data.
-`prepared_dataset` reads the shards back as the same batches `kerasbert.pipeline.to_dataset` makes
+`prepared_dataset` reads the shards back as the same batches `kerasbert.text.pipeline.to_dataset` makes
 of the features in memory: ``({"Input-Token", "Input-Segment"}, labels[, weights])``, int32 ids and
 labels, float32 weights, each batch padded with 0 to its longest row.
 
@@ -14,9 +14,9 @@ global seed, so a resumed run sees the same batches and ``skip_batches`` drops t
 
 Example:
 >>> import tempfile
->>> from kerasbert.demo_data import write_demo_data
->>> from kerasbert.tasks import get_task
->>> from kerasbert.tokenizer import Tokenizer
+>>> from kerasbert.finetune.demo_data import write_demo_data
+>>> from kerasbert.finetune.tasks import get_task
+>>> from kerasbert.text.tokenizer import Tokenizer
 >>> data = write_demo_data(tempfile.mkdtemp(), n_train=10, n_dev=2, n_test=2)
 >>> out = tempfile.mkdtemp() + "/prepared"
 >>> meta = prepare(get_task("cls"), data["cls_train"], Tokenizer(data["vocab"]), 32, out, verbose=0)
@@ -41,12 +41,13 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from kerasbert import data, pipeline
-from kerasbert.data import LabelSet
 from kerasbert.errors import ConfigError, DataError, fail
+from kerasbert.files import write_text
+from kerasbert.finetune.tasks import Task
 from kerasbert.log import logger
-from kerasbert.tasks import Task
-from kerasbert.tokenizer import Tokenizer
+from kerasbert.text import pipeline, readers
+from kerasbert.text.readers import LabelSet
+from kerasbert.text.tokenizer import Tokenizer
 
 __all__ = ["FORMAT", "SHARD_SIZE", "expand", "is_glob", "prepare", "prepared_dataset", "read_prepared"]
 
@@ -198,7 +199,7 @@ def prepare(task: Task, pattern: str, tokenizer: Tokenizer, maxlen: int, out: st
     ``task.label_set`` gives in memory. Pass 2 encodes ``chunk`` examples at a time and writes them.
 
     Args:
-        task: Task. from `kerasbert.tasks.get_task`; its field options say how to read the files.
+        task: Task. from `kerasbert.finetune.tasks.get_task`; its field options say how to read the files.
         pattern: str. a file or a glob (`expand`); files are read in sorted order.
         tokenizer: Tokenizer. the checkpoint's tokenizer.
         maxlen: int. the most word pieces an example keeps.
@@ -230,7 +231,7 @@ def prepare(task: Task, pattern: str, tokenizer: Tokenizer, maxlen: int, out: st
         meta = {"format": FORMAT, "task": task.name, "options": _task_options(task), "maxlen": maxlen,
                 "vocab_size": tokenizer.vocab_size, "labels": labels.labels, **counts, "files": files,
                 "shards": shards.shards}
-        data.write_text(os.path.join(staging, META), json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
+        write_text(os.path.join(staging, META), json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
         os.replace(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -267,7 +268,7 @@ def read_prepared(folder: str) -> dict:
         raise fail(DataError, path, "the meta.json that `kerasbert prepare` writes", "no such file",
                    "prepare the data again")
     try:
-        meta = json.loads(data.read_text(path))
+        meta = json.loads(readers.read_text(path))
     except ValueError:
         meta = None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -321,7 +322,7 @@ def _shuffled(records, seed: int, epoch: int, buffer: int):
 
 def prepared_dataset(folder: str, batch_size: int, *, seed: int | None = None, epoch: int = 0,
                      skip_batches: int = 0, shuffle_buffer: int = 10_000, labels: bool = True, prefetch: bool = True):
-    """A ``tf.data.Dataset`` of the batches `kerasbert.pipeline.to_dataset` makes, read from `prepare`'s shards.
+    """A ``tf.data.Dataset`` of the batches `kerasbert.text.pipeline.to_dataset` makes, read from `prepare`'s shards.
 
     Args:
         folder: str. a folder written by `prepare`.

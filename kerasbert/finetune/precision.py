@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from kerasbert.errors import ConfigError, fail
-from kerasbert.runs import Run
-from kerasbert.training import load_run
+from kerasbert.finetune.runs import Run
+from kerasbert.finetune.training import load_run
 
 
 def _predicted(run_dir: str, data: str, batch_size: int) -> np.ndarray:

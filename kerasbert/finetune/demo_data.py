@@ -10,8 +10,8 @@ the same bytes:
 - NER: ``(characters, BIO tags)`` with ``PER`` (surname + given name), ``LOC`` (cities and
   provinces) and ``ORG`` (universities, companies, banks, hospitals), and some sentences with none.
 
-:func:`write_demo_data` writes both as files that :func:`kerasbert.data.read_classification` and
-:func:`kerasbert.data.read_conll` read, plus a character vocabulary for the tokenizer.
+:func:`write_demo_data` writes both as files that :func:`kerasbert.text.readers.read_classification` and
+:func:`kerasbert.text.readers.read_conll` read, plus a character vocabulary for the tokenizer.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The two fine-tuning tasks, ``cls`` and ``ner``: what training, evaluation and prediction need of each.
 
-A task reads its files (`kerasbert.data`), builds its label set, encodes examples
-(`kerasbert.pipeline`), attaches its head (`kerasbert.heads`), turns model outputs into
-predictions and scores them (`kerasbert.metrics`). `kerasbert.training` and `kerasbert.runs`
+A task reads its files (`kerasbert.text.readers`), builds its label set, encodes examples
+(`kerasbert.text.pipeline`), attaches its head (`kerasbert.modeling.heads`), turns model outputs into
+predictions and scores them (`kerasbert.finetune.metrics`). `kerasbert.finetune.training` and `kerasbert.finetune.runs`
 only talk to this interface, so both tasks share one training loop and one run-folder format.
 """
 
@@ -16,19 +16,11 @@ from dataclasses import dataclass, field
 import keras
 import numpy as np
 
-from kerasbert import heads, metrics
-from kerasbert.crf import CRF_LR_MULTIPLIER
-from kerasbert.data import (
-    ClassificationExample,
-    LabelSet,
-    NerExample,
-    iter_classification,
-    iter_conll,
-    iter_span_jsonl,
-    write_text,
-)
 from kerasbert.errors import ConfigError, DataError, fail
-from kerasbert.pipeline import (
+from kerasbert.finetune import metrics
+from kerasbert.modeling import heads, losses
+from kerasbert.modeling.crf import CRF_LR_MULTIPLIER
+from kerasbert.text.pipeline import (
     Features,
     decode_ner,
     encode_classification,
@@ -37,7 +29,16 @@ from kerasbert.pipeline import (
     text_example,
     to_dataset,
 )
-from kerasbert.tokenizer import Tokenizer
+from kerasbert.text.readers import (
+    ClassificationExample,
+    LabelSet,
+    NerExample,
+    iter_classification,
+    iter_conll,
+    iter_span_jsonl,
+    write_text,
+)
+from kerasbert.text.tokenizer import Tokenizer
 
 __all__ = ["TASKS", "ClassificationTask", "NerTask", "Task", "get_task", "predict_batches"]
 
@@ -112,7 +113,7 @@ class Task(abc.ABC):
 
     @abc.abstractmethod
     def head(self, backbone, labels: LabelSet):
-        """The task's head on ``backbone`` (a `kerasbert.heads` model)."""
+        """The task's head on ``backbone`` (a `kerasbert.modeling.heads` model)."""
 
     @abc.abstractmethod
     def compile_arguments(self, model) -> dict:
@@ -187,7 +188,7 @@ class ClassificationTask(Task):
 
     def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
         """The dev confusion matrix as ``confusion.png``."""
-        from kerasbert import plots
+        from kerasbert.finetune import plots
 
         plots.plot_confusion(scores["confusion"], labels.labels, os.path.join(folder, "confusion.png"))
 
@@ -234,9 +235,9 @@ class NerTask(Task):
             return heads.loss_and_metrics(model)
         # weights: 1 on each word's first piece, 0 on other pieces, [CLS], [SEP] and padding; the loss is
         # Σ w·CE / Σ w, the mean over words, whatever the padding (Keras's default divides by B·S)
-        loss = heads.SparseLabelLoss(int(model.output.shape[-1]), what="Tagging-Dense",
+        loss = losses.SparseLabelLoss(int(model.output.shape[-1]), what="Tagging-Dense",
                                      reduction="mean_with_sample_weight")
-        return {"loss": loss, "weighted_metrics": [heads.accuracy_metric(keras.metrics.sparse_categorical_accuracy)]}
+        return {"loss": loss, "weighted_metrics": [losses.accuracy_metric(keras.metrics.sparse_categorical_accuracy)]}
 
     def predicted_ids(self, model, features: Features, batch_size: int, verbose: int = 0) -> list[np.ndarray]:
         """The tag id of every word piece of every example: the CRF's Viterbi path, or the argmax."""

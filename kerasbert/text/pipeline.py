@@ -12,8 +12,8 @@ Tags are handled in BIO inside the model (`ner_tag_set`); files in BIOES or BMES
 reading. ``maxlen`` cuts are counted in ``Features.truncated`` and logged, never silent.
 
 Example:
->>> from kerasbert.tokenizer import Tokenizer
->>> from kerasbert.data import span_example
+>>> from kerasbert.text.tokenizer import Tokenizer
+>>> from kerasbert.text.readers import span_example
 >>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "张", "三", "好"])})
 >>> example = span_example("张三好", [(0, 2, "PER")])
 >>> tags = ner_tag_set([example])
@@ -32,12 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kerasbert import schemes
-from kerasbert.data import ClassificationExample, LabelSet, NerExample
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.log import logger
-from kerasbert.schemes import Span
-from kerasbert.tokenizer import Tokenizer
+from kerasbert.text import schemes
+from kerasbert.text.readers import ClassificationExample, LabelSet, NerExample
+from kerasbert.text.schemes import Span
+from kerasbert.text.tokenizer import Tokenizer
 
 __all__ = ["Features", "bucket_length", "bucket_lengths", "decode_ner", "encode_classification", "encode_ner",
            "length_buckets", "ner_tag_set", "report_truncation", "text_example", "to_dataset"]
@@ -104,7 +104,7 @@ def encode_classification(tokenizer: Tokenizer, examples: Sequence[Classificatio
 
     Args:
         tokenizer: Tokenizer. the checkpoint's tokenizer.
-        examples: sequence of ClassificationExample. rows from `kerasbert.data.read_classification`.
+        examples: sequence of ClassificationExample. rows from `kerasbert.text.readers.read_classification`.
         labels: LabelSet or None. the label ids; None leaves ``Features.labels`` None (prediction).
         maxlen: int or None. the most word pieces a row keeps, cut as bert4keras cuts.
         what: str. the data named in the truncation report.
@@ -162,7 +162,7 @@ def encode_ner(tokenizer: Tokenizer, examples: Sequence[NerExample], tags: Label
 
     Args:
         tokenizer: Tokenizer. the checkpoint's tokenizer.
-        examples: sequence of NerExample. sentences from `kerasbert.data.read_conll` or
+        examples: sequence of NerExample. sentences from `kerasbert.text.readers.read_conll` or
             `read_span_jsonl`, or `text_example` for raw text.
         tags: LabelSet or None. BIO tag ids (`ner_tag_set`); None leaves labels and weights None.
         maxlen: int or None. the most word pieces a sentence keeps; words that do not fit whole are cut.
@@ -201,7 +201,7 @@ def decode_ner(piece_tags: Sequence[int], first_pieces: Sequence[int], offsets: 
     """Character spans of one sentence's predicted tag ids, read on each word's first piece.
 
     Words cut by ``maxlen`` (first piece -1) read as ``O``; an ``I-X`` that continues nothing starts
-    an entity, as in `kerasbert.schemes.tags_to_spans`.
+    an entity, as in `kerasbert.text.schemes.tags_to_spans`.
 
     Args:
         piece_tags: sequence of int. a tag id per word piece (argmax or Viterbi path).

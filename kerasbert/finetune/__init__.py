@@ -1,0 +1,2 @@
+"""Fine-tuning: tasks, ``train``/``evaluate``/``predict``, run folders, optimizers, several devices, metrics and
+plots."""

@@ -1,0 +1,112 @@
+"""The arguments of ``kerasbert train`` and the values they may take.
+
+Nothing here imports TensorFlow, so the CLI answers ``--help`` and rejects a bad argument at once. The
+modules that act on these values hold the same names: `kerasbert.finetune.tasks.TASKS`,
+`kerasbert.finetune.optimizers.WarmupSchedule` and `kerasbert.modeling.crf.CRF_LR_MULTIPLIER`; the tests
+hold them equal.
+
+Example:
+>>> TrainArgs(task="cls", train="train.tsv", out="run").schedule
+'cosine'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import TYPE_CHECKING
+
+from kerasbert.errors import ConfigError, fail
+
+if TYPE_CHECKING:
+    from kerasbert.finetune.tasks import Task
+
+TASK_NAMES = ("cls", "ner")  # kerasbert.finetune.tasks.TASKS
+SCHEDULES = ("cosine", "linear", "constant")  # kerasbert.finetune.optimizers.WarmupSchedule.DECAYS
+CRF_LR_MULTIPLIER = 1000.0  # kerasbert.modeling.crf.CRF_LR_MULTIPLIER
+TASK_OPTIONS = ("text", "text_b", "label", "scheme", "strict", "crf", "bilstm_units", "dropout", "crf_lr_multiplier")
+
+
+@dataclasses.dataclass
+class TrainArgs:
+    """The arguments of ``kerasbert train`` (and of `train`), saved as ``args.json`` in the run folder."""
+
+    task: str
+    train: str
+    out: str
+    dev: str | None = None
+    config: str = "tiny"
+    checkpoint: str | None = None
+    vocab: str | None = None
+    lowercase: bool = True
+    crf: bool = False
+    crf_lr_multiplier: float = CRF_LR_MULTIPLIER
+    bilstm_units: int | None = None
+    dropout: float | None = None
+    text: str | int | None = None
+    text_b: str | int | None = None
+    label: str | int | None = None
+    scheme: str | None = None
+    strict: bool = False
+    maxlen: int | None = None  # 128, or the model's max positions when fewer
+    batch_size: int = 32
+    epochs: int = 3
+    lr: float = 2e-5
+    warmup: float = 0.1
+    schedule: str = "cosine"
+    weight_decay: float = 0.01
+    grad_accum: int = 1
+    layerwise_lr_decay: float = 1.0
+    seed: int = 0
+    mixed_precision: bool = False
+    jit_compile: bool | None = None  # None: XLA when kerasbert.perf.xla.xla_pays (GPU, 10M+ parameters, no CRF)
+    strategy: str = "auto"
+    max_steps: int | None = None
+    monitor: str | None = None
+    save_every: int | None = None
+    export_google_checkpoint: bool = False
+
+    def check(self) -> None:
+        """One clear error for the first argument out of range or path that does not exist."""
+        from kerasbert.finetune.streaming import is_glob
+
+        for name in ("train", "dev", "vocab"):
+            path = getattr(self, name)
+            if name == "train" and (is_glob(path) or os.path.isdir(path)):
+                continue  # a glob or a prepared folder, checked when it is read
+            if path is not None and not os.path.isfile(path):
+                raise fail(ConfigError, f"--{name}", "an existing file", f"{path!r}, which does not exist")
+        if self.vocab is None:
+            raise fail(ConfigError, "--vocab", "the vocab.txt of the checkpoint (or of your data)", "none")
+        positive = {"maxlen": 3, "batch_size": 1, "epochs": 1, "grad_accum": 1}
+        for name, low in positive.items():
+            if name == "maxlen" and self.maxlen is None:
+                continue
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < low:
+                raise fail(ConfigError, "--" + name.replace("_", "-"), f"an int >= {low}", repr(getattr(self, name)))
+        for name, low, high in (("lr", 0, 1), ("warmup", 0, 1), ("weight_decay", 0, 1), ("layerwise_lr_decay", 0, 1)):
+            value = getattr(self, name)
+            if not low <= value <= high or (name in ("lr", "layerwise_lr_decay") and value == 0):
+                raise fail(ConfigError, "--" + name.replace("_", "-"), f"a number in ({low}, {high}]", repr(value))
+        for name in ("max_steps", "save_every", "bilstm_units"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise fail(ConfigError, "--" + name.replace("_", "-"), "an int >= 1", repr(value))
+        if self.crf and self.task != "ner":
+            raise fail(ConfigError, "--crf", "--task ner", f"--task {self.task}")
+        if self.schedule not in SCHEDULES:
+            raise fail(ConfigError, "--schedule", " or ".join(SCHEDULES), repr(self.schedule))
+        if not (isinstance(self.crf_lr_multiplier, (int, float)) and self.crf_lr_multiplier > 0):
+            raise fail(ConfigError, "--crf-lr-multiplier", "a number > 0", repr(self.crf_lr_multiplier))
+
+    @classmethod
+    def saved(cls, values: dict) -> "TrainArgs":
+        """The arguments a run folder's ``args.json`` holds; one without ``crf_lr_multiplier`` trained its CRF
+        at 1, and its saved transitions are stored for that."""
+        return cls(**{"crf_lr_multiplier": 1.0, **values})
+
+    def make_task(self) -> Task:
+        """The `kerasbert.finetune.tasks.Task` these arguments describe."""
+        from kerasbert.finetune.tasks import get_task
+
+        return get_task(self.task, **{name: getattr(self, name) for name in TASK_OPTIONS})

@@ -1,0 +1,174 @@
+"""Losses and metrics for ``compile`` on a head model: ``model.compile(opt, **loss_and_metrics(model))``.
+
+Each head's output layer has its loss: sparse cross-entropy for ``CLS-Dense``, ``Tagging-Dense`` and
+``NSP-Proba``, the CRF's sparse loss for ``Tagging-CRF``, and a masked cross-entropy for ``MLM-Activation``.
+The losses check that label ids are in range inside the graph (see `check_label_ids`).
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from kerasbert.errors import ModelError, fail
+from kerasbert.modeling.crf import ConditionalRandomField, crf_accuracy
+
+__all__ = ["CRFLoss", "SparseLabelLoss", "accuracy_metric", "check_label_ids", "loss_and_metrics", "masked_accuracy"]
+
+_SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
+
+
+def loss_and_metrics(model: keras.Model) -> dict:
+    """The default ``compile`` arguments for a head model: ``model.compile(opt, **loss_and_metrics(model))``.
+
+    ``CLS-Dense``/``Tagging-Dense``/``NSP-Proba``: sparse categorical cross-entropy + accuracy
+    (sigmoid ``CLS-Dense``: binary cross-entropy + binary accuracy); ``Tagging-CRF``: the CRF's
+    sparse loss + its accuracy on non-padding tokens; ``MLM-Activation``: cross-entropy averaged over
+    the tokens whose label is not 0 (0 marks unmasked tokens and padding) + their accuracy.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> from kerasbert.modeling.heads import cls
+    >>> model = cls(build_transformer_model("tiny", verbose=False), 2)
+    >>> model.compile("adam", **loss_and_metrics(model))
+    """
+    layer = _output_layer(model)
+    if isinstance(layer, ConditionalRandomField):
+        return {"loss": CRFLoss(layer), "metrics": [accuracy_metric(crf_accuracy)]}
+    if layer.name == "MLM-Activation":
+        loss = SparseLabelLoss(int(layer.output.shape[-1]), ignore_id=0, what=layer.name, name="masked_lm_loss")
+        return {"loss": loss, "metrics": [accuracy_metric(masked_accuracy)]}
+    activation = keras.activations.serialize(layer.activation)
+    activation = activation if isinstance(activation, str) else getattr(layer.activation, "__name__", activation)
+    if activation == "sigmoid":
+        return {"loss": "binary_crossentropy", "metrics": [accuracy_metric(keras.metrics.binary_accuracy)]}
+    if activation not in ("softmax", "linear"):
+        raise fail(ModelError, f"{layer.name} activation", "softmax, sigmoid or linear for a default loss",
+                   repr(activation), "pass loss= to compile yourself")
+    loss = SparseLabelLoss(int(layer.output.shape[-1]), from_logits=activation == "linear", what=layer.name)
+    return {"loss": loss, "metrics": [accuracy_metric(keras.metrics.sparse_categorical_accuracy)]}
+
+
+def accuracy_metric(fn) -> keras.metrics.Metric:
+    """The metric that averages ``fn(y_true, y_pred)``, named after ``fn``, as an object.
+
+    An object, not a name: its variables exist before ``fit`` traces the train step. A metric given
+    by name is built inside that trace, and a ``tf.function`` that creates variables is traced a second
+    time, which for BERT-base costs seconds before the first step and more peak memory.
+
+    Example:
+    >>> accuracy_metric(keras.metrics.sparse_categorical_accuracy).name
+    'sparse_categorical_accuracy'
+    """
+    return keras.metrics.MeanMetricWrapper(fn, name=fn.__name__)
+
+
+_HEAD_OUTPUTS = ("Tagging-CRF", "MLM-Activation", "CLS-Dense", "Tagging-Dense", "NSP-Proba")
+
+
+def _output_layer(model: keras.Model) -> keras.layers.Layer:
+    """The head layer that produces the model's single output."""
+    layers = {layer.name: layer for layer in model.layers}
+    for name in _HEAD_OUTPUTS:
+        if name in layers and len(model.outputs) == 1 and layers[name].output is model.outputs[0]:
+            return layers[name]
+    raise fail(ModelError, "loss_and_metrics", f"a model with one output from {', '.join(_HEAD_OUTPUTS)}",
+               f"{len(model.outputs)} outputs from {model.name}", "build it with kerasbert.modeling.heads")
+
+
+
+def check_label_ids(y_true, num_classes: int, what: str):
+    """``y_true`` unchanged, after an in-graph check that every label id is in ``[0, num_classes)``.
+
+    Runs inside ``fit``'s compiled step (a ``tf.debugging.Assert``, kerasbert's backend being
+    TensorFlow): out-of-range ids stop training with ``InvalidArgumentError`` whose message reads
+    ``<what> labels: expected label ids in [0, K), found min, max: ...``. XLA (``jit_compile=True``)
+    drops asserts, and so does every compiled JAX step (other backends: no check); there, check the data
+    before ``fit``.
+    """
+    if keras.config.backend() != "tensorflow":
+        return y_true
+    import tensorflow as tf
+
+    ids = tf.cast(y_true, "int64")
+    in_range = tf.logical_and(tf.reduce_all(ids >= 0), tf.reduce_all(ids < num_classes))
+    message = f"{what} labels: expected label ids in [0, {num_classes}), found min, max:"
+    check = tf.debugging.Assert(in_range, [message, tf.reduce_min(ids), tf.reduce_max(ids)])
+    with tf.control_dependencies([check]):
+        return tf.identity(y_true)
+
+
+@_SERIALIZABLE
+class SparseLabelLoss(keras.losses.Loss):
+    """Sparse categorical cross-entropy with a label-range check, optionally ignoring one label id.
+
+    With ``ignore_id`` (the MLM head: 0 marks unmasked tokens and padding) the loss is the mean
+    over the other tokens of the batch, ``Σ_t m_t·CE_t / Σ_t m_t`` with ``m_t = [y_t ≠ ignore_id]``.
+
+    Args:
+        num_classes: int. the number of classes; labels must be in ``[0, num_classes)``.
+        from_logits: bool. ``y_pred`` holds logits rather than probabilities.
+        ignore_id: int. a label id that does not count; None counts every label.
+        what: str. the layer named in the out-of-range message.
+
+    Example:
+    >>> import numpy as np
+    >>> float(SparseLabelLoss(2)(np.array([1]), np.array([[0.5, 0.5]])))  # log 2
+    0.6931...
+    """
+
+    def __init__(self, num_classes: int, from_logits: bool = False, ignore_id: int | None = None,
+                 what: str = "y_true", name: str = "sparse_label_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.num_classes, self.from_logits, self.ignore_id, self.what = num_classes, from_logits, ignore_id, what
+
+    def call(self, y_true, y_pred):
+        y_true = check_label_ids(y_true, self.num_classes, self.what)
+        loss = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=self.from_logits)
+        if self.ignore_id is None:
+            return loss
+        keep = ops.cast(ops.not_equal(ops.reshape(y_true, ops.shape(loss)), self.ignore_id), loss.dtype)
+        return ops.sum(loss * keep) / ops.maximum(ops.sum(keep), 1.0)
+
+    def get_config(self):
+        return {**super().get_config(), "num_classes": self.num_classes, "from_logits": self.from_logits,
+                "ignore_id": self.ignore_id, "what": self.what}
+
+
+@_SERIALIZABLE
+class CRFLoss(keras.losses.Loss):
+    """``crf.sparse_loss`` with a label-range check, saved by the CRF layer's name.
+
+    A compiled model saved as ``.keras`` reloads with this loss unbound (a loss cannot hold a
+    layer across a file); calling it then raises a `ModelError` that says to compile again with
+    `loss_and_metrics`.
+
+    Args:
+        crf: ConditionalRandomField. the layer whose transitions the loss uses.
+        layer_name: str. set by ``from_config`` when reloading.
+    """
+
+    def __init__(self, crf: ConditionalRandomField | None = None, layer_name: str | None = None,
+                 name: str = "crf_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.crf, self.layer_name = crf, crf.name if crf is not None else layer_name
+
+    def call(self, y_true, y_pred):
+        if self.crf is None:
+            raise fail(ModelError, f"crf_loss of {self.layer_name}", "a loss bound to the model's CRF layer",
+                       "a loss reloaded from a .keras file",
+                       "compile again: model.compile(optimizer, **kerasbert.modeling.heads.loss_and_metrics(model))")
+        y_true = check_label_ids(y_true, int(self.crf.trans.shape[0]), self.layer_name)
+        return self.crf.sparse_loss(y_true, y_pred)
+
+    def get_config(self):
+        return {**super().get_config(), "layer_name": self.layer_name}
+
+
+@_SERIALIZABLE
+def masked_accuracy(y_true, y_pred):
+    """Accuracy over the tokens whose label is not 0 (the MLM head's masked tokens)."""
+    y_true = ops.cast(ops.reshape(y_true, ops.shape(y_pred)[:-1]), "int32")
+    keep = ops.cast(ops.not_equal(y_true, 0), "float32")
+    hits = ops.cast(ops.equal(y_true, ops.cast(ops.argmax(y_pred, axis=-1), "int32")), "float32")
+    return ops.sum(hits * keep) / ops.maximum(ops.sum(keep), 1.0)

@@ -1,0 +1,1 @@
+"""Speed policy and kernels: oneDNN on CPUs, when XLA pays, and the fused GELU and dropout of training."""

@@ -1,0 +1,1 @@
+"""Weights in and out: checkpoint formats as name tables from the model's layers to the file's variables."""
