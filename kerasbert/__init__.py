@@ -54,5 +54,9 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_HOMES})
 
 
-__all__ = sorted(["CheckpointError", "ConfigError", "KerasBertError", "ModelError", *_HOMES])
+__all__ = [  # the names of _HOMES, and the errors
+    "BertConfig", "CheckpointError", "ConfigError", "KerasBertError", "LoadReport", "ModelError", "Summary",
+    "Tokenizer", "annotate", "build_transformer_model", "evaluate", "heads", "load_google_checkpoint", "load_vocab",
+    "predict", "save_google_checkpoint", "summary", "train",
+]
 __version__ = "0.1.0"

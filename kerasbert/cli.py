@@ -103,7 +103,8 @@ def _field(value: str) -> str | int:
 
 def _task_argument(parser, extra: tuple[str, ...] = (), **options) -> None:
     """``--task``, its choices the task names (`kerasbert.finetune.args.TASK_NAMES`) and ``extra``."""
-    parser.add_argument("--task", choices=(*TASK_NAMES, *extra), help="text classification or entity tagging", **options)
+    parser.add_argument("--task", choices=(*TASK_NAMES, *extra), help="text classification or entity tagging",
+                        **options)
 
 
 def _reading_arguments(group, crf_help: str) -> None:

@@ -9,7 +9,8 @@ import pytest
 
 from kerasbert.finetune import demo_data
 from kerasbert.finetune.demo_data import ner_examples, sentiment_examples, write_demo_data
-from kerasbert.text.readers import read_classification, read_conll
+from kerasbert.text.ner_readers import read_conll
+from kerasbert.text.readers import read_classification
 from kerasbert.text.schemes import tags_to_spans
 
 SIZES = {"n_train": 120, "n_dev": 30, "n_test": 30}

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from kerasbert.text.readers import read_conll
+from kerasbert.text.ner_readers import read_conll
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))

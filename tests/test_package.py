@@ -11,6 +11,8 @@ import kerasbert
 
 
 def test_public_api():
+    errors = {"CheckpointError", "ConfigError", "KerasBertError", "ModelError"}
+    assert sorted(kerasbert.__all__) == sorted({*kerasbert._HOMES, *errors})
     for name in kerasbert.__all__:
         assert getattr(kerasbert, name) is not None
     model = kerasbert.heads.cls(kerasbert.build_transformer_model("tiny", verbose=False), 2)

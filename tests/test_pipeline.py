@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from kerasbert.errors import ConfigError, DataError
+from kerasbert.text.ner_readers import read_conll, span_example
 from kerasbert.text.pipeline import (
     Features,
     bucket_length,
@@ -20,7 +21,7 @@ from kerasbert.text.pipeline import (
     text_example,
     to_dataset,
 )
-from kerasbert.text.readers import ClassificationExample, LabelSet, read_conll, span_example
+from kerasbert.text.readers import ClassificationExample, LabelSet
 from kerasbert.text.tokenizer import Tokenizer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john", "sm", "##ith", "met", "in", "new", "york", "##er",

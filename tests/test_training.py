@@ -89,7 +89,7 @@ def test_ner_metrics_equal_seqeval_and_spans_are_offsets(demo):
     from seqeval.metrics import classification_report
 
     from kerasbert import evaluate, predict
-    from kerasbert.text.readers import read_conll
+    from kerasbert.text.ner_readers import read_conll
     from kerasbert.text.schemes import spans_to_tags
 
     test = read_conll(os.path.join(demo, "data", "ner", "test.txt"))

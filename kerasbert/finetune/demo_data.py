@@ -11,7 +11,7 @@ the same bytes:
   provinces) and ``ORG`` (universities, companies, banks, hospitals), and some sentences with none.
 
 :func:`write_demo_data` writes both as files that :func:`kerasbert.text.readers.read_classification` and
-:func:`kerasbert.text.readers.read_conll` read, plus a character vocabulary for the tokenizer.
+:func:`kerasbert.text.ner_readers.read_conll` read, plus a character vocabulary for the tokenizer.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ import numpy as np
 
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.files import write_text
-from kerasbert.finetune.tasks import Task
+from kerasbert.finetune.tasks import Task, get_task
 from kerasbert.log import logger
 from kerasbert.text import pipeline, readers
 from kerasbert.text.readers import LabelSet
@@ -284,14 +284,11 @@ def _parser(meta: dict, labels: bool):
     """A function from a batch of serialized examples to ``to_dataset``'s padded batch structure."""
     import tensorflow as tf
 
-    spec = {"token_ids": tf.io.RaggedFeature(tf.int64), "segment_ids": tf.io.RaggedFeature(tf.int64)}
-    if labels:
-        if meta["task"] == "cls":
-            spec["label"] = tf.io.FixedLenFeature([], tf.int64)
-        else:
-            spec["labels"] = tf.io.RaggedFeature(tf.int64)
-            if not meta["options"].get("crf"):
-                spec["weights"] = tf.io.RaggedFeature(tf.float32)
+    kinds = {"int": tf.io.FixedLenFeature([], tf.int64), "ints": tf.io.RaggedFeature(tf.int64),
+             "floats": tf.io.RaggedFeature(tf.float32)}
+    columns = get_task(meta["task"], **meta["options"]).label_columns() if labels else {}
+    spec = {"token_ids": kinds["ints"], "segment_ids": kinds["ints"], **{name: kinds[kind] for name, kind in
+                                                                         columns.items()}}
 
     def parse(serialized):
         rows = tf.io.parse_example(serialized, spec)
@@ -299,10 +296,8 @@ def _parser(meta: dict, labels: bool):
                  for name, value in rows.items()}  # padded with 0 to the batch's longest row
         inputs = {"Input-Token": tf.cast(dense["token_ids"], tf.int32),
                   "Input-Segment": tf.cast(dense["segment_ids"], tf.int32)}
-        if not labels:
-            return inputs
-        parts = (inputs, tf.cast(dense["label" if "label" in dense else "labels"], tf.int32))
-        return parts + (dense["weights"],) if "weights" in dense else parts
+        parts = [tf.cast(dense[name], tf.int32) if kind != "floats" else dense[name] for name, kind in columns.items()]
+        return (inputs, *parts) if parts else inputs
 
     return parse
 

@@ -20,6 +20,7 @@ from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.finetune import metrics
 from kerasbert.modeling import heads, losses
 from kerasbert.modeling.crf import CRF_LR_MULTIPLIER
+from kerasbert.text.ner_readers import NerExample, iter_conll, iter_span_jsonl
 from kerasbert.text.pipeline import (
     Features,
     decode_ner,
@@ -29,15 +30,7 @@ from kerasbert.text.pipeline import (
     text_example,
     to_dataset,
 )
-from kerasbert.text.readers import (
-    ClassificationExample,
-    LabelSet,
-    NerExample,
-    iter_classification,
-    iter_conll,
-    iter_span_jsonl,
-    write_text,
-)
+from kerasbert.text.readers import ClassificationExample, LabelSet, iter_classification, write_text
 from kerasbert.text.tokenizer import Tokenizer
 
 __all__ = ["TASKS", "ClassificationTask", "NerTask", "Task", "get_task", "predict_batches"]
@@ -140,6 +133,12 @@ class Task(abc.ABC):
     def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list:
         """Unlabelled examples of raw texts (``{"text", "text_b"}`` rows), for prediction."""
 
+    @abc.abstractmethod
+    def label_columns(self) -> dict[str, str]:
+        """The label columns of `encode`'s `Features` as ``to_dataset`` yields them, in order: ``"label"`` or
+        ``"labels"``, then ``"weights"`` if any, each ``"int"`` (one per example), ``"ints"`` or ``"floats"``
+        (one per word piece)."""
+
 
 @dataclass
 class ClassificationTask(Task):
@@ -191,6 +190,9 @@ class ClassificationTask(Task):
         from kerasbert.finetune import plots
 
         plots.plot_confusion(scores["confusion"], labels.labels, os.path.join(folder, "confusion.png"))
+
+    def label_columns(self) -> dict[str, str]:
+        return {"label": "int"}
 
     def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list[ClassificationExample]:
         return [ClassificationExample(row["text"], "", row.get("text_b"), line=i + 1) for i, row in enumerate(rows)]
@@ -263,6 +265,9 @@ class NerTask(Task):
     def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
         """The dev per-type table as ``per_type.txt``."""
         write_text(os.path.join(folder, "per_type.txt"), metrics.per_type_table(scores) + "\n")
+
+    def label_columns(self) -> dict[str, str]:
+        return {"labels": "ints"} if self.crf else {"labels": "ints", "weights": "floats"}  # weights: first pieces
 
     def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list[NerExample]:
         return [text_example(tokenizer, row["text"]) for row in rows]

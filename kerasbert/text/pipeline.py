@@ -13,7 +13,7 @@ reading. ``maxlen`` cuts are counted in ``Features.truncated`` and logged, never
 
 Example:
 >>> from kerasbert.text.tokenizer import Tokenizer
->>> from kerasbert.text.readers import span_example
+>>> from kerasbert.text.ner_readers import span_example
 >>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "张", "三", "好"])})
 >>> example = span_example("张三好", [(0, 2, "PER")])
 >>> tags = ner_tag_set([example])
@@ -35,7 +35,8 @@ import numpy as np
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.log import logger
 from kerasbert.text import schemes
-from kerasbert.text.readers import ClassificationExample, LabelSet, NerExample
+from kerasbert.text.ner_readers import NerExample
+from kerasbert.text.readers import ClassificationExample, LabelSet
 from kerasbert.text.schemes import Span
 from kerasbert.text.tokenizer import Tokenizer
 
@@ -162,7 +163,7 @@ def encode_ner(tokenizer: Tokenizer, examples: Sequence[NerExample], tags: Label
 
     Args:
         tokenizer: Tokenizer. the checkpoint's tokenizer.
-        examples: sequence of NerExample. sentences from `kerasbert.text.readers.read_conll` or
+        examples: sequence of NerExample. sentences from `kerasbert.text.ner_readers.read_conll` or
             `read_span_jsonl`, or `text_example` for raw text.
         tags: LabelSet or None. BIO tag ids (`ner_tag_set`); None leaves labels and weights None.
         maxlen: int or None. the most word pieces a sentence keeps; words that do not fit whole are cut.

@@ -9,17 +9,9 @@ import os
 import pytest
 
 from kerasbert.errors import DataError
-from kerasbert.text import readers as data
-from kerasbert.text.readers import (
-    ClassificationExample,
-    LabelSet,
-    read_classification,
-    read_conll,
-    read_span_jsonl,
-    span_example,
-    write_conll,
-    write_span_jsonl,
-)
+from kerasbert.text import readers
+from kerasbert.text.ner_readers import read_conll, read_span_jsonl, span_example, write_conll, write_span_jsonl
+from kerasbert.text.readers import ClassificationExample, LabelSet, read_classification
 from kerasbert.text.schemes import spans_to_tags, tags_to_spans
 
 CONLL_ZH = "张 B-PER\n三 I-PER\n在 O\n北 B-LOC\n京 I-LOC\n\n我 O\n爱 O\n上 B-LOC\n海 I-LOC\n"
@@ -242,7 +234,7 @@ def test_failed_rename_keeps_old_file_and_no_temp(tmp_path, monkeypatch):
     def boom(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(data.os, "replace", boom)
+    monkeypatch.setattr(readers.os, "replace", boom)
     with pytest.raises(OSError, match="disk full"):
         LabelSet(["a", "b"]).save(path)
     assert os.listdir(tmp_path) == ["labels.json"]
@@ -250,9 +242,9 @@ def test_failed_rename_keeps_old_file_and_no_temp(tmp_path, monkeypatch):
 
 
 def test_read_texts_for_prediction(tmp_path):
-    assert data.read_texts(write(tmp_path, "in.jsonl", '{"text": "a", "id": 1}\n\n')) == [{"text": "a", "id": 1}]
+    assert readers.read_texts(write(tmp_path, "in.jsonl", '{"text": "a", "id": 1}\n\n')) == [{"text": "a", "id": 1}]
     with pytest.raises(DataError, match=r"in\.jsonl:2: expected field 'text', found keys \['id'\]"):
-        data.read_texts(write(tmp_path, "in.jsonl", '{"text": "a"}\n{"id": 2}\n'))
+        readers.read_texts(write(tmp_path, "in.jsonl", '{"text": "a"}\n{"id": 2}\n'))
     with pytest.raises(DataError, match=r"in\.jsonl:1: expected one JSON object, found invalid JSON"):
-        data.read_texts(write(tmp_path, "in.jsonl", "not json\n"))
-    assert data.read_texts(write(tmp_path, "in.txt", "first\n\nsecond\n")) == [{"text": "first"}, {"text": "second"}]
+        readers.read_texts(write(tmp_path, "in.jsonl", "not json\n"))
+    assert readers.read_texts(write(tmp_path, "in.txt", "first\n\nsecond\n")) == [{"text": "first"}, {"text": "second"}]
