@@ -25,7 +25,7 @@ _HOMES = {  # public name -> the module that owns it
     "BertConfig": "kerasbert.modeling.config",
     "build_transformer_model": "kerasbert.modeling.models",
     "heads": "kerasbert.modeling.heads",
-    "LoadReport": "kerasbert.weights.google",
+    "LoadReport": "kerasbert.weights.table",
     "load_google_checkpoint": "kerasbert.weights.google",
     "save_google_checkpoint": "kerasbert.weights.google",
     "Summary": "kerasbert.annotated.report",

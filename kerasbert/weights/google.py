@@ -1,16 +1,12 @@
-"""Google TF1 BERT checkpoints <-> a kerasbert model, driven by one name table.
+"""Google TF1 BERT checkpoints <-> a kerasbert model: the `GOOGLE` format of `kerasbert.weights.table`.
 
-``GOOGLE_NAMES`` maps every (layer, weight) of the bert4keras-named graph to the Google
-variable(s) it comes from. Three transforms, and only these, sit between the two:
-
-- a tuple of names is concatenated on the last axis (the fused Q/K/V kernel and bias);
-- ``TRANSPOSED`` names are stored ``[out, in]`` by Google (``cls/seq_relationship/output_weights``);
-- ``VOCAB_ROWS`` names are sliced by ``keep_tokens`` when the vocabulary is shrunk.
+``GOOGLE_NAMES`` maps every (layer, weight) of the bert4keras-named graph to the Google variable(s) it comes
+from. Google stores one variable transposed (``cls/seq_relationship/output_weights``, ``[out, in]``); the
+word embeddings and the MLM output bias have one row per vocabulary entry.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import os
 import re
@@ -22,7 +18,7 @@ import keras
 import numpy as np
 
 from kerasbert.errors import CheckpointError, fail
-from kerasbert.log import logger
+from kerasbert.weights.table import Format, LoadReport, load_into, model_tensors
 
 _LAYER = "bert/encoder/layer_{i}"
 GOOGLE_NAMES: dict[tuple[str, str], str | tuple[str, ...]] = {
@@ -56,73 +52,37 @@ GOOGLE_NAMES: dict[tuple[str, str], str | tuple[str, ...]] = {
     ("MLM-Bias", "bias"): "cls/predictions/output_bias",
 }
 TRANSPOSED = {"cls/seq_relationship/output_weights"}
-VOCAB_ROWS = {"bert/embeddings/word_embeddings", "cls/predictions/output_bias"}
-
-# Training state in fine-tuned checkpoints: skipped quietly, never reported as unused.
-_OPTIMIZER_STATE = re.compile(r"(/adam_[mv]|/Adam(_1)?|/Momentum|/LAMB(_1)?)$|^(global_step|good_steps|bad_steps|"
-                              r"loss_scale|current_loss_scale)$")
-
-# Which config value a shape mismatch on a variable most likely comes from.
-_HINTS = {
-    "word_embeddings": "vocab_size in bert_config.json does not match this checkpoint",
-    "output_bias": "vocab_size in bert_config.json does not match this checkpoint",
-    "position_embeddings": "max_position_embeddings in bert_config.json does not match this checkpoint",
-    "token_type_embeddings": "type_vocab_size in bert_config.json does not match this checkpoint",
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class Entry:
-    """One row of the name table, resolved against a model: a weight and its Google names."""
-
-    layer: str
-    variable: keras.Variable
-    names: tuple[str, ...]
+GOOGLE = Format(
+    name="google",
+    names=GOOGLE_NAMES,
+    transposed=TRANSPOSED.__contains__,
+    vocab_rows=frozenset({"bert/embeddings/word_embeddings", "cls/predictions/output_bias"}),
+    # training state in fine-tuned checkpoints
+    skip=re.compile(r"(/adam_[mv]|/Adam(_1)?|/Momentum|/LAMB(_1)?)$|^(global_step|good_steps|bad_steps|"
+                    r"loss_scale|current_loss_scale)$"),
+    hints={name: f"{key} in bert_config.json does not match this checkpoint" for name, key in (
+        ("word_embeddings", "vocab_size"), ("output_bias", "vocab_size"),
+        ("position_embeddings", "max_position_embeddings"), ("token_type_embeddings", "type_vocab_size"))},
+)
 
 
-@dataclasses.dataclass
-class LoadReport:
-    """What `load_google_checkpoint` did; the same lists it logs.
+class _TFCheckpoint:
+    """A TF checkpoint as a `kerasbert.weights.table.Source`."""
 
-    Attributes:
-        checkpoint: str. the resolved checkpoint prefix.
-        loaded: list of (google name, shape). variables initialized from the checkpoint.
-        new: list of (variable path, shape). model variables left at their initial value.
-        unused: list of str. checkpoint variables no model variable took (optimizer state excluded).
-        skipped: list of str. optimizer slots and counters skipped quietly.
-    """
+    def __init__(self, prefix: str):
+        import tensorflow as tf
 
-    checkpoint: str
-    loaded: list = dataclasses.field(default_factory=list)
-    new: list = dataclasses.field(default_factory=list)
-    unused: list = dataclasses.field(default_factory=list)
-    skipped: list = dataclasses.field(default_factory=list)
+        self.path = prefix
+        try:
+            self._reader = tf.train.load_checkpoint(prefix)
+        except Exception as e:  # a corrupt or foreign file: one line, not a TF trace
+            raise fail(CheckpointError, prefix, "a readable TF checkpoint", f"{type(e).__name__}: {e}") from None
 
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        return {name: tuple(shape) for name, shape in self._reader.get_variable_to_shape_map().items()}
 
-def _layers(model: keras.Model) -> list[keras.layers.Layer]:
-    """All layers, nested models flattened, each once."""
-    seen, out = set(), []
-    for layer in model.layers:
-        for sub in _layers(layer) if isinstance(layer, keras.Model) else [layer]:
-            if id(sub) not in seen:
-                seen.add(id(sub))
-                out.append(sub)
-    return out
-
-
-def name_table(model: keras.Model) -> list[Entry]:
-    """The rows of ``GOOGLE_NAMES`` that apply to ``model``, in graph order."""
-    entries = []
-    for layer in _layers(model):
-        match = re.fullmatch(r"Transformer-(\d+)-(.*)", layer.name)
-        key = f"Transformer-{{i}}-{match.group(2)}" if match else layer.name
-        for variable in layer.weights:
-            names = GOOGLE_NAMES.get((key, variable.name))
-            if names is not None:
-                names = names if isinstance(names, tuple) else (names,)
-                index = match.group(1) if match else ""
-                entries.append(Entry(layer.name, variable, tuple(n.format(i=index) for n in names)))
-    return entries
+    def get(self, name: str) -> np.ndarray:
+        return self._reader.get_tensor(name)
 
 
 def resolve_checkpoint(path: str | os.PathLike) -> str:
@@ -144,33 +104,6 @@ def resolve_checkpoint(path: str | os.PathLike) -> str:
         raise fail(CheckpointError, path, "a TF checkpoint (prefix with .index and .data-* files)",
                    "no such checkpoint", "pass e.g. chinese_L-12_H-768_A-12/bert_model.ckpt")
     return path
-
-
-def _expected_shape(entry: Entry, name: str) -> tuple[int, ...]:
-    """The shape the Google variable ``name`` must have for ``entry``'s model weight."""
-    shape = tuple(entry.variable.shape)
-    if len(entry.names) > 1:
-        shape = (*shape[:-1], shape[-1] // len(entry.names))
-    return shape[::-1] if name in TRANSPOSED else shape
-
-
-def _read(reader, entry: Entry, keep_tokens, prefix: str) -> np.ndarray:
-    """Read, check and transform the Google variables of one entry into the model weight's value."""
-    parts = []
-    for name in entry.names:
-        value = reader.get_tensor(name)
-        expected = _expected_shape(entry, name)
-        if name in VOCAB_ROWS and keep_tokens is not None:
-            if max(keep_tokens) >= value.shape[0]:
-                raise fail(CheckpointError, "keep_tokens", f"ids below the checkpoint's vocabulary {value.shape[0]}",
-                           f"max id {max(keep_tokens)}", f"{name} in {prefix} has {value.shape[0]} rows")
-            value = value[np.asarray(keep_tokens)]
-        if tuple(value.shape) != expected:
-            hint = _HINTS.get(name.rsplit("/", 1)[-1], "the config's sizes do not match this checkpoint")
-            raise CheckpointError(f"{entry.layer} expects {list(expected)}, checkpoint has {list(value.shape)} "
-                                  f"({name} in {prefix}): {hint}")
-        parts.append(value.T if name in TRANSPOSED else value)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
 
 
 def load_google_checkpoint(
@@ -205,49 +138,8 @@ def load_google_checkpoint(
     >>> report.loaded[0], report.new, report.unused[:1]
     (('bert/embeddings/word_embeddings', (128, 32)), [], [])
     """
-    import tensorflow as tf
-
-    prefix = resolve_checkpoint(checkpoint_path)
-    try:
-        reader = tf.train.load_checkpoint(prefix)
-    except Exception as e:  # a corrupt or foreign file: one line, not a TF trace
-        raise fail(CheckpointError, prefix, "a readable TF checkpoint", f"{type(e).__name__}: {e}") from None
-    available = reader.get_variable_to_shape_map()
-    entries = name_table(model)
-    missing = [n for e in entries for n in e.names if n not in available]
-    if missing and not allow_missing:
-        raise fail(CheckpointError, prefix, "every variable the model needs", f"{len(missing)} missing: "
-                   + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""),
-                   "build without that head, or pass allow_missing=True to keep them newly initialized")
-    report, assignments = LoadReport(prefix), []
-    for entry in entries:
-        if any(n in missing for n in entry.names):
-            report.new.append((entry.variable.path, tuple(entry.variable.shape)))
-            continue
-        assignments.append((entry.variable, _read(reader, entry, keep_tokens, prefix)))
-        report.loaded.extend((n, tuple(available[n])) for n in entry.names)
-    for variable, value in assignments:
-        variable.assign(value.astype(variable.dtype))
-    covered = {id(e.variable) for e in entries}
-    report.new.extend((v.path, tuple(v.shape)) for v in model.weights if id(v) not in covered)
-    used = {n for n, _ in report.loaded}
-    for name in sorted(available):
-        if name not in used:
-            (report.skipped if _OPTIMIZER_STATE.search(name) else report.unused).append(name)
-    if verbose:
-        _log_report(report)
-    return report
-
-
-def _log_report(report: LoadReport) -> None:
-    """Google run_classifier's "**** Trainable Variables ****" log, plus the unused list."""
-    logger.info("**** Loading %s ****", report.checkpoint)
-    for name, shape in report.loaded:
-        logger.info("  name = %s, shape = %s, *INIT_FROM_CKPT*", name, shape)
-    for name, shape in report.new:
-        logger.info("  name = %s, shape = %s, *NEW*", name, shape)
-    if report.unused:
-        logger.info("  %d checkpoint variables not used: %s", len(report.unused), ", ".join(report.unused))
+    source = _TFCheckpoint(resolve_checkpoint(checkpoint_path))
+    return load_into(model, source, GOOGLE, keep_tokens=keep_tokens, allow_missing=allow_missing, verbose=verbose)
 
 
 def save_google_checkpoint(model: keras.Model, path: str | os.PathLike) -> str:
@@ -278,13 +170,7 @@ def save_google_checkpoint(model: keras.Model, path: str | os.PathLike) -> str:
     folder = os.path.dirname(os.path.abspath(prefix))
     if not os.path.isdir(folder):
         raise fail(CheckpointError, prefix, "a path in an existing folder", f"no folder {folder}")
-    tensors = {}
-    for entry in name_table(model):
-        value = keras.ops.convert_to_numpy(entry.variable).astype(np.float32)
-        for name, part in zip(entry.names, np.split(value, len(entry.names), axis=-1), strict=True):
-            tensors[name] = part.T if name in TRANSPOSED else part
-    if not tensors:
-        raise fail(CheckpointError, "model", "layers with bert4keras names (Embedding-Token, ...)", "none")
+    tensors = model_tensors(model, GOOGLE)
     staging = tempfile.mkdtemp(prefix=".kerasbert-save-", dir=folder)
     try:
         staged = os.path.join(staging, os.path.basename(prefix))

@@ -1,0 +1,203 @@
+"""The machinery every checkpoint format shares: a name table from the model's weights to the file's names.
+
+A format (`Format`) is data: a table from each (layer, weight) of the bert4keras-named graph to the name(s)
+the file stores it under, which of those names are stored transposed (``[out, in]``), which carry one row per
+vocabulary entry (sliced by ``keep_tokens``), and which names are training state to skip quietly. A reader
+(`Source`) gives the file's names, shapes and arrays. `load_into` puts the two together, with the same checks,
+log and `LoadReport` for every format, and assigns nothing unless every check passes.
+
+Three transforms, and only these, sit between a file and the model: a tuple of names is concatenated on the
+last axis (the fused Q/K/V kernel and bias); transposed names are transposed; vocabulary rows are sliced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import keras
+import numpy as np
+
+from kerasbert.errors import CheckpointError, fail
+from kerasbert.log import logger
+
+Names = dict[tuple[str, str], "str | tuple[str, ...]"]
+
+
+class Source(Protocol):
+    """A checkpoint opened for reading: its path, its names with shapes, and one array by name."""
+
+    path: str
+
+    def shapes(self) -> dict[str, tuple[int, ...]]: ...
+
+    def get(self, name: str) -> np.ndarray: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Format:
+    """A checkpoint format as data.
+
+    Args:
+        name: str. ``"google"`` or ``"hf"``.
+        names: dict. ``(layer, weight)`` -> the file's name, or a tuple of names concatenated on the last axis;
+            ``Transformer-{i}-...`` layers use ``{i}`` in both.
+        transposed: callable. whether a file name is stored ``[out, in]``.
+        vocab_rows: set of str. names with one row per vocabulary entry.
+        skip: regex. training state and buffers that are skipped quietly, never reported as unused.
+        hints: dict. last part of a name -> which config value a shape mismatch on it points to.
+        optional: set of str. layers filled only when the shapes match (a fine-tuned head of another size is
+            reported, not an error).
+    """
+
+    name: str
+    names: Names
+    transposed: Callable[[str], bool]
+    vocab_rows: frozenset[str]
+    skip: re.Pattern
+    hints: dict[str, str]
+    optional: frozenset[str] = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One row of the name table, resolved against a model: a weight and its names in the file."""
+
+    layer: str
+    variable: keras.Variable
+    names: tuple[str, ...]
+
+
+@dataclasses.dataclass
+class LoadReport:
+    """What loading a checkpoint did; the same lists it logs.
+
+    Attributes:
+        checkpoint: str. the resolved checkpoint path.
+        loaded: list of (name in the file, shape). variables initialized from the checkpoint.
+        new: list of (variable path, shape). model variables left at their initial value.
+        unused: list of str. checkpoint variables no model variable took (training state excluded).
+        skipped: list of str. optimizer slots, counters and buffers skipped quietly.
+    """
+
+    checkpoint: str
+    loaded: list = dataclasses.field(default_factory=list)
+    new: list = dataclasses.field(default_factory=list)
+    unused: list = dataclasses.field(default_factory=list)
+    skipped: list = dataclasses.field(default_factory=list)
+
+
+def _layers(model: keras.Model) -> list[keras.layers.Layer]:
+    """All layers, nested models flattened, each once."""
+    seen, out = set(), []
+    for layer in model.layers:
+        for sub in _layers(layer) if isinstance(layer, keras.Model) else [layer]:
+            if id(sub) not in seen:
+                seen.add(id(sub))
+                out.append(sub)
+    return out
+
+
+def name_table(model: keras.Model, names: Names) -> list[Entry]:
+    """The rows of ``names`` that apply to ``model``, in graph order."""
+    entries = []
+    for layer in _layers(model):
+        match = re.fullmatch(r"Transformer-(\d+)-(.*)", layer.name)
+        key = f"Transformer-{{i}}-{match.group(2)}" if match else layer.name
+        for variable in layer.weights:
+            found = names.get((key, variable.name))
+            if found is not None:
+                found = found if isinstance(found, tuple) else (found,)
+                index = match.group(1) if match else ""
+                entries.append(Entry(layer.name, variable, tuple(n.format(i=index) for n in found)))
+    return entries
+
+
+def expected_shape(entry: Entry, name: str, fmt: Format) -> tuple[int, ...]:
+    """The shape the file's variable ``name`` must have for ``entry``'s model weight."""
+    shape = tuple(entry.variable.shape)
+    if len(entry.names) > 1:
+        shape = (*shape[:-1], shape[-1] // len(entry.names))
+    return shape[::-1] if fmt.transposed(name) else shape
+
+
+def _read(source: Source, entry: Entry, fmt: Format, keep_tokens) -> np.ndarray:
+    """Read, check and transform the file's variables of one entry into the model weight's value."""
+    parts = []
+    for name in entry.names:
+        value = source.get(name)
+        expected = expected_shape(entry, name, fmt)
+        if name in fmt.vocab_rows and keep_tokens is not None:
+            if max(keep_tokens) >= value.shape[0]:
+                raise fail(CheckpointError, "keep_tokens", f"ids below the checkpoint's vocabulary {value.shape[0]}",
+                           f"max id {max(keep_tokens)}", f"{name} in {source.path} has {value.shape[0]} rows")
+            value = value[np.asarray(keep_tokens)]
+        if tuple(value.shape) != expected:
+            hint = next((h for key, h in fmt.hints.items() if key in name), "the config's sizes do not match")
+            raise CheckpointError(f"{entry.layer} expects {list(expected)}, checkpoint has {list(value.shape)} "
+                                  f"({name} in {source.path}): {hint}")
+        parts.append(value.T if fmt.transposed(name) else value)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
+
+
+def _fits(entry: Entry, fmt: Format, available: dict) -> bool:
+    """Whether an optional layer's variables have the model's shapes (a head fine-tuned for another size)."""
+    return all(tuple(available[n]) == expected_shape(entry, n, fmt) for n in entry.names)
+
+
+def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: Sequence[int] | None = None,
+              allow_missing: bool = False, verbose: bool = True) -> LoadReport:
+    """Load ``source`` into ``model`` through ``fmt``'s table; nothing is assigned unless every check passes."""
+    available = source.shapes()
+    entries = name_table(model, fmt.names)
+    report, assignments = LoadReport(source.path), []
+    absent = {n for e in entries for n in e.names if n not in available}
+    misfit = {id(e.variable) for e in entries if e.layer in fmt.optional and not absent & set(e.names)
+              and not _fits(e, fmt, available)}
+    missing = [n for e in entries if e.layer not in fmt.optional for n in e.names if n in absent]
+    if missing and not allow_missing:
+        raise fail(CheckpointError, source.path, "every variable the model needs", f"{len(missing)} missing: "
+                   + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""),
+                   "build without that head, or pass allow_missing=True to keep them newly initialized")
+    for entry in entries:
+        if absent & set(entry.names) or id(entry.variable) in misfit:
+            report.new.append((entry.variable.path, tuple(entry.variable.shape)))
+            continue
+        assignments.append((entry.variable, _read(source, entry, fmt, keep_tokens)))
+        report.loaded.extend((n, tuple(available[n])) for n in entry.names)
+    for variable, value in assignments:
+        variable.assign(value.astype(variable.dtype))
+    covered = {id(e.variable) for e in entries}
+    report.new.extend((v.path, tuple(v.shape)) for v in model.weights if id(v) not in covered)
+    used = {n for n, _ in report.loaded}
+    for name in sorted(available):
+        if name not in used:
+            (report.skipped if fmt.skip.search(name) else report.unused).append(name)
+    if verbose:
+        log_report(report)
+    return report
+
+
+def log_report(report: LoadReport) -> None:
+    """Google run_classifier's "**** Trainable Variables ****" log, plus the unused list."""
+    logger.info("**** Loading %s ****", report.checkpoint)
+    for name, shape in report.loaded:
+        logger.info("  name = %s, shape = %s, *INIT_FROM_CKPT*", name, shape)
+    for name, shape in report.new:
+        logger.info("  name = %s, shape = %s, *NEW*", name, shape)
+    if report.unused:
+        logger.info("  %d checkpoint variables not used: %s", len(report.unused), ", ".join(report.unused))
+
+
+def model_tensors(model: keras.Model, fmt: Format) -> dict[str, np.ndarray]:
+    """The model's weights under ``fmt``'s names and layouts, float32, for writing a checkpoint."""
+    tensors = {}
+    for entry in name_table(model, fmt.names):
+        value = keras.ops.convert_to_numpy(entry.variable).astype(np.float32)
+        for name, part in zip(entry.names, np.split(value, len(entry.names), axis=-1), strict=True):
+            tensors[name] = np.ascontiguousarray(part.T if fmt.transposed(name) else part)
+    if not tensors:
+        raise fail(CheckpointError, "model", "layers with bert4keras names (Embedding-Token, ...)", "none")
+    return tensors
