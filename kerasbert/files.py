@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 
-__all__ = ["atomic_path", "write_text"]
+__all__ = ["atomic_path", "publish_folder", "write_text"]
 
 
 @contextlib.contextmanager
@@ -57,3 +58,33 @@ def write_text(path: str | os.PathLike, text: str) -> None:
     """
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as out:
         out.write(text)
+
+
+@contextlib.contextmanager
+def publish_folder(folder: str | os.PathLike, last: str | None = None) -> Iterator[str]:
+    """A temporary folder beside ``folder`` to write several files in; they move into ``folder`` when the block
+    ends without error, and are removed if it fails.
+
+    A ``folder`` that does not exist yet appears whole, by one rename. Into an existing folder the files move
+    one by one, each whole, ``last`` (the file that marks the set complete) after the others.
+
+    Example:
+    >>> target = os.path.join(tempfile.mkdtemp(), "new", "out")
+    >>> with publish_folder(target) as staging:
+    ...     _ = open(os.path.join(staging, "a.txt"), "w").write("a")
+    >>> os.listdir(target)
+    ['a.txt']
+    """
+    folder = os.path.abspath(os.fspath(folder))
+    parent = os.path.dirname(folder)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".kerasbert-", dir=parent)
+    try:
+        yield staging
+        if not os.path.exists(folder):
+            os.replace(staging, folder)
+            return
+        for name in sorted(os.listdir(staging), key=lambda name: name == last):
+            os.replace(os.path.join(staging, name), os.path.join(folder, name))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

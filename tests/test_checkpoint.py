@@ -139,6 +139,7 @@ def test_failed_save_leaves_no_files(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-def test_save_into_missing_folder(tmp_path):
-    with pytest.raises(CheckpointError, match="expected a path in an existing folder"):
-        save_google_checkpoint(tiny(), str(tmp_path / "no" / "bert_model.ckpt"))
+def test_save_creates_its_folder_as_save_pretrained_does(tmp_path):
+    prefix = save_google_checkpoint(tiny(), str(tmp_path / "new" / "deeper" / "bert_model.ckpt"))
+    assert sorted(os.listdir(tmp_path / "new" / "deeper"))[1:] == ["bert_model.ckpt.index", "checkpoint"]
+    assert load_google_checkpoint(tiny(), prefix, verbose=False).new == []

@@ -25,7 +25,7 @@ from kerasbert.modeling.layers import (
     TokenEmbedding,
 )
 from kerasbert.perf.xla import xla_pays
-from kerasbert.weights.google import load_google_checkpoint
+from kerasbert.weights.checkpoint import load_checkpoint
 
 # bert4keras keyword arguments that name a BertConfig field differently.
 _BERT4KERAS_ALIASES = {
@@ -121,13 +121,15 @@ def build_transformer_model(
     dtype: str | None = None,
     **overrides,
 ) -> keras.Model:
-    """Build a functional Keras BERT from a Google config, optionally loading a Google checkpoint.
+    """Build a functional Keras BERT from a config, optionally loading a Google or Hugging Face checkpoint.
 
     Same arguments and meaning as bert4keras's ``build_transformer_model``.
 
     Args:
-        config_path: str. a ``bert_config.json`` (or HF ``config.json``) path, or a preset name.
-        checkpoint_path: str. a Google TF1 checkpoint (prefix, folder, ``.index`` or ``.data-*``).
+        config_path: str. a ``bert_config.json`` or Hugging Face ``config.json`` path, a folder holding one, or a
+            preset name.
+        checkpoint_path: str. a Google TF1 checkpoint (prefix, folder, ``.index`` or ``.data-*``), or Hugging Face
+            weights (a folder, ``model.safetensors``, ``pytorch_model.bin`` or a sharded ``*.index.json``).
         model: str. the architecture; only ``"bert"`` is available.
         config: BertConfig or dict. instead of ``config_path``.
         with_pool: bool or str. add ``Pooler``/``Pooler-Dense`` (tanh, or the activation given).
@@ -175,6 +177,5 @@ def build_transformer_model(
     bert = keras.Model(inputs, outputs[0] if len(outputs) == 1 else outputs, name=name or "bert")
     bert.jit_compile = xla_pays(bert)  # predict with XLA on a GPU for BERT-small and up (see xla_pays)
     if checkpoint_path is not None:
-        load_google_checkpoint(bert, checkpoint_path, keep_tokens=keep_tokens, allow_missing=allow_missing,
-                               verbose=verbose)
+        load_checkpoint(bert, checkpoint_path, keep_tokens=keep_tokens, allow_missing=allow_missing, verbose=verbose)
     return bert

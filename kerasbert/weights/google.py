@@ -10,14 +10,13 @@ from __future__ import annotations
 import glob
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Sequence
 
 import keras
 import numpy as np
 
 from kerasbert.errors import CheckpointError, fail
+from kerasbert.files import publish_folder
 from kerasbert.weights.table import Format, LoadReport, load_into, model_tensors
 
 _LAYER = "bert/encoder/layer_{i}"
@@ -150,7 +149,7 @@ def save_google_checkpoint(model: keras.Model, path: str | os.PathLike) -> str:
 
     Args:
         model: keras.Model. a model with kerasbert's layer names.
-        path: str. the checkpoint prefix (``out/bert_model.ckpt``) or an existing folder.
+        path: str. the checkpoint prefix (``out/bert_model.ckpt``; its folder is created if needed) or a folder.
 
     Returns:
         The prefix written; ``tf.train.load_checkpoint`` and bert4keras read it.
@@ -163,25 +162,21 @@ def save_google_checkpoint(model: keras.Model, path: str | os.PathLike) -> str:
     >>> prefix == os.path.join(folder, "bert_model.ckpt"), sorted(os.listdir(folder))[1:]
     (True, ['bert_model.ckpt.index', 'checkpoint'])
     """
-    import tensorflow as tf
-
     path = os.fspath(path)
     prefix = os.path.join(path, "bert_model.ckpt") if os.path.isdir(path) else path
-    folder = os.path.dirname(os.path.abspath(prefix))
-    if not os.path.isdir(folder):
-        raise fail(CheckpointError, prefix, "a path in an existing folder", f"no folder {folder}")
     tensors = model_tensors(model, GOOGLE)
-    staging = tempfile.mkdtemp(prefix=".kerasbert-save-", dir=folder)
-    try:
-        staged = os.path.join(staging, os.path.basename(prefix))
-        names = sorted(tensors)
-        tf.raw_ops.SaveV2(prefix=staged, tensor_names=names, shape_and_slices=[""] * len(names),
-                          tensors=[tf.constant(tensors[n]) for n in names])
-        with open(os.path.join(staging, "checkpoint"), "w") as f:
-            base = os.path.basename(prefix)
-            f.write(f'model_checkpoint_path: "{base}"\nall_model_checkpoint_paths: "{base}"\n')
-        for file in sorted(os.listdir(staging), key=lambda n: n == "checkpoint"):  # state file last
-            os.replace(os.path.join(staging, file), os.path.join(folder, file))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with publish_folder(os.path.dirname(os.path.abspath(prefix)), last="checkpoint") as staging:
+        write_google_tensors(tensors, os.path.join(staging, os.path.basename(prefix)))
     return prefix
+
+
+def write_google_tensors(tensors: dict[str, np.ndarray], prefix: str) -> None:
+    """Write ``tensors`` as a TF checkpoint at ``prefix``, with the ``checkpoint`` state file beside it."""
+    import tensorflow as tf
+
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(tensors[n]) for n in names])
+    base = os.path.basename(prefix)
+    with open(os.path.join(os.path.dirname(prefix), "checkpoint"), "w") as f:
+        f.write(f'model_checkpoint_path: "{base}"\nall_model_checkpoint_paths: "{base}"\n')

@@ -1,0 +1,59 @@
+"""Load any BERT checkpoint kerasbert reads: the format is told from the path.
+
+A Google TF1 checkpoint is a prefix (``bert_model.ckpt``), its ``.index``/``.data-*`` file, or a folder holding
+one; Hugging Face weights are a folder with ``model.safetensors`` / ``pytorch_model.bin`` (or their sharded
+indexes), or one of those files. Both go through the same name-table loader (`kerasbert.weights.table`), so the
+log, the `LoadReport` and the errors are the same.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from kerasbert.weights.hf import HF, HFCheckpoint, is_hf_checkpoint
+from kerasbert.weights.table import LoadReport, load_into
+
+
+def checkpoint_format(path: str | os.PathLike) -> str:
+    """``"hf"`` for Hugging Face weights, else ``"google"``.
+
+    Example:
+    >>> checkpoint_format("bert-base-chinese/model.safetensors"), checkpoint_format("chinese_L-12/bert_model.ckpt")
+    ('hf', 'google')
+    """
+    return "hf" if is_hf_checkpoint(path) else "google"
+
+
+def load_checkpoint(model, path: str | os.PathLike, *, keep_tokens: Sequence[int] | None = None,
+                    allow_missing: bool = False, verbose: bool = True) -> LoadReport:
+    """Load a Google or Hugging Face BERT checkpoint into a model built by kerasbert (heads allowed).
+
+    Logs one line per variable (``*INIT_FROM_CKPT*`` or ``*NEW*``) and the checkpoint's unused variables.
+    Nothing is assigned unless every check passes.
+
+    Args:
+        model: keras.Model. a model with kerasbert's layer names.
+        path: str. a Google checkpoint (prefix, folder, ``.index``) or Hugging Face weights (folder or file).
+        keep_tokens: list of int. the vocabulary rows the model kept (as given to the build).
+        allow_missing: bool. leave model variables absent from the checkpoint at their initial value.
+        verbose: bool. log the per-variable lines (logger ``"kerasbert"``, level INFO).
+
+    Returns:
+        A `kerasbert.LoadReport`.
+
+    Example:
+    >>> import tempfile
+    >>> from kerasbert import build_transformer_model
+    >>> from kerasbert.weights.hf import save_hf_checkpoint
+    >>> folder = save_hf_checkpoint(build_transformer_model("tiny", verbose=False), tempfile.mkdtemp())
+    >>> report = load_checkpoint(build_transformer_model("tiny", verbose=False), folder, verbose=False)
+    >>> report.loaded[0], report.new, report.unused
+    (('bert.embeddings.word_embeddings.weight', (128, 32)), [], [])
+    """
+    options = {"keep_tokens": keep_tokens, "allow_missing": allow_missing, "verbose": verbose}
+    if checkpoint_format(path) == "hf":
+        return load_into(model, HFCheckpoint(path), HF, **options)
+    from kerasbert.weights.google import load_google_checkpoint
+
+    return load_google_checkpoint(model, path, **options)
