@@ -117,7 +117,9 @@ def _reading_arguments(group, crf_help: str) -> None:
         group.add_argument(flag, dest=dest, type=_field, help=text)
     group.add_argument("--scheme", choices=SCHEMES, help="NER tag scheme (detected by default)")
     group.add_argument("--strict", action="store_true", help="an I- tag with no entity before it is an error")
-    group.add_argument("--cased", dest="lowercase", action="store_false", help="keep case and accents")
+    group.add_argument("--cased", dest="lowercase", action="store_const", const=False,
+                       help="keep case and accents (default: as the checkpoint's tokenizer_config.json says, else "
+                            "lower-case)")
     group.add_argument("--crf", action="store_true", help=crf_help)
 
 
@@ -132,9 +134,11 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--out", required=True, help="the run folder to write (new or empty)")
     _reading_arguments(data, "NER: a CRF on the tagging head")
     model = parser.add_argument_group("model")
-    model.add_argument("--config", default=defaults.config, help="bert_config.json or a preset (default: tiny)")
-    model.add_argument("--checkpoint", help="Google checkpoint to start from (default: random weights)")
-    model.add_argument("--vocab", help="vocab.txt of the checkpoint")
+    model.add_argument("--config", help="bert_config.json / config.json or a preset (default: the checkpoint "
+                                        "folder's, else tiny)")
+    model.add_argument("--checkpoint", help="Google checkpoint or Hugging Face folder to start from (default: "
+                                            "random weights)")
+    model.add_argument("--vocab", help="vocab.txt of the checkpoint (default: the one in the checkpoint folder)")
     model.add_argument("--crf-lr-multiplier", type=float, default=defaults.crf_lr_multiplier,
                        help="NER: the CRF transitions learn this many times faster than the encoder "
                             f"(default: {defaults.crf_lr_multiplier:g})")
@@ -300,6 +304,21 @@ def _run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------- convert
+def _convert_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("src", help="a Google checkpoint (prefix or folder) or Hugging Face weights (folder or file)")
+    parser.add_argument("dst", help="the output folder: weights, config and vocab.txt")
+    parser.add_argument("--to", choices=("google", "hf"), help="the output format (default: the other one)")
+    parser.add_argument("--force", action="store_true", help="write into a folder that already holds files")
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from kerasbert.weights.convert import convert_checkpoint
+
+    print(convert_checkpoint(args.src, args.dst, args.to, force=args.force))
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
     "summary": Command("annotated parameter summary of a model built from a config (no weights loaded)",
                        _summary_arguments, _run_summary),
@@ -308,6 +327,8 @@ COMMANDS: dict[str, Command] = {
     "predict": Command("predict raw texts with a run's model", _predict_arguments, _run_predict),
     "prepare": Command("tokenize a large dataset (a file or a glob) once into TFRecord shards, streaming it",
                        _prepare_arguments, _run_prepare),
+    "convert": Command("convert a BERT checkpoint between Google's TF1 format and Hugging Face's",
+                       _convert_arguments, _run_convert),
     "demo": Command("train, evaluate and predict on bundled data with the tiny config, offline",
                     _demo_arguments, _run_demo),
 }

@@ -35,10 +35,10 @@ class TrainArgs:
     train: str
     out: str
     dev: str | None = None
-    config: str = "tiny"
+    config: str | None = None  # None: the checkpoint folder's config, else the tiny preset
     checkpoint: str | None = None
-    vocab: str | None = None
-    lowercase: bool = True
+    vocab: str | None = None  # None: the checkpoint folder's vocab.txt
+    lowercase: bool | None = None  # None: the checkpoint folder's tokenizer_config.json, else True
     crf: bool = False
     crf_lr_multiplier: float = CRF_LR_MULTIPLIER
     bilstm_units: int | None = None
@@ -65,6 +65,20 @@ class TrainArgs:
     monitor: str | None = None
     save_every: int | None = None
     export_google_checkpoint: bool = False
+
+    def __post_init__(self) -> None:
+        """Fill what a checkpoint folder (Google or Hugging Face) holds and was not given: config, vocab, case."""
+        folder = self.checkpoint if self.checkpoint is not None and os.path.isdir(self.checkpoint) else None
+        if self.config is None:
+            self.config = folder if folder is not None else "tiny"
+        if self.vocab is None and folder is not None and os.path.isfile(os.path.join(folder, "vocab.txt")):
+            self.vocab = os.path.join(folder, "vocab.txt")
+        if self.lowercase is None and folder is None:
+            self.lowercase = True
+        elif self.lowercase is None:
+            from kerasbert.text.tokenizer import folder_lower_case
+
+            self.lowercase = folder_lower_case(folder)
 
     def check(self) -> None:
         """One clear error for the first argument out of range or path that does not exist."""

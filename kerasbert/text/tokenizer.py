@@ -13,6 +13,7 @@ splits those characters apart, so such pieces can never be produced), and return
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import unicodedata
@@ -90,6 +91,8 @@ def load_vocab(
     Then ``build_transformer_model(config, checkpoint, keep_tokens=keep_tokens)`` keeps those rows.
     """
     path = os.fspath(path)
+    if os.path.isdir(path):  # a checkpoint folder (Google or Hugging Face) holds its vocab.txt
+        path = os.path.join(path, "vocab.txt")
     if not os.path.isfile(path):
         raise fail(ConfigError, path, "a vocab.txt file", "no such file")
     token_dict: dict[str, int] = {}
@@ -145,13 +148,38 @@ def _cut(ids: list[int], length: int) -> list[int]:
     return ids if len(ids) <= length else ids[:length - 1] + ids[-1:]
 
 
+def folder_lower_case(path: str | os.PathLike) -> bool:
+    """``do_lower_case`` from the ``tokenizer_config.json`` in a folder or beside a vocabulary (Hugging Face
+    folders have one); True when there is none.
+
+    Example:
+    >>> folder_lower_case("/no/such/folder/vocab.txt")
+    True
+    """
+    path = os.fspath(path)
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    config = os.path.join(folder, "tokenizer_config.json")
+    if not os.path.isfile(config):
+        return True
+    try:
+        with open(config, encoding="utf-8") as f:
+            value = json.load(f).get("do_lower_case", True)
+    except (ValueError, AttributeError):
+        raise fail(ConfigError, config, "a JSON object", "something else") from None
+    if not isinstance(value, bool):
+        raise fail(ConfigError, f"{config}: do_lower_case", "true or false", repr(value))
+    return value
+
+
 class Tokenizer:
     """BERT's WordPiece tokenizer with bert4keras's interface and ids, running on Rust ``tokenizers``.
 
     Args:
-        vocab_path_or_token_dict: str or dict. a BERT ``vocab.txt``, or ``{token: id}`` (e.g. from
-            ``load_vocab(..., simplified=True)``). It must hold [PAD], [UNK], [CLS] and [SEP].
-        do_lower_case: bool. lower-case and strip accents (uncased and Chinese BERT models).
+        vocab_path_or_token_dict: str or dict. a BERT ``vocab.txt``, a checkpoint folder holding one (Google or
+            Hugging Face), or ``{token: id}`` (e.g. from ``load_vocab(..., simplified=True)``). It must hold
+            [PAD], [UNK], [CLS] and [SEP].
+        do_lower_case: bool or None. lower-case and strip accents (uncased and Chinese BERT models). None: the
+            ``do_lower_case`` of the folder's ``tokenizer_config.json`` when it has one, else True.
 
     Example:
     >>> tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "中", "国", "hello", "##s", ","]
@@ -167,11 +195,13 @@ class Tokenizer:
     """
 
     def __init__(self, vocab_path_or_token_dict: str | os.PathLike | Mapping[str, int],
-                 do_lower_case: bool = True) -> None:
+                 do_lower_case: bool | None = None) -> None:
         if isinstance(vocab_path_or_token_dict, Mapping):
             where, token_dict = "token_dict", dict(vocab_path_or_token_dict)
         else:
             where, token_dict = os.fspath(vocab_path_or_token_dict), load_vocab(vocab_path_or_token_dict)
+        if do_lower_case is None:
+            do_lower_case = folder_lower_case(where)
         missing = [token for token in SPECIAL_TOKENS if token not in token_dict]
         if missing:
             raise fail(ConfigError, where, "a vocabulary with " + ", ".join(SPECIAL_TOKENS),

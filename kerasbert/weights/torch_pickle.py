@@ -1,0 +1,287 @@
+"""PyTorch ``torch.save`` state dicts (``pytorch_model.bin``) as NumPy arrays, without torch and without running code.
+
+A ``torch.save`` file is a pickle, and unpickling calls whatever functions the pickle names. This reader resolves
+names through an allow-list (the globals that torch's own ``weights_only=True`` loader accepts in a state dict),
+each mapped to a NumPy stand-in, and refuses every other name before anything is imported or called. It never
+imports torch, so a machine with torch installed takes the same path. Both layouts ``torch.save`` writes are read:
+
+- zip (the default since torch 1.6): ``<archive>/data.pkl``, one ``<archive>/data/<key>`` entry per storage,
+  ``<archive>/byteorder``;
+- legacy (``_use_new_zipfile_serialization=False``): four pickles (magic number, protocol version, system info,
+  the state dict), a pickled list of storage keys, then each storage as an int64 element count and its bytes.
+
+A tensor is a view (offset, shape, strides, in elements) into a storage that other tensors may share (tied
+weights, a transpose); every tensor is copied out into its own C-contiguous array once all storages are read.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import io
+import os
+import pickle
+import struct
+import zipfile
+from typing import Any, BinaryIO
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from kerasbert.errors import CheckpointError, fail
+
+MAGIC_NUMBER = 0x1950A86A20F9469CFC6C  # first pickle of a legacy file (torch.serialization.MAGIC_NUMBER)
+PROTOCOL_VERSION = 1001  # second pickle of a legacy file (torch.serialization.PROTOCOL_VERSION)
+_EXPECTED = "a PyTorch state dict of tensors (weights only)"
+
+# torch dtype name -> NumPy dtype of its little-endian bytes. bfloat16 is read as raw 16 bits, then widened.
+_NUMPY = {"float64": "<f8", "float32": "<f4", "float16": "<f2", "bfloat16": "<u2", "int64": "<i8", "int32": "<i4",
+          "int16": "<i2", "int8": "i1", "uint8": "u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+          "bool": "?", "complex64": "<c8", "complex128": "<c16"}
+# Storage class named in a persistent id -> the dtype of its elements (UntypedStorage holds bytes).
+_STORAGES = {"DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage": "float16",
+             "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16",
+             "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool", "ComplexFloatStorage": "complex64",
+             "ComplexDoubleStorage": "complex128", "UntypedStorage": "uint8"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Dtype:
+    """A torch dtype or storage class named in the pickle (``torch.float32``, ``torch.FloatStorage``)."""
+
+    name: str
+
+
+_TENSOR_CLASS = object()  # torch.Tensor / torch.nn.Parameter, as named by _rebuild_from_type_v2
+
+
+@dataclasses.dataclass(eq=False)
+class _Storage:
+    """One storage of the file: its key, its size as the pickle declares it, and its bytes once read."""
+
+    key: str
+    numel: int
+    itemsize: int
+    data: bytes = b""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Typed:
+    """A storage as a persistent id names it: the storage class gives its tensors' dtype."""
+
+    storage: _Storage
+    dtype: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tensor:
+    """A tensor as the pickle describes it: a strided view of a storage, in elements of ``dtype``."""
+
+    storage: _Storage
+    offset: int
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: str
+
+
+class _Unpickler(pickle.Unpickler):
+    """Unpickles only what a tensor state dict holds, into the stand-ins above; any other global is refused."""
+
+    def __init__(self, file: BinaryIO, where: str) -> None:
+        super().__init__(file)
+        self.where = where
+        self.storages: dict[str, _Storage] = {}
+
+    def refuse(self, found: str, hint: str = "") -> CheckpointError:
+        return fail(CheckpointError, self.where, _EXPECTED, found, hint)
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module in ("torch", "torch.cuda", "torch.storage") and name in _STORAGES:
+            return _Dtype(_STORAGES[name])
+        if module == "torch" and name in _NUMPY:
+            return _Dtype(name)
+        allowed = {("collections", "OrderedDict"): collections.OrderedDict,
+                   ("torch._utils", "_rebuild_tensor"): self.rebuild_tensor,
+                   ("torch._utils", "_rebuild_tensor_v2"): self.rebuild_tensor,
+                   ("torch._utils", "_rebuild_tensor_v3"): self.rebuild_tensor_v3,
+                   ("torch._utils", "_rebuild_parameter"): self.rebuild_parameter,
+                   ("torch._utils", "_rebuild_parameter_with_state"): self.rebuild_parameter,
+                   ("torch._tensor", "_rebuild_from_type_v2"): self.rebuild_from_type_v2,
+                   ("torch", "Tensor"): _TENSOR_CLASS, ("torch.nn.parameter", "Parameter"): _TENSOR_CLASS}
+        if (module, name) not in allowed:
+            raise self.refuse(f"a pickle that calls {module}.{name}", "Refusing to load it: unpickling would run "
+                              "that code. Load the file with torch.load(..., weights_only=True) if you trust it")
+        return allowed[module, name]
+
+    def persistent_load(self, pid: Any) -> _Typed:
+        """``('storage', storage class, key, location, numel[, view])`` -> the storage and its element dtype."""
+        if not (isinstance(pid, tuple) and len(pid) in (5, 6) and pid[0] == "storage" and isinstance(pid[1], _Dtype)
+                and isinstance(pid[2], str) and type(pid[4]) is int and pid[4] >= 0):
+            raise self.refuse(f"a persistent id {pid!r:.80}")
+        if len(pid) == 6 and pid[5] is not None:
+            raise self.refuse(f"a view of storage {pid[2]} (written by torch < 1.0)", "Re-save it with a newer torch")
+        dtype = pid[1].name
+        storage = self.storages.setdefault(pid[2], _Storage(pid[2], pid[4], np.dtype(_NUMPY[dtype]).itemsize))
+        return _Typed(storage, dtype)
+
+    def rebuild_tensor(self, storage: Any, offset: Any, shape: Any, stride: Any, requires_grad: Any = False,
+                       hooks: Any = None, metadata: Any = None) -> _Tensor:
+        """``torch._utils._rebuild_tensor(_v2)``: the dtype is the storage's."""
+        return self.rebuild_tensor_v3(storage, offset, shape, stride, requires_grad, hooks, None, metadata)
+
+    def rebuild_tensor_v3(self, storage: Any, offset: Any, shape: Any, stride: Any, requires_grad: Any,
+                          hooks: Any, dtype: Any, metadata: Any = None) -> _Tensor:
+        """``torch._utils._rebuild_tensor_v3``: an untyped storage read as ``dtype`` (uint16/32/64 and newer)."""
+        def naturals(values: Any) -> bool:
+            return isinstance(values, (tuple, list)) and all(type(v) is int and v >= 0 for v in values)
+
+        if not (isinstance(storage, _Typed) and naturals([offset]) and naturals(shape) and naturals(stride)
+                and len(shape) == len(stride) and (dtype is None or isinstance(dtype, _Dtype))):
+            raise self.refuse(f"a tensor rebuilt from {(storage, offset, shape, stride, dtype)!r:.120}")
+        if metadata:
+            raise self.refuse(f"a tensor with conjugate or negative bits set ({metadata!r:.80})")
+        return _Tensor(storage.storage, offset, tuple(shape), tuple(stride), dtype.name if dtype else storage.dtype)
+
+    def rebuild_parameter(self, data: Any, *_: Any) -> Any:
+        """``torch._utils._rebuild_parameter(_with_state)``: a Parameter is its tensor."""
+        return data
+
+    def rebuild_from_type_v2(self, func: Any, new_type: Any, args: Any, state: Any) -> Any:
+        """``torch._tensor._rebuild_from_type_v2``: a tensor carrying Python attributes, which are dropped."""
+        if new_type is not _TENSOR_CLASS or not callable(func) or not isinstance(args, tuple):
+            raise self.refuse(f"a tensor of type {new_type!r:.80}")
+        return func(*args)
+
+
+def _unpickle(unpickler: _Unpickler, what: str) -> Any:
+    """Runs ``unpickler.load()``, turning whatever a damaged pickle raises into a CheckpointError."""
+    try:
+        return unpickler.load()
+    except CheckpointError:
+        raise
+    except Exception as e:  # a damaged pickle can raise nearly anything: EOFError, TypeError, UnpicklingError...
+        raise fail(CheckpointError, unpickler.where, f"a readable {what}", f"{type(e).__name__}: {e}",
+                   "the file is truncated or damaged; download it again") from None
+
+
+def _read_zip(file: BinaryIO, where: str) -> tuple[Any, dict[str, _Storage]]:
+    try:
+        archive = zipfile.ZipFile(file)
+    except zipfile.BadZipFile as e:
+        raise fail(CheckpointError, where, "a complete zip archive (torch.save format)", f"BadZipFile: {e}",
+                   "the file is truncated or damaged; download it again") from None
+    with archive:
+        pickles = [name for name in archive.namelist() if name.endswith("/data.pkl") and name.count("/") == 1]
+        if not pickles:
+            raise fail(CheckpointError, where, "a PyTorch file (a zip holding <archive>/data.pkl)",
+                       "a zip without data.pkl", "is it a .keras, .npz or safetensors file?")
+        prefix = pickles[0][: -len("data.pkl")]
+        try:
+            byteorder = archive.read(prefix + "byteorder") if prefix + "byteorder" in archive.namelist() else b"little"
+            if byteorder != b"little":
+                raise fail(CheckpointError, where, "a little-endian PyTorch file", f"byteorder {byteorder!r:.20}")
+            unpickler = _Unpickler(io.BytesIO(archive.read(pickles[0])), where)
+            state = _unpickle(unpickler, "data.pkl")
+            for storage in unpickler.storages.values():
+                entry = f"{prefix}data/{storage.key}"
+                storage.data = archive.read(entry) if entry in archive.namelist() else b""
+                if len(storage.data) != storage.numel * storage.itemsize:
+                    raise fail(CheckpointError, where, f"zip entry {entry} of {storage.numel * storage.itemsize} bytes",
+                               f"{len(storage.data)} bytes" if entry in archive.namelist() else "no such entry",
+                               "the file is truncated or damaged; download it again")
+        except (zipfile.BadZipFile, EOFError, OSError) as e:
+            raise fail(CheckpointError, where, "a complete zip archive (torch.save format)",
+                       f"{type(e).__name__}: {e}", "the file is truncated or damaged; download it again") from None
+    return state, unpickler.storages
+
+
+def _read_legacy(file: BinaryIO, where: str) -> tuple[Any, dict[str, _Storage]]:
+    unpickler = _Unpickler(file, where)
+    try:
+        magic = unpickler.load()
+    except Exception:  # whatever the first bytes raise, they are not a PyTorch file's
+        magic = None
+    if type(magic) is not int or magic != MAGIC_NUMBER:
+        raise fail(CheckpointError, where, "a PyTorch file (torch.save zip, or legacy pickle with its magic number)",
+                   "neither", "pass the pytorch_model.bin that torch.save wrote")
+    protocol, info = _unpickle(unpickler, "legacy header"), _unpickle(unpickler, "legacy header")
+    if protocol != PROTOCOL_VERSION or not isinstance(info, dict) or info.get("little_endian") is not True:
+        raise fail(CheckpointError, where, f"a little-endian legacy PyTorch file of protocol {PROTOCOL_VERSION}",
+                   f"protocol {protocol!r:.20}, system info {info!r:.80}")
+    state = _unpickle(unpickler, "state dict pickle")
+    keys = _unpickle(unpickler, "list of storage keys")
+    if not isinstance(keys, list) or set(keys) != set(unpickler.storages):
+        raise fail(CheckpointError, where, f"the keys of the {len(unpickler.storages)} storages the pickle uses",
+                   f"{keys!r:.80}")
+    left = os.fstat(file.fileno()).st_size - file.tell()
+    for key in keys:
+        storage = unpickler.storages[key]
+        header = file.read(8)
+        count = struct.unpack("<q", header)[0] if len(header) == 8 else -1
+        if count != storage.numel or count * storage.itemsize > left - 8:
+            raise fail(CheckpointError, where, f"storage {key} of {storage.numel} elements",
+                       f"{count} elements, {left} bytes left in the file", "the file is truncated or damaged")
+        storage.data = file.read(count * storage.itemsize)
+        left -= 8 + len(storage.data)
+    return state, unpickler.storages
+
+
+def _to_numpy(name: str, tensor: _Tensor, where: str) -> np.ndarray:
+    """Copies the strided view out of its storage: C-contiguous, native byte order, bfloat16 widened to float32."""
+    dtype = np.dtype(_NUMPY[tensor.dtype])
+    flat = np.frombuffer(tensor.storage.data, dtype, len(tensor.storage.data) // dtype.itemsize)
+    last = tensor.offset + sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride, strict=True))
+    if 0 not in tensor.shape and last >= flat.size:  # as_strided does not check bounds: it would read past the end
+        raise fail(CheckpointError, where, f"tensor {name} inside its storage of {flat.size} elements",
+                   f"a view reaching element {last}", "the file is damaged")
+    view = as_strided(flat[tensor.offset:], tensor.shape, [s * flat.itemsize for s in tensor.stride], writeable=False)
+    array = np.array(view, dtype=view.dtype.newbyteorder("="))
+    if tensor.dtype == "bfloat16":  # bfloat16 is the upper half of a float32
+        array = (array.astype(np.uint32) << 16).view(np.float32)
+    return array
+
+
+def read_torch_state_dict(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Reads every tensor of a ``torch.save`` state dict into NumPy, without torch and without running its code.
+
+    Args:
+        path: str | os.PathLike. a ``pytorch_model.bin`` in the zip (torch >= 1.6) or the legacy format.
+
+    Returns:
+        Each tensor by its key, with its shape and its dtype as stored (float32, float16, int64...), except
+        bfloat16, which NumPy lacks: it comes back as float32, exactly.
+
+    Raises:
+        CheckpointError: the file is not a PyTorch file, is truncated or damaged, is not a dict of tensors, or its
+            pickle names any function outside a state dict's (``os.system``...): nothing of it is run.
+
+    Example:
+    >>> import os, pickle, tempfile, zipfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "pytorch_model.bin")
+    >>> with zipfile.ZipFile(path, "w") as archive:  # a pickle that names eval, as an attack would
+    ...     archive.writestr("archive/data.pkl", pickle.dumps(eval))
+    >>> try:
+    ...     read_torch_state_dict(path)
+    ... except CheckpointError as e:
+    ...     print(str(e).split(", found ")[1].split(". ")[0])
+    a pickle that calls builtins.eval
+    >>> weights = read_torch_state_dict("pytorch_model.bin")  # doctest: +SKIP
+    >>> weights["bert.embeddings.word_embeddings.weight"].shape  # doctest: +SKIP
+    (30522, 768)
+    """
+    where = os.fspath(path)
+    try:
+        with open(where, "rb") as file:
+            is_zip = file.read(4) == b"PK\x03\x04"
+            file.seek(0)
+            state, _ = _read_zip(file, where) if is_zip else _read_legacy(file, where)
+    except OSError as e:
+        raise fail(CheckpointError, where, "a readable file", f"{type(e).__name__}: {e.strerror}") from None
+    if not isinstance(state, dict):
+        raise fail(CheckpointError, where, _EXPECTED, f"a pickled {type(state).__name__}")
+    for key, value in state.items():
+        if not (isinstance(key, str) and isinstance(value, _Tensor)):
+            found = f"a {type(value).__name__}" if isinstance(key, str) else f"the key {key!r:.40}"
+            raise fail(CheckpointError, where, _EXPECTED, f"{found} under {key!r:.60}",
+                       "pass the state dict itself (e.g. checkpoint['model']), saved with torch.save")
+    return {key: _to_numpy(key, value, where) for key, value in state.items()}
