@@ -8,10 +8,11 @@ log, the `LoadReport` and the errors are the same.
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Sequence
 
-from kerasbert.weights.hf import HF, HFCheckpoint, is_hf_checkpoint
+from kerasbert.weights.hf import HF, HFCheckpoint, is_hf_checkpoint, weight_files
 from kerasbert.weights.table import LoadReport, load_into
 
 
@@ -52,6 +53,8 @@ def load_checkpoint(model, path: str | os.PathLike, *, keep_tokens: Sequence[int
     (('bert.embeddings.word_embeddings.weight', (128, 32)), [], [])
     """
     options = {"keep_tokens": keep_tokens, "allow_missing": allow_missing, "verbose": verbose}
+    if os.path.isdir(path) and not glob.glob(os.path.join(glob.escape(os.fspath(path)), "*.index")):
+        weight_files(os.fspath(path))  # no Google checkpoint in the folder: says which HF files it looked for
     if checkpoint_format(path) == "hf":
         return load_into(model, HFCheckpoint(path), HF, **options)
     from kerasbert.weights.google import load_google_checkpoint
