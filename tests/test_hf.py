@@ -270,3 +270,46 @@ def test_convert_onto_an_existing_output_needs_force(folders, tmp_path, capsys):
     assert sorted(os.listdir(out)) == ["keep.txt"]
     assert main(["convert", folder, str(out), "--force"]) == 0
     assert {"bert_model.ckpt.index", "bert_config.json", "vocab.txt", "keep.txt"} <= set(os.listdir(out))
+
+
+# --- the Chinese BERT family: BERT's graph, each with its own names and config keys ---------------------------
+FAMILY = {
+    # hfl/chinese-bert-wwm-ext: an older config with no model_type, LayerNorm gamma/beta, the pre-training heads
+    "chinese-bert-wwm-ext": ({"directionality": "bidi", "pooler_fc_size": 32, "pooler_type": "first_token_transform"},
+                             {"legacy_norm": True}, {}),
+    # hfl/chinese-roberta-wwm-ext: BERT's graph and [CLS]/[SEP] (not RoBERTa's), type_vocab_size 2, no NSP head
+    "chinese-roberta-wwm-ext": ({"model_type": "bert", "architectures": ["BertForMaskedLM"], "bos_token_id": 0,
+                                 "eos_token_id": 2, "output_past": True, "type_vocab_size": 2}, {}, {"no_nsp": True}),
+    # hfl/chinese-macbert-base: a newer transformers: position_ids buffer, the tied MLM decoder saved too
+    "chinese-macbert-base": ({"model_type": "bert", "position_embedding_type": "absolute", "use_cache": True,
+                              "transformers_version": "4.41.0"}, {}, {"decoder": True}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY))
+def test_the_chinese_bert_family_loads_as_bert(folders, tmp_path, name):
+    folder, google = folders["tiny"]
+    extra, naming, quirks = FAMILY[name]
+    tensors = hf_tensors(google, **naming)
+    if quirks.get("no_nsp"):
+        tensors = {n: v for n, v in tensors.items() if not n.startswith("cls.seq_relationship")}
+    if quirks.get("decoder"):
+        tensors.update({"cls.predictions.decoder.weight": tensors["bert.embeddings.word_embeddings.weight"],
+                        "cls.predictions.decoder.bias": tensors["cls.predictions.bias"],
+                        "bert.embeddings.position_ids": np.arange(64, dtype=np.int64)[None]})
+    family = write_hf_folder(str(tmp_path / name), helpers.TINY, tensors, extra)
+    config_path = os.path.join(family, "config.json")
+    if "model_type" not in extra:
+        config = json.load(open(config_path))
+        json.dump({k: v for k, v in config.items() if k != "model_type"}, open(config_path, "w"))
+    batch = helpers.random_batch(128, seed=4)
+    inputs = [batch["token_ids"], batch["segment_ids"]]
+    model = build_transformer_model(family, family, with_pool=True, with_mlm=True, verbose=False)
+    reference = build_transformer_model(folder, folder, with_pool=True, with_mlm=True, verbose=False)
+    for got, want in zip(model.predict(inputs, verbose=0), reference.predict(inputs, verbose=0), strict=True):
+        np.testing.assert_array_equal(got, want)
+    report = load_checkpoint(model, family, verbose=False)
+    nsp = [] if quirks.get("no_nsp") else ["cls.seq_relationship.bias", "cls.seq_relationship.weight"]
+    assert report.unused == nsp
+    assert report.skipped == (["bert.embeddings.position_ids", "cls.predictions.decoder.bias",
+                               "cls.predictions.decoder.weight"] if quirks.get("decoder") else [])

@@ -86,6 +86,10 @@ class BertConfig:
         if model_type != "bert":
             raise fail(ConfigError, f"{source}: model_type", '"bert"', repr(model_type),
                        "kerasbert builds BERT encoders only")
+        position = values.get("position_embedding_type", "absolute")
+        if position != "absolute":
+            raise fail(ConfigError, f"{source}: position_embedding_type", '"absolute"', repr(position),
+                       "kerasbert builds BERT's learned absolute position embeddings only")
         fields = {f.name for f in dataclasses.fields(cls)} - {"extra", "source"}
         known = {k: values.pop(k) for k in list(values) if k in fields}
         if "vocab_size" not in known:
