@@ -143,6 +143,18 @@ def test_shards_and_bert_prefixless_legacy_names_give_the_same_numbers(folders, 
     assert report.unused == [n for n in sorted(hf_tensors(google)) if n.startswith(("bert.pooler", "cls."))]
 
 
+def test_a_folder_with_both_formats_reads_safetensors_and_says_so(folders, tmp_path, caplog):
+    import logging
+
+    folder, google = folders["tiny"]
+    both = write_hf_folder(str(tmp_path / "both"), helpers.TINY, hf_tensors(google))
+    open(os.path.join(both, "pytorch_model.bin"), "wb").write(b"never read")
+    with caplog.at_level(logging.INFO, logger="kerasbert"):
+        report = load_checkpoint(build_transformer_model(both, verbose=False), both, verbose=False)
+    assert f"{both} holds safetensors and pytorch_model.bin weights: reading model.safetensors" in caplog.text
+    assert report.new == []
+
+
 def test_google_to_hf_to_google_is_bit_exact(tiny_ckpt, tmp_path):
     import tensorflow as tf
 

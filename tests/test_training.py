@@ -457,3 +457,20 @@ def test_bad_recipe_options(data, tmp_path, capsys, flag, value, message):
     out = str(tmp_path / "run")
     assert main([*_train_args(data, out), flag, value]) == 2
     assert message in capsys.readouterr().err and not os.path.exists(out)
+
+
+def test_train_from_a_hugging_face_folder_takes_its_config_vocab_and_case(data, tmp_path):
+    from kerasbert import build_transformer_model
+    from kerasbert.finetune.runs import Run
+    from kerasbert.weights.hf import save_hf_checkpoint
+
+    vocab_size = sum(1 for _ in open(data["vocab"], encoding="utf-8"))
+    start = build_transformer_model("tiny", vocab_size=vocab_size, with_pool=True, verbose=False)
+    folder = save_hf_checkpoint(start, tmp_path / "hf", vocab=data["vocab"])
+    out = str(tmp_path / "run")
+    assert main(["train", "--task", "cls", "--train", data["cls_train"], "--checkpoint", folder, "--out", out,
+                 "--epochs", "1", "--max-steps", "2", "--quiet"]) == 0
+    args = json.load(open(os.path.join(out, "args.json")))
+    assert (args["config"], args["vocab"], args["lowercase"]) == (folder, os.path.join(folder, "vocab.txt"), True)
+    assert json.load(open(os.path.join(out, "bert_config.json")))["vocab_size"] == vocab_size
+    assert Run(out).load_model().get_layer("Embedding-Token").input_dim == vocab_size

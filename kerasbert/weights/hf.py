@@ -97,7 +97,7 @@ def weight_files(path: str) -> list[str]:
         if not present:
             raise fail(CheckpointError, path, "Hugging Face weights: " + ", ".join(WEIGHT_FILES)
                        + " (or a Google bert_model.ckpt.index)", "none of them in the folder")
-        if len(present) > 1 and present[0] in (SAFETENSORS, SAFETENSORS_INDEX) and TORCH in present + [TORCH_INDEX]:
+        if present[0] in (SAFETENSORS, SAFETENSORS_INDEX) and {TORCH, TORCH_INDEX} & set(present):
             logger.info("%s holds safetensors and pytorch_model.bin weights: reading %s", path, present[0])
         path = os.path.join(path, present[0])
     if not os.path.isfile(path):
