@@ -325,3 +325,57 @@ def test_the_chinese_bert_family_loads_as_bert(folders, tmp_path, name):
     assert report.unused == nsp
     assert report.skipped == (["bert.embeddings.position_ids", "cls.predictions.decoder.bias",
                                "cls.predictions.decoder.weight"] if quirks.get("decoder") else [])
+
+
+# --- pytorch_model.bin: files written by real torch, read without it ------------------------------------------
+TORCH_FILES = os.path.join(helpers.HERE, "fixtures", "torch")
+TINY_BERT = {"vocab_size": 24, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+             "intermediate_size": 16, "max_position_embeddings": 16, "type_vocab_size": 2}
+
+
+def _copy_into(folder: str, *names: str) -> str:
+    for name in names:
+        with open(os.path.join(TORCH_FILES, name), "rb") as src, open(os.path.join(folder, name), "wb") as dst:
+            dst.write(src.read())
+    return folder
+
+
+def test_pytorch_bin_whole_or_sharded_gives_the_safetensors_numbers(tmp_path):
+    arrays = dict(np.load(os.path.join(TORCH_FILES, "tiny-bert.npz")))
+    reference = write_hf_folder(str(tmp_path / "safetensors"), TINY_BERT, arrays)
+    whole = write_hf_folder(str(tmp_path / "bin"), TINY_BERT, {})
+    os.remove(os.path.join(whole, "model.safetensors"))
+    _copy_into(whole, "pytorch_model.bin")
+    sharded = write_hf_folder(str(tmp_path / "sharded"), TINY_BERT, {})
+    os.remove(os.path.join(sharded, "model.safetensors"))
+    _copy_into(sharded, "pytorch_model.bin.index.json", "pytorch_model-00001-of-00002.bin",
+               "pytorch_model-00002-of-00002.bin")
+    batch = helpers.random_batch(24, seed=8)
+    want = outputs(reference, batch)
+    for folder in (whole, sharded):
+        for got, expected in zip(outputs(folder, batch), want, strict=True):
+            np.testing.assert_array_equal(got, expected)
+        report = load_checkpoint(build_transformer_model(folder, with_nsp=True, with_mlm=True, verbose=False), folder,
+                                 verbose=False)
+        assert report.unused == [] and report.skipped == ["bert.embeddings.position_ids",
+                                                          "cls.predictions.decoder.weight"]
+
+
+def test_a_pytorch_bin_that_would_run_code_is_refused_and_nothing_runs(tmp_path):
+    import pickle
+    import zipfile
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    folder = write_hf_folder(str(tmp_path / "evil"), TINY_BERT, {})
+    os.remove(os.path.join(folder, "model.safetensors"))
+    with zipfile.ZipFile(os.path.join(folder, "pytorch_model.bin"), "w") as archive:
+        archive.writestr("archive/data.pkl", pickle.dumps({"bert.embeddings.word_embeddings.weight": Payload()}))
+    with pytest.raises(CheckpointError, match=r"pytorch_model.bin: expected a PyTorch state dict of tensors .*"
+                                              r"found a pickle that calls (posix|os)\.system"):
+        build_transformer_model(folder, folder, verbose=False)
+    assert not marker.exists()

@@ -16,6 +16,7 @@ weights, a transpose); every tensor is copied out into its own C-contiguous arra
 
 from __future__ import annotations
 
+import _compat_pickle
 import collections
 import dataclasses
 import io
@@ -45,7 +46,7 @@ _STORAGES = {"DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage
              "ComplexDoubleStorage": "complex128", "UntypedStorage": "uint8"}
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class _Dtype:
     """A torch dtype or storage class named in the pickle (``torch.float32``, ``torch.FloatStorage``)."""
 
@@ -65,23 +66,23 @@ class _Storage:
     data: bytes = b""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class _Typed:
     """A storage as a persistent id names it: the storage class gives its tensors' dtype."""
 
-    storage: _Storage
-    dtype: str
+    storage: _Storage | None
+    dtype: str | None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class _Tensor:
     """A tensor as the pickle describes it: a strided view of a storage, in elements of ``dtype``."""
 
-    storage: _Storage
-    offset: int
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-    dtype: str
+    storage: _Storage | None
+    offset: Any
+    shape: Any
+    stride: Any
+    dtype: str | None
 
 
 class _Unpickler(pickle.Unpickler):
@@ -96,6 +97,9 @@ class _Unpickler(pickle.Unpickler):
         return fail(CheckpointError, self.where, _EXPECTED, found, hint)
 
     def find_class(self, module: str, name: str) -> Any:
+        # A protocol-2 pickle names Python 2 modules (__builtin__.exec): resolve them as pickle itself would.
+        fixed = _compat_pickle.IMPORT_MAPPING.get(module, module), name
+        module, name = _compat_pickle.NAME_MAPPING.get((module, name), fixed)
         if module in ("torch", "torch.cuda", "torch.storage") and name in _STORAGES:
             return _Dtype(_STORAGES[name])
         if module == "torch" and name in _NUMPY:
@@ -109,8 +113,8 @@ class _Unpickler(pickle.Unpickler):
                    ("torch._tensor", "_rebuild_from_type_v2"): self.rebuild_from_type_v2,
                    ("torch", "Tensor"): _TENSOR_CLASS, ("torch.nn.parameter", "Parameter"): _TENSOR_CLASS}
         if (module, name) not in allowed:
-            raise self.refuse(f"a pickle that calls {module}.{name}", "Refusing to load it: unpickling would run "
-                              "that code. Load the file with torch.load(..., weights_only=True) if you trust it")
+            raise self.refuse(f"a pickle that calls {module}.{name}", "refusing to load it, as unpickling would run "
+                              "that code; if you trust the file, load it with torch and save its state_dict again")
         return allowed[module, name]
 
     def persistent_load(self, pid: Any) -> _Typed:
@@ -119,7 +123,7 @@ class _Unpickler(pickle.Unpickler):
                 and isinstance(pid[2], str) and type(pid[4]) is int and pid[4] >= 0):
             raise self.refuse(f"a persistent id {pid!r:.80}")
         if len(pid) == 6 and pid[5] is not None:
-            raise self.refuse(f"a view of storage {pid[2]} (written by torch < 1.0)", "Re-save it with a newer torch")
+            raise self.refuse(f"storage {pid[2]} as a view of another", "load it with torch and save it again")
         dtype = pid[1].name
         storage = self.storages.setdefault(pid[2], _Storage(pid[2], pid[4], np.dtype(_NUMPY[dtype]).itemsize))
         return _Typed(storage, dtype)
@@ -132,15 +136,11 @@ class _Unpickler(pickle.Unpickler):
     def rebuild_tensor_v3(self, storage: Any, offset: Any, shape: Any, stride: Any, requires_grad: Any,
                           hooks: Any, dtype: Any, metadata: Any = None) -> _Tensor:
         """``torch._utils._rebuild_tensor_v3``: an untyped storage read as ``dtype`` (uint16/32/64 and newer)."""
-        def naturals(values: Any) -> bool:
-            return isinstance(values, (tuple, list)) and all(type(v) is int and v >= 0 for v in values)
-
-        if not (isinstance(storage, _Typed) and naturals([offset]) and naturals(shape) and naturals(stride)
-                and len(shape) == len(stride) and (dtype is None or isinstance(dtype, _Dtype))):
-            raise self.refuse(f"a tensor rebuilt from {(storage, offset, shape, stride, dtype)!r:.120}")
         if metadata:
             raise self.refuse(f"a tensor with conjugate or negative bits set ({metadata!r:.80})")
-        return _Tensor(storage.storage, offset, tuple(shape), tuple(stride), dtype.name if dtype else storage.dtype)
+        typed = storage if isinstance(storage, _Typed) else _Typed(None, None)  # checked in _to_numpy, once built
+        name = typed.dtype if dtype is None else dtype.name if isinstance(dtype, _Dtype) else None
+        return _Tensor(typed.storage, offset, shape, stride, name)
 
     def rebuild_parameter(self, data: Any, *_: Any) -> Any:
         """``torch._utils._rebuild_parameter(_with_state)``: a Parameter is its tensor."""
@@ -164,52 +164,57 @@ def _unpickle(unpickler: _Unpickler, what: str) -> Any:
                    "the file is truncated or damaged; download it again") from None
 
 
-def _read_zip(file: BinaryIO, where: str) -> tuple[Any, dict[str, _Storage]]:
+def _read_zip(file: BinaryIO, where: str) -> Any:
+    """The unpickled data.pkl, with the bytes of its storages read from their entries."""
     try:
         archive = zipfile.ZipFile(file)
     except zipfile.BadZipFile as e:
         raise fail(CheckpointError, where, "a complete zip archive (torch.save format)", f"BadZipFile: {e}",
                    "the file is truncated or damaged; download it again") from None
     with archive:
-        pickles = [name for name in archive.namelist() if name.endswith("/data.pkl") and name.count("/") == 1]
+        names = set(archive.namelist())
+        pickles = sorted(name for name in names if name.endswith("/data.pkl") and name.count("/") == 1)
         if not pickles:
             raise fail(CheckpointError, where, "a PyTorch file (a zip holding <archive>/data.pkl)",
-                       "a zip without data.pkl", "is it a .keras, .npz or safetensors file?")
+                       "a zip without data.pkl", "is it a .keras or .npz file?")
         prefix = pickles[0][: -len("data.pkl")]
         try:
-            byteorder = archive.read(prefix + "byteorder") if prefix + "byteorder" in archive.namelist() else b"little"
+            byteorder = archive.read(prefix + "byteorder") if prefix + "byteorder" in names else b"little"
             if byteorder != b"little":
                 raise fail(CheckpointError, where, "a little-endian PyTorch file", f"byteorder {byteorder!r:.20}")
             unpickler = _Unpickler(io.BytesIO(archive.read(pickles[0])), where)
             state = _unpickle(unpickler, "data.pkl")
             for storage in unpickler.storages.values():
                 entry = f"{prefix}data/{storage.key}"
-                storage.data = archive.read(entry) if entry in archive.namelist() else b""
-                if len(storage.data) != storage.numel * storage.itemsize:
+                size = archive.getinfo(entry).file_size if entry in names else None
+                if size != storage.numel * storage.itemsize:  # checked before reading: a zip can declare any size
                     raise fail(CheckpointError, where, f"zip entry {entry} of {storage.numel * storage.itemsize} bytes",
-                               f"{len(storage.data)} bytes" if entry in archive.namelist() else "no such entry",
+                               "no such entry" if size is None else f"{size} bytes",
                                "the file is truncated or damaged; download it again")
+                storage.data = archive.read(entry)
         except (zipfile.BadZipFile, EOFError, OSError) as e:
             raise fail(CheckpointError, where, "a complete zip archive (torch.save format)",
                        f"{type(e).__name__}: {e}", "the file is truncated or damaged; download it again") from None
-    return state, unpickler.storages
+    return state
 
 
-def _read_legacy(file: BinaryIO, where: str) -> tuple[Any, dict[str, _Storage]]:
-    unpickler = _Unpickler(file, where)
-    try:
-        magic = unpickler.load()
+def _read_legacy(file: BinaryIO, where: str) -> Any:
+    """The unpickled state dict, with the bytes of its storages read from after the pickles."""
+    try:  # one unpickler per pickle, as torch does: a pickle's memo indices start afresh
+        magic = _Unpickler(file, where).load()
     except Exception:  # whatever the first bytes raise, they are not a PyTorch file's
         magic = None
     if type(magic) is not int or magic != MAGIC_NUMBER:
         raise fail(CheckpointError, where, "a PyTorch file (torch.save zip, or legacy pickle with its magic number)",
                    "neither", "pass the pytorch_model.bin that torch.save wrote")
-    protocol, info = _unpickle(unpickler, "legacy header"), _unpickle(unpickler, "legacy header")
+    protocol = _unpickle(_Unpickler(file, where), "legacy header")
+    info = _unpickle(_Unpickler(file, where), "legacy header")
     if protocol != PROTOCOL_VERSION or not isinstance(info, dict) or info.get("little_endian") is not True:
         raise fail(CheckpointError, where, f"a little-endian legacy PyTorch file of protocol {PROTOCOL_VERSION}",
                    f"protocol {protocol!r:.20}, system info {info!r:.80}")
+    unpickler = _Unpickler(file, where)
     state = _unpickle(unpickler, "state dict pickle")
-    keys = _unpickle(unpickler, "list of storage keys")
+    keys = _unpickle(_Unpickler(file, where), "list of storage keys")
     if not isinstance(keys, list) or set(keys) != set(unpickler.storages):
         raise fail(CheckpointError, where, f"the keys of the {len(unpickler.storages)} storages the pickle uses",
                    f"{keys!r:.80}")
@@ -217,25 +222,37 @@ def _read_legacy(file: BinaryIO, where: str) -> tuple[Any, dict[str, _Storage]]:
     for key in keys:
         storage = unpickler.storages[key]
         header = file.read(8)
-        count = struct.unpack("<q", header)[0] if len(header) == 8 else -1
-        if count != storage.numel or count * storage.itemsize > left - 8:
-            raise fail(CheckpointError, where, f"storage {key} of {storage.numel} elements",
-                       f"{count} elements, {left} bytes left in the file", "the file is truncated or damaged")
+        count = struct.unpack("<q", header)[0] if len(header) == 8 else None
+        if count is None or count != storage.numel or count * storage.itemsize > left - 8:
+            found = "the end of the file" if count is None else f"{count} elements, {left - 8} bytes left in the file"
+            raise fail(CheckpointError, where, f"storage {key} of {storage.numel} elements", found,
+                       "the file is truncated or damaged; download it again")
         storage.data = file.read(count * storage.itemsize)
         left -= 8 + len(storage.data)
-    return state, unpickler.storages
+    return state
 
 
 def _to_numpy(name: str, tensor: _Tensor, where: str) -> np.ndarray:
     """Copies the strided view out of its storage: C-contiguous, native byte order, bfloat16 widened to float32."""
+    def naturals(values: Any) -> bool:
+        return isinstance(values, (tuple, list)) and all(type(v) is int and v >= 0 for v in values)
+
+    # Checked here, after unpickling: a BUILD opcode in the pickle could rewrite a tensor after its rebuild call.
+    if not (isinstance(tensor.storage, _Storage) and isinstance(tensor.dtype, str) and tensor.dtype in _NUMPY
+            and naturals([tensor.offset]) and naturals(tensor.shape) and naturals(tensor.stride)
+            and len(tensor.shape) == len(tensor.stride)):
+        found = (tensor.offset, tensor.shape, tensor.stride, tensor.dtype)
+        raise fail(CheckpointError, where, f"tensor {name} as a storage, offset, shape, strides and dtype",
+                   f"{found!r:.120}", "the file is damaged")
     dtype = np.dtype(_NUMPY[tensor.dtype])
     flat = np.frombuffer(tensor.storage.data, dtype, len(tensor.storage.data) // dtype.itemsize)
     last = tensor.offset + sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride, strict=True))
     if 0 not in tensor.shape and last >= flat.size:  # as_strided does not check bounds: it would read past the end
         raise fail(CheckpointError, where, f"tensor {name} inside its storage of {flat.size} elements",
                    f"a view reaching element {last}", "the file is damaged")
-    view = as_strided(flat[tensor.offset:], tensor.shape, [s * flat.itemsize for s in tensor.stride], writeable=False)
-    array = np.array(view, dtype=view.dtype.newbyteorder("="))
+    strides = [s * flat.itemsize for s in tensor.stride]
+    view = as_strided(flat[tensor.offset:], tuple(tensor.shape), strides, writeable=False)
+    array = np.array(view, dtype=view.dtype.newbyteorder("="), order="C")
     if tensor.dtype == "bfloat16":  # bfloat16 is the upper half of a float32
         array = (array.astype(np.uint32) << 16).view(np.float32)
     return array
@@ -265,23 +282,24 @@ def read_torch_state_dict(path: str | os.PathLike) -> dict[str, np.ndarray]:
     ... except CheckpointError as e:
     ...     print(str(e).split(", found ")[1].split(". ")[0])
     a pickle that calls builtins.eval
-    >>> weights = read_torch_state_dict("pytorch_model.bin")  # doctest: +SKIP
-    >>> weights["bert.embeddings.word_embeddings.weight"].shape  # doctest: +SKIP
-    (30522, 768)
+
+    On a real file: ``read_torch_state_dict("bert-base-chinese/pytorch_model.bin")`` gives
+    ``{"bert.embeddings.word_embeddings.weight": <array (21128, 768) float32>, ...}``.
     """
     where = os.fspath(path)
     try:
         with open(where, "rb") as file:
             is_zip = file.read(4) == b"PK\x03\x04"
             file.seek(0)
-            state, _ = _read_zip(file, where) if is_zip else _read_legacy(file, where)
+            state = _read_zip(file, where) if is_zip else _read_legacy(file, where)
     except OSError as e:
         raise fail(CheckpointError, where, "a readable file", f"{type(e).__name__}: {e.strerror}") from None
     if not isinstance(state, dict):
         raise fail(CheckpointError, where, _EXPECTED, f"a pickled {type(state).__name__}")
     for key, value in state.items():
-        if not (isinstance(key, str) and isinstance(value, _Tensor)):
-            found = f"a {type(value).__name__}" if isinstance(key, str) else f"the key {key!r:.40}"
-            raise fail(CheckpointError, where, _EXPECTED, f"{found} under {key!r:.60}",
+        if not isinstance(key, str):
+            raise fail(CheckpointError, where, _EXPECTED, f"the key {key!r:.40}, not a string")
+        if not isinstance(value, _Tensor):
+            raise fail(CheckpointError, where, _EXPECTED, f"a value of type {type(value).__name__} under {key!r:.60}",
                        "pass the state dict itself (e.g. checkpoint['model']), saved with torch.save")
     return {key: _to_numpy(key, value, where) for key, value in state.items()}
