@@ -26,8 +26,11 @@ _HOMES = {  # public name -> the module that owns it
     "build_transformer_model": "kerasbert.modeling.models",
     "heads": "kerasbert.modeling.heads",
     "LoadReport": "kerasbert.weights.table",
+    "load_checkpoint": "kerasbert.weights.checkpoint",
     "load_google_checkpoint": "kerasbert.weights.google",
     "save_google_checkpoint": "kerasbert.weights.google",
+    "save_hf_checkpoint": "kerasbert.weights.hf",
+    "convert_checkpoint": "kerasbert.weights.convert",
     "Summary": "kerasbert.annotated.report",
     "annotate": "kerasbert.annotated.collect",
     "summary": "kerasbert.annotated.collect",
@@ -56,7 +59,8 @@ def __dir__() -> list[str]:
 
 __all__ = [  # the names of _HOMES, and the errors
     "BertConfig", "CheckpointError", "ConfigError", "KerasBertError", "LoadReport", "ModelError", "Summary",
-    "Tokenizer", "annotate", "build_transformer_model", "evaluate", "heads", "load_google_checkpoint", "load_vocab",
-    "predict", "save_google_checkpoint", "summary", "train",
+    "Tokenizer", "annotate", "build_transformer_model", "convert_checkpoint", "evaluate", "heads",
+    "load_checkpoint", "load_google_checkpoint", "load_vocab", "predict", "save_google_checkpoint",
+    "save_hf_checkpoint", "summary", "train",
 ]
 __version__ = "0.1.0"
