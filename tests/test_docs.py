@@ -293,13 +293,12 @@ def test_the_command_check_finds_commands_and_catches_a_bad_flag():
     lines = [command for block in BASH_BLOCKS for command in _commands(block)]
     assert len(lines) >= 20, f"only {len(lines)} kerasbert command lines found in the pages"
     used = {arguments[next(i for i, w in enumerate(arguments) if not w.startswith("-"))] for _, arguments in lines}
-    assert {"train", "evaluate", "predict", "summary", "prepare", "demo"} <= used
+    assert {"train", "evaluate", "predict", "summary", "prepare", "demo", "convert"} <= used
     bad = Block("x.md", 1, "bash", 'TF_CONFIG=\'{"a": 1}\' \\\n  kerasbert train --task cls --no-such-flag 3\n'
                 "pip install -e . && kerasbert evaluat runs/x", None)
     found = [problem for _, arguments in _commands(bad) for problem in cli_problems(arguments)]
-    assert found == ["kerasbert train has no option --no-such-flag",
-                     "no subcommand 'evaluat' (kerasbert has ['demo', 'evaluate', 'predict', 'prepare', 'summary', "
-                     "'train'])"]
+    assert len(found) == 2 and found[0] == "kerasbert train has no option --no-such-flag", found
+    assert found[1].startswith("no subcommand 'evaluat' (kerasbert has ["), found
     assert cli_problems(["--debug", "train", "--jit-compile", "--no-jit-compile", "--lr=2e-5", "..."]) == []
 
 
