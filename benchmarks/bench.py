@@ -646,7 +646,7 @@ def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, di
 
 
 def targets(summary: dict, results: dict) -> str:
-    """The issue's targets, each with the figure measured and whether it is met. Mixed precision must be
+    """The speed and memory goals, each with the figure measured and whether it is met. Mixed precision must be
     ≥ 1.6 × fp32 where the run's matmul peaks (``summary["peaks"]``) measured half precision ≥ `HALF_FASTER`
     × fp32 (a GPU, a CPU with AMX or AVX-512 bf16 under oneDNN); elsewhere fp32 stays the default."""
     from kerasbert.perf.onednn import HALF_FASTER

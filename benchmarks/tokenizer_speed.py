@@ -115,7 +115,7 @@ def report(rows: list[dict], args: argparse.Namespace, vocab_size: int) -> str:
         for key, seconds in row["medians"].items():
             lines.append(f"| {row['name']} | {row['chars']:.0f} | {key} | {row['n'] / seconds:,.0f} | "
                          f"{base / seconds:.2f} | {'yes' if row['identical'] else 'NO'} |")
-    lines += ["", "Targets (DESIGN.md, \"Tokenizer speed\"): `encode_batch` ≥ 1.2 × bert4keras on Chinese, "
+    lines += ["", "Goals: `encode_batch` ≥ 1.2 × bert4keras on Chinese, "
               "≥ 2.5 × on English, with identical ids.", ""]
     return "\n".join(lines)
 

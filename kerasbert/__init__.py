@@ -16,7 +16,7 @@ Example:
 
 import importlib
 
-from kerasbert.errors import CheckpointError, ConfigError, KerasBertError, ModelError
+from kerasbert.errors import CheckpointError, ConfigError, DataError, KerasBertError, ModelError
 from kerasbert.perf.onednn import prefer_onednn
 
 prefer_onednn()  # before anything imports TensorFlow: it reads the switch once, at import
@@ -58,8 +58,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [  # the names of _HOMES, and the errors
-    "BertConfig", "CheckpointError", "ConfigError", "KerasBertError", "LoadReport", "ModelError", "Summary",
-    "Tokenizer", "annotate", "build_transformer_model", "convert_checkpoint", "evaluate", "heads",
+    "BertConfig", "CheckpointError", "ConfigError", "DataError", "KerasBertError", "LoadReport", "ModelError",
+    "Summary", "Tokenizer", "annotate", "build_transformer_model", "convert_checkpoint", "evaluate", "heads",
     "load_checkpoint", "load_google_checkpoint", "load_vocab", "predict", "save_google_checkpoint",
     "save_hf_checkpoint", "summary", "train",
 ]

@@ -19,7 +19,7 @@ TINY = {
 
 
 def google_shapes(cfg: dict, heads: bool = True) -> dict[str, tuple[int, ...]]:
-    """Every variable of a Google BERT checkpoint for ``cfg``, with its shape (DESIGN.md's list)."""
+    """Every variable of a Google BERT checkpoint for ``cfg``, with its shape (the names Google's BERT release uses)."""
     V, H, inner = cfg["vocab_size"], cfg["hidden_size"], cfg["intermediate_size"]
     shapes = {
         "bert/embeddings/word_embeddings": (V, H),

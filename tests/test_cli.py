@@ -1,4 +1,4 @@
-"""kerasbert.cli: the summary subcommand (JSON parsed) for DESIGN.md's builds, and its errors."""
+"""kerasbert.cli: the summary subcommand (JSON parsed) for the reference builds, and its errors."""
 
 from __future__ import annotations
 

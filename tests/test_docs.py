@@ -31,6 +31,7 @@ LINK_PAGES = [*RUN_PAGES, "CONTRIBUTING.md", os.path.join("benchmarks", "README.
 README_MAX_LINES = 250
 MAX_NO_TEST = 3
 CHECKPOINT = "chinese_L-12_H-768_A-12"
+HF_CHECKPOINT = "bert-base-chinese"
 FENCE = re.compile(r"^```([\w-]*)\s*$")
 NO_TEST = re.compile(r"^<!--\s*no-test:\s*(\S.*?)\s*-->$")
 COMMAND_SEPARATORS = {"&&", "||", ";", "|"}
@@ -104,11 +105,12 @@ def doc_files(tmp_path_factory) -> str:
     - ``chinese_L-12_H-768_A-12/``: ``bert_config.json`` (the bundled tiny preset), ``bert_model.ckpt.*`` written
       by ``save_google_checkpoint`` from the tiny BERT with its pooler, NSP and MLM heads, and a ``vocab.txt`` of
       the config's vocab_size;
+    - ``bert-base-chinese/``: the same as a Hugging Face folder (``config.json``, ``model.safetensors``, ``vocab.txt``);
     - ``train.tsv``, ``dev.tsv``, ``test.tsv`` (sentiment) and ``train.txt``, ``dev.txt``, ``test.txt`` (CoNLL
       NER): small splits of `kerasbert.finetune.demo_data.write_demo_data`; ``train.jsonl`` and ``pairs.csv``
       (columns ``q1``, ``q2``, ``same``) made from the sentiment rows.
     """
-    from kerasbert import build_transformer_model, save_google_checkpoint
+    from kerasbert import build_transformer_model, convert_checkpoint, save_google_checkpoint
     from kerasbert.finetune.demo_data import write_demo_data
     from kerasbert.modeling.config import BertConfig
 
@@ -133,6 +135,7 @@ def doc_files(tmp_path_factory) -> str:
     bert = build_transformer_model(os.path.join(checkpoint, "bert_config.json"), with_nsp=True, with_mlm=True,
                                    verbose=False)
     save_google_checkpoint(bert, os.path.join(checkpoint, "bert_model.ckpt"))
+    convert_checkpoint(checkpoint, os.path.join(folder, HF_CHECKPOINT))
     return folder
 
 

@@ -11,7 +11,7 @@ import kerasbert
 
 
 def test_public_api():
-    errors = {"CheckpointError", "ConfigError", "KerasBertError", "ModelError"}
+    errors = {"CheckpointError", "ConfigError", "DataError", "KerasBertError", "ModelError"}
     assert sorted(kerasbert.__all__) == sorted({*kerasbert._HOMES, *errors})
     for name in kerasbert.__all__:
         assert getattr(kerasbert, name) is not None

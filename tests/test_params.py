@@ -1,4 +1,4 @@
-"""The reference parameter counts of DESIGN.md, in total and per layer."""
+"""The reference parameter counts of BERT-base and BERT-large, in total and per layer."""
 
 from __future__ import annotations
 

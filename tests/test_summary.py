@@ -1,4 +1,4 @@
-"""kerasbert.summary: DESIGN.md's figures row by row and in total, formulas checked, groups, memory, forms."""
+"""kerasbert.summary: the reference figures row by row and in total, formulas checked, groups, memory, forms."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from kerasbert.modeling.layers import TakeToken
 PRESETS = ["tiny", "bert_base_chinese", "bert_base_uncased", "bert_large_chinese"]
 QUIET = {"print_fn": lambda text: None}
 
-# DESIGN.md, "Row figures for BERT-base": layer-name suffix -> (params, formula symbols, formula numbers)
+# Row figures for BERT-base: layer-name suffix -> (params, formula symbols, formula numbers)
 BASE_ROWS = {
     "Embedding-Token": (16_226_304, "V·H", "21128·768"),
     "Embedding-Segment": (1_536, "T·H", "2·768"),
@@ -38,7 +38,7 @@ def base_cn():
 
 @pytest.fixture(scope="module")
 def classifier(base_cn):
-    """The seed's classifier: CLS-token (x[:, 0]) + Dense(2, softmax), no pooler."""
+    """BERT-base Chinese + Dense(2): CLS-token (x[:, 0]) + Dense(2, softmax), no pooler."""
     return heads.cls(base_cn, 2)
 
 
@@ -68,7 +68,7 @@ def groups(s) -> dict[str, int]:
     return {g.name: g.params for g in s.groups}
 
 
-# ------------------------------------------------------------------------------------------- DESIGN.md figures
+# ---------------------------------------------------------------------------------------------- reference figures
 @pytest.mark.parametrize("fixture", ["classifier", "by_hand"])
 def test_base_rows_match_design(request, fixture):
     s = summary(request.getfixturevalue(fixture), **QUIET)
@@ -106,7 +106,7 @@ def test_large_total_and_print_time(large):
     s = summary(large, **QUIET)
     elapsed = time.perf_counter() - start
     assert s.total_line() == "Total 324,472,832 = embeddings 22,163,456 + 24 × 12,596,224 (encoder)"
-    assert large.count_params() == 324472832  # DESIGN.md's BERT-large figures, layer by layer:
+    assert large.count_params() == 324472832  # BERT-large's figures, layer by layer:
     for prefix, params in (("Embedding-", 22163456), ("Transformer-0-", 12596224), ("Transformer-23-", 12596224)):
         assert sum(layer.count_params() for layer in large.layers if layer.name.startswith(prefix)) == params
     assert elapsed < 5, f"summary of BERT-large took {elapsed:.1f}s"

@@ -231,8 +231,8 @@ def _precision_policy(args: TrainArgs) -> str | None:
             logger.info("mixed precision: bfloat16 matmuls measured %.2f x float32 on this CPU", speedup)
         else:
             logger.warning("--mixed-precision: bfloat16 matmuls measured %.2f x float32 on this CPU, so bfloat16 is "
-                           "no faster here (it pays with AMX or AMD's AVX-512 bf16, oneDNN on): leave it out for "
-                           "speed", speedup)
+                           "no faster here (it pays on CPUs with bf16 matrix instructions, oneDNN on): leave it out "
+                           "for speed", speedup)
     return policy
 
 
