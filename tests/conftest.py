@@ -11,6 +11,9 @@ import helpers
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# scripts that wrote the fixtures (some with torch, which the tests do not have): not tests, nor doctests
+collect_ignore_glob = ["fixtures/*"]
+
 BASE2 = dict(helpers.TINY, vocab_size=21128, hidden_size=768, num_attention_heads=12, intermediate_size=3072,
              max_position_embeddings=512)
 HEAD_FLAGS = [{}, {"with_pool": True}, {"with_pool": "linear"}, {"with_nsp": True}, {"with_mlm": True},

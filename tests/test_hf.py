@@ -328,7 +328,7 @@ def test_the_chinese_bert_family_loads_as_bert(folders, tmp_path, name):
 
 
 # --- pytorch_model.bin: files written by real torch, read without it ------------------------------------------
-TORCH_FILES = os.path.join(helpers.HERE, "fixtures", "torch")
+TORCH_FILES = os.path.join(helpers.HERE, "fixtures", "torch_files")
 TINY_BERT = {"vocab_size": 24, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
              "intermediate_size": 16, "max_position_embeddings": 16, "type_vocab_size": 2}
 

@@ -1,6 +1,6 @@
 """kerasbert.weights.torch_pickle: torch.save files read without torch, and never run.
 
-The ``.bin`` fixtures were written by real torch (tests/fixtures/torch/make_fixtures.py, versions.txt);
+The ``.bin`` fixtures were written by real torch (tests/fixtures/torch_files/make_fixtures.py, versions.txt);
 the hostile and damaged files are built here, in pure Python.
 """
 
@@ -21,7 +21,7 @@ import pytest
 from kerasbert.errors import CheckpointError
 from kerasbert.weights.torch_pickle import MAGIC_NUMBER, PROTOCOL_VERSION, read_torch_state_dict
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "torch")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "torch_files")
 SYS_INFO = {"protocol_version": PROTOCOL_VERSION, "little_endian": True,
             "type_sizes": {"short": 2, "int": 4, "long": 4}}
 LEGACY_HEADER = b"".join(pickle.dumps(obj, protocol=2) for obj in (MAGIC_NUMBER, PROTOCOL_VERSION, SYS_INFO))

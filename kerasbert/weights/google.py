@@ -1,7 +1,7 @@
 """Google TF1 BERT checkpoints <-> a kerasbert model: the `GOOGLE` format of `kerasbert.weights.table`.
 
-``GOOGLE_NAMES`` maps every (layer, weight) of the bert4keras-named graph to the Google variable(s) it comes
-from. Google stores one variable transposed (``cls/seq_relationship/output_weights``, ``[out, in]``); the
+`kerasbert.weights.names` maps every (layer, weight) of the bert4keras-named graph to the Google variable(s) it
+comes from. Google stores one variable transposed (``cls/seq_relationship/output_weights``, ``[out, in]``); the
 word embeddings and the MLM output bias have one row per vocabulary entry.
 """
 
@@ -17,39 +17,9 @@ import numpy as np
 
 from kerasbert.errors import CheckpointError, fail
 from kerasbert.files import publish_folder
+from kerasbert.weights.names import GOOGLE_NAMES
 from kerasbert.weights.table import Format, LoadReport, load_into, model_tensors
 
-_LAYER = "bert/encoder/layer_{i}"
-GOOGLE_NAMES: dict[tuple[str, str], str | tuple[str, ...]] = {
-    ("Embedding-Token", "embeddings"): "bert/embeddings/word_embeddings",
-    ("Embedding-Segment", "embeddings"): "bert/embeddings/token_type_embeddings",
-    ("Embedding-Position", "embeddings"): "bert/embeddings/position_embeddings",
-    ("Embedding-Norm", "gamma"): "bert/embeddings/LayerNorm/gamma",
-    ("Embedding-Norm", "beta"): "bert/embeddings/LayerNorm/beta",
-    ("Transformer-{i}-MultiHeadSelfAttention", "qkv_kernel"): tuple(
-        f"{_LAYER}/attention/self/{p}/kernel" for p in ("query", "key", "value")),
-    ("Transformer-{i}-MultiHeadSelfAttention", "qkv_bias"): tuple(
-        f"{_LAYER}/attention/self/{p}/bias" for p in ("query", "key", "value")),
-    ("Transformer-{i}-MultiHeadSelfAttention", "output_kernel"): f"{_LAYER}/attention/output/dense/kernel",
-    ("Transformer-{i}-MultiHeadSelfAttention", "output_bias"): f"{_LAYER}/attention/output/dense/bias",
-    ("Transformer-{i}-MultiHeadSelfAttention-Norm", "gamma"): f"{_LAYER}/attention/output/LayerNorm/gamma",
-    ("Transformer-{i}-MultiHeadSelfAttention-Norm", "beta"): f"{_LAYER}/attention/output/LayerNorm/beta",
-    ("Transformer-{i}-FeedForward", "intermediate_kernel"): f"{_LAYER}/intermediate/dense/kernel",
-    ("Transformer-{i}-FeedForward", "intermediate_bias"): f"{_LAYER}/intermediate/dense/bias",
-    ("Transformer-{i}-FeedForward", "output_kernel"): f"{_LAYER}/output/dense/kernel",
-    ("Transformer-{i}-FeedForward", "output_bias"): f"{_LAYER}/output/dense/bias",
-    ("Transformer-{i}-FeedForward-Norm", "gamma"): f"{_LAYER}/output/LayerNorm/gamma",
-    ("Transformer-{i}-FeedForward-Norm", "beta"): f"{_LAYER}/output/LayerNorm/beta",
-    ("Pooler-Dense", "kernel"): "bert/pooler/dense/kernel",
-    ("Pooler-Dense", "bias"): "bert/pooler/dense/bias",
-    ("NSP-Proba", "kernel"): "cls/seq_relationship/output_weights",
-    ("NSP-Proba", "bias"): "cls/seq_relationship/output_bias",
-    ("MLM-Dense", "kernel"): "cls/predictions/transform/dense/kernel",
-    ("MLM-Dense", "bias"): "cls/predictions/transform/dense/bias",
-    ("MLM-Norm", "gamma"): "cls/predictions/transform/LayerNorm/gamma",
-    ("MLM-Norm", "beta"): "cls/predictions/transform/LayerNorm/beta",
-    ("MLM-Bias", "bias"): "cls/predictions/output_bias",
-}
 TRANSPOSED = {"cls/seq_relationship/output_weights"}
 GOOGLE = Format(
     name="google",

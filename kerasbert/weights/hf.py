@@ -22,43 +22,9 @@ import numpy as np
 
 from kerasbert.errors import CheckpointError, fail
 from kerasbert.log import logger
+from kerasbert.weights.names import HF_NAMES
 from kerasbert.weights.table import Format
 
-_LAYER = "bert.encoder.layer.{i}"
-HF_NAMES = {
-    ("Embedding-Token", "embeddings"): "bert.embeddings.word_embeddings.weight",
-    ("Embedding-Segment", "embeddings"): "bert.embeddings.token_type_embeddings.weight",
-    ("Embedding-Position", "embeddings"): "bert.embeddings.position_embeddings.weight",
-    ("Embedding-Norm", "gamma"): "bert.embeddings.LayerNorm.weight",
-    ("Embedding-Norm", "beta"): "bert.embeddings.LayerNorm.bias",
-    ("Transformer-{i}-MultiHeadSelfAttention", "qkv_kernel"): tuple(
-        f"{_LAYER}.attention.self.{p}.weight" for p in ("query", "key", "value")),
-    ("Transformer-{i}-MultiHeadSelfAttention", "qkv_bias"): tuple(
-        f"{_LAYER}.attention.self.{p}.bias" for p in ("query", "key", "value")),
-    ("Transformer-{i}-MultiHeadSelfAttention", "output_kernel"): f"{_LAYER}.attention.output.dense.weight",
-    ("Transformer-{i}-MultiHeadSelfAttention", "output_bias"): f"{_LAYER}.attention.output.dense.bias",
-    ("Transformer-{i}-MultiHeadSelfAttention-Norm", "gamma"): f"{_LAYER}.attention.output.LayerNorm.weight",
-    ("Transformer-{i}-MultiHeadSelfAttention-Norm", "beta"): f"{_LAYER}.attention.output.LayerNorm.bias",
-    ("Transformer-{i}-FeedForward", "intermediate_kernel"): f"{_LAYER}.intermediate.dense.weight",
-    ("Transformer-{i}-FeedForward", "intermediate_bias"): f"{_LAYER}.intermediate.dense.bias",
-    ("Transformer-{i}-FeedForward", "output_kernel"): f"{_LAYER}.output.dense.weight",
-    ("Transformer-{i}-FeedForward", "output_bias"): f"{_LAYER}.output.dense.bias",
-    ("Transformer-{i}-FeedForward-Norm", "gamma"): f"{_LAYER}.output.LayerNorm.weight",
-    ("Transformer-{i}-FeedForward-Norm", "beta"): f"{_LAYER}.output.LayerNorm.bias",
-    ("Pooler-Dense", "kernel"): "bert.pooler.dense.weight",
-    ("Pooler-Dense", "bias"): "bert.pooler.dense.bias",
-    ("NSP-Proba", "kernel"): "cls.seq_relationship.weight",
-    ("NSP-Proba", "bias"): "cls.seq_relationship.bias",
-    ("MLM-Dense", "kernel"): "cls.predictions.transform.dense.weight",
-    ("MLM-Dense", "bias"): "cls.predictions.transform.dense.bias",
-    ("MLM-Norm", "gamma"): "cls.predictions.transform.LayerNorm.weight",
-    ("MLM-Norm", "beta"): "cls.predictions.transform.LayerNorm.bias",
-    ("MLM-Bias", "bias"): "cls.predictions.bias",
-    ("CLS-Dense", "kernel"): "classifier.weight",
-    ("CLS-Dense", "bias"): "classifier.bias",
-    ("Tagging-Dense", "kernel"): "classifier.weight",
-    ("Tagging-Dense", "bias"): "classifier.bias",
-}
 HF = Format(
     name="hf",
     names=HF_NAMES,
