@@ -155,6 +155,31 @@ def test_a_folder_with_both_formats_reads_safetensors_and_says_so(folders, tmp_p
     assert report.new == []
 
 
+def test_half_precision_files_load_exactly(folders, tmp_path):
+    """Files saved in bfloat16 (which NumPy lacks) or float16 give the float32 values they hold."""
+    _, google = folders["tiny"]
+    bits = {n: (v.view(np.uint32) >> 16).astype(np.uint16) for n, v in hf_tensors(google).items()}
+    exact = {n: (b.astype(np.uint32) << 16).view(np.float32) for n, b in bits.items()}  # bf16-representable
+    reference = write_hf_folder(str(tmp_path / "float32"), helpers.TINY, exact)
+    bf16 = write_hf_folder(str(tmp_path / "bf16"), helpers.TINY, {})
+    header, data = {}, b""
+    for name in sorted(bits):
+        offsets = [len(data), len(data) + bits[name].nbytes]
+        header[name] = {"dtype": "BF16", "shape": list(bits[name].shape), "data_offsets": offsets}
+        data += bits[name].astype("<u2").tobytes()
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    open(os.path.join(bf16, "model.safetensors"), "wb").write(len(text).to_bytes(8, "little") + text + data)
+    half = write_hf_folder(str(tmp_path / "fp16"), helpers.TINY, {n: v.astype(np.float16) for n, v in exact.items()})
+    batch = helpers.random_batch(128, seed=6)
+    want = outputs(reference, batch)
+    for got, expected in zip(outputs(bf16, batch), want, strict=True):
+        np.testing.assert_array_equal(got, expected)
+    model = build_transformer_model(half, half, verbose=False)  # float16 rounds the values: close, not equal
+    np.testing.assert_allclose(model.predict([batch["token_ids"], batch["segment_ids"]], verbose=0), want[0],
+                               atol=0.05)
+
+
 def test_google_to_hf_to_google_is_bit_exact(tiny_ckpt, tmp_path):
     import tensorflow as tf
 

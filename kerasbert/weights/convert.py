@@ -104,6 +104,8 @@ def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, to: str |
     tensors = {}
     for a, b in pairs:
         value = source.get(a)
+        if to == "google" and value.dtype.kind == "f":
+            value = value.astype(np.float32)  # Google checkpoints hold float32, as its readers expect
         tensors[b] = np.ascontiguousarray(value.T if FORMATS[frm].transposed(a) != FORMATS[to].transposed(b) else value)
     used = {a for a, _ in pairs}
     unused = [n for n in sorted(available) if n not in used and not FORMATS[frm].skip.search(n)]

@@ -109,7 +109,8 @@ class HFCheckpoint:
 
     def _file_shapes(self, file: str) -> dict[str, tuple[int, ...]]:
         if file.endswith(".safetensors"):
-            return {name: tuple(info["shape"]) for name, info in _safetensors_header(file).items()}
+            tensors, _ = _safetensors_header(file)
+            return {name: tuple(info["shape"]) for name, info in tensors.items()}
         return {name: tuple(value.shape) for name, value in self._torch_arrays(file).items()}
 
     def _torch_arrays(self, file: str) -> dict[str, np.ndarray]:
@@ -126,6 +127,9 @@ class HFCheckpoint:
         file, stored = self._where[name]
         if not file.endswith(".safetensors"):
             return self._torch_arrays(file)[stored]
+        tensors, start = _safetensors_header(file)
+        if tensors[stored]["dtype"] == "BF16":  # NumPy has no bfloat16: widen to float32, exactly
+            return _bfloat16_as_float32(file, start, tensors[stored])
         from safetensors import SafetensorError, safe_open
 
         try:
@@ -135,8 +139,18 @@ class HFCheckpoint:
             raise fail(CheckpointError, file, f"a readable safetensors file with {stored}", f"{e}") from None
 
 
-def _safetensors_header(file: str) -> dict[str, dict]:
-    """The tensors a safetensors file declares (name -> dtype, shape, offsets), checked against its size."""
+def _bfloat16_as_float32(file: str, start: int, info: dict) -> np.ndarray:
+    """A bfloat16 tensor of a safetensors file as float32: its 16 bits are the float32's upper half."""
+    begin, end = info["data_offsets"]
+    with open(file, "rb") as f:
+        f.seek(start + begin)
+        halves = np.frombuffer(f.read(end - begin), dtype="<u2")
+    return (halves.astype(np.uint32) << 16).view(np.float32).reshape(info["shape"])
+
+
+def _safetensors_header(file: str) -> tuple[dict[str, dict], int]:
+    """The tensors a safetensors file declares (name -> dtype, shape, offsets), checked against its size, and
+    where their data starts."""
     size = os.path.getsize(file)
     with open(file, "rb") as f:
         head = f.read(8)
@@ -153,7 +167,7 @@ def _safetensors_header(file: str) -> dict[str, dict]:
     if 8 + length + end > size:
         raise fail(CheckpointError, file, f"{8 + length + end} bytes, as its header declares", f"{size} bytes",
                    "the file is truncated: download it again")
-    return tensors
+    return tensors, 8 + length
 
 
 _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "swish": "silu"}
