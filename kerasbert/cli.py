@@ -218,7 +218,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
 
 
 def _predict_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", help="a run folder written by `kerasbert train`")
+    parser.add_argument("run", nargs="?", help="a run folder written by `kerasbert train`")
+    parser.add_argument("--model", help="an export folder written by `kerasbert export`, instead of a run")
     parser.add_argument("--text", action="append", help="a text to predict (repeatable)")
     parser.add_argument("--input", help='a .jsonl file of {"text": ...} (and "text_b") or a .txt file, a text a line')
     parser.add_argument("--output", help="write the predictions here as JSONL (default: print them)")
@@ -233,8 +234,17 @@ def _run_predict(args: argparse.Namespace) -> int:
     if bool(args.text) == bool(args.input):
         raise fail(ConfigError, "predict", "--text or --input (one of them)",
                    "both" if args.text else "neither")
+    if bool(args.run) == bool(args.model):
+        raise fail(ConfigError, "predict", "a run folder or --model EXPORT (one of them)",
+                   "both" if args.run else "neither")
     rows = [{"text": text} for text in args.text] if args.text else read_texts(args.input)
-    lines = [json.dumps(row, ensure_ascii=False) for row in predict(args.run, rows, args.batch_size)]
+    if args.model:
+        from kerasbert.serving.exported import predict_export
+
+        predictions = predict_export(args.model, rows, args.batch_size or 32)
+    else:
+        predictions = predict(args.run, rows, args.batch_size)
+    lines = [json.dumps(row, ensure_ascii=False) for row in predictions]
     if args.output:
         write_text(args.output, "".join(line + "\n" for line in lines))
         print(f"{len(lines)} predictions written to {args.output}")
@@ -304,6 +314,22 @@ def _run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------- export
+def _export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="a run folder written by `kerasbert train`")
+    parser.add_argument("out", help="the export folder to write (must not exist)")
+    parser.add_argument("--format", choices=("saved_model",), default="saved_model",
+                        help="saved_model: raw text in, labels or entities out; TF Serving loads it")
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from kerasbert.serving.export import export
+
+    info = export(args.run, args.out, args.format)
+    print(f"{args.out}: {info['task']} model, {len(info['labels'])} labels, maxlen {info['maxlen']}, {args.format}")
+    return 0
+
+
 # ------------------------------------------------------------------------------------------- convert
 def _convert_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("src", help="a Google checkpoint (prefix or folder) or Hugging Face weights (folder or file)")
@@ -327,6 +353,8 @@ COMMANDS: dict[str, Command] = {
     "predict": Command("predict raw texts with a run's model", _predict_arguments, _run_predict),
     "prepare": Command("tokenize a large dataset (a file or a glob) once into TFRecord shards, streaming it",
                        _prepare_arguments, _run_prepare),
+    "export": Command("export a run's model for serving: a SavedModel that takes raw text", _export_arguments,
+                      _run_export),
     "convert": Command("convert a BERT checkpoint between Google's TF1 format and Hugging Face's",
                        _convert_arguments, _run_convert),
     "demo": Command("train, evaluate and predict on bundled data with the tiny config, offline",

@@ -2,7 +2,8 @@
 
 Rooms, from the ground up: the core modules (errors, log, files, internals); perf, annotated, weights and text,
 which need only the core; modeling (the graph), which may use perf, annotated and weights; finetune, which may
-use every room below it; and the entry points (the package's ``__init__``, cli, compat), which may use all.
+use every room below it; serving (exports), above finetune; and the entry points (the package's ``__init__``,
+cli, compat), which may use all.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ ALLOWED = {
     "text": {"core"},
     "modeling": {"core", "perf", "annotated", "weights"},
     "finetune": {"core", "perf", "annotated", "weights", "text", "modeling"},
-    "entry": {"core", "perf", "annotated", "weights", "text", "modeling", "finetune"},
+    "serving": {"core", "perf", "annotated", "weights", "text", "modeling", "finetune"},
+    "entry": {"core", "perf", "annotated", "weights", "text", "modeling", "finetune", "serving"},
 }
 
 

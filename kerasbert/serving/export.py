@@ -1,0 +1,163 @@
+"""Export a fine-tuned run for serving: a TensorFlow SavedModel that takes raw text.
+
+The tokenizer runs inside the graph (`kerasbert.serving.graph_text.GraphTokenizer`, tensorflow-text ops with
+kerasbert's ids), so TF Serving, or any TensorFlow program, answers raw text without kerasbert installed. Two
+signatures:
+
+- ``serving_default``: ``text`` (and ``text_b`` for a run trained on pairs), a batch of strings. A classifier
+  returns ``label`` (string), ``label_id`` and ``probabilities``; a tagger returns its entities padded per row,
+  ``entity_text``, ``entity_label`` (``""`` as padding), ``entity_start``, ``entity_end`` (character offsets into
+  the input, ``end`` exclusive; -1 as padding) and ``entity_count``, read from each word's first piece as
+  ``kerasbert predict`` reads them (a CRF head is Viterbi-decoded in the graph);
+- ``ids``: ``token_ids`` and ``segment_ids`` for callers that tokenize themselves; it returns the head's output
+  (``probabilities``, or ``tag_ids`` per piece for a tagger).
+
+Beside the model, ``kerasbert-export.json`` records the task, labels, maximum length, vocabulary checksum,
+source run, format and the exported model's dev score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from kerasbert.errors import ConfigError, fail
+from kerasbert.files import publish_folder
+from kerasbert.log import logger
+
+EXPORT_INFO = "kerasbert-export.json"
+FORMATS = ("saved_model",)
+
+
+def _entities(text, tag_ids, token_ids, starts, ends, lengths, vocab, labels) -> dict:
+    """Entities of a batch, padded per row, from piece tags read on each word's first piece (BIO)."""
+    import tensorflow as tf
+
+    position = tf.range(tf.shape(token_ids)[1])[None]
+    real = (position >= 1) & (position < lengths[:, None] - 1)  # not [CLS], [SEP] or padding
+    first = real & ~tf.strings.regex_full_match(tf.gather(vocab, token_ids), "##.+")
+    word_tags = tf.ragged.boolean_mask(tag_ids, first)
+    rows, names = word_tags.value_rowids(), tf.gather(labels, word_tags.flat_values)
+    word_start = tf.ragged.boolean_mask(starts, first).flat_values
+    words_before = tf.cumsum(word_tags.row_lengths(), exclusive=True)
+    word_of_piece = tf.cumsum(tf.cast(first, tf.int64), axis=1) - 1 + words_before[:, None]
+    word_end = tf.math.unsorted_segment_max(tf.boolean_mask(ends, real), tf.boolean_mask(word_of_piece, real),
+                                            tf.shape(names, tf.int64)[0])
+    kind = tf.strings.regex_replace(names, "^[BI]-", "")
+    outside = ~tf.strings.regex_full_match(names, "[BI]-.+")
+    same_row = tf.concat([[False], rows[1:] == rows[:-1]], 0)
+    continues = (same_row & ~tf.concat([[True], outside[:-1]], 0) & (tf.concat([[""], kind[:-1]], 0) == kind)
+                 & tf.strings.regex_full_match(names, "I-.+"))
+    begins = ~outside & ~continues
+    entity = tf.boolean_mask(tf.cumsum(tf.cast(begins, tf.int64)) - 1, ~outside)
+    count = tf.reduce_sum(tf.cast(begins, tf.int64))
+    start = tf.math.unsorted_segment_min(tf.boolean_mask(word_start, ~outside), entity, count)
+    end = tf.math.unsorted_segment_max(tf.boolean_mask(word_end, ~outside), entity, count)
+    row = tf.boolean_mask(rows, begins)
+    values = {"entity_text": tf.strings.substr(tf.gather(text, row), start, end - start, unit="UTF8_CHAR"),
+              "entity_label": tf.boolean_mask(kind, begins), "entity_start": start, "entity_end": end}
+    nrows = tf.shape(text, tf.int64)[0]
+    out = {name: tf.RaggedTensor.from_value_rowids(value, row, nrows).to_tensor("" if value.dtype == tf.string
+                                                                                else -1)
+           for name, value in values.items()}
+    out["entity_count"] = tf.math.bincount(row, minlength=nrows, maxlength=nrows, dtype=tf.int64)
+    return out
+
+
+def _served(model, tokenizer, labels: list[str], vocab: list[str], task: str, crf: bool, pairs: bool):
+    """The tf.Module to save, and its two signatures."""
+    import tensorflow as tf
+
+    from kerasbert.modeling.heads import crf_decoder
+
+    module = tf.Module()
+    module.model, module.tokenizer = (crf_decoder(model) if crf else model), tokenizer
+    label_names, pieces = tf.constant(labels), tf.constant(vocab)
+
+    def head(token_ids, segment_ids) -> dict:
+        output = module.model([token_ids, segment_ids], training=False)
+        if task == "cls":
+            label_id = tf.argmax(output, -1, output_type=tf.int32)
+            return {"probabilities": output, "label_id": label_id, "label": tf.gather(label_names, label_id)}
+        tag_ids = output if crf else tf.argmax(output, -1, output_type=tf.int32)
+        return {"tag_ids": tf.cast(tag_ids, tf.int32)}
+
+    def on_text(text, text_b=None) -> dict:
+        pieces_of = module.tokenizer.tokenize(text, text_b) if pairs else module.tokenizer.tokenize(text)
+        out = head(pieces_of["token_ids"], pieces_of["segment_ids"])
+        if task == "cls":
+            return out
+        return _entities(text, out["tag_ids"], pieces_of["token_ids"], pieces_of["starts"], pieces_of["ends"],
+                         pieces_of["lengths"], pieces, label_names)
+
+    text = [tf.TensorSpec([None], tf.string, name="text")] + ([tf.TensorSpec([None], tf.string, name="text_b")]
+                                                              if pairs else [])
+    ids = [tf.TensorSpec([None, None], tf.int32, name="token_ids"), tf.TensorSpec([None, None], tf.int32,
+                                                                                  name="segment_ids")]
+    module.serve_text = tf.function(on_text, input_signature=text)
+    module.serve_ids = tf.function(head, input_signature=ids)
+    return module, {"serving_default": module.serve_text.get_concrete_function(),
+                    "ids": module.serve_ids.get_concrete_function()}
+
+
+def _info(run, args, labels: list[str], maxlen: int, fmt: str) -> dict:
+    with open(run.file("vocab.txt"), "rb") as f:
+        checksum = hashlib.sha256(f.read()).hexdigest()
+    metrics = run.read_json("metrics.json") if os.path.isfile(run.file("metrics.json")) else {}
+    return {"format": fmt, "task": args.task, "crf": bool(args.crf), "pairs": args.text_b is not None,
+            "labels": labels, "maxlen": maxlen, "lowercase": bool(args.lowercase), "vocab_sha256": checksum,
+            "source_run": os.path.abspath(run.path), "dev": metrics.get("dev", {})}
+
+
+def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "saved_model") -> dict:
+    """Export the best model of a ``kerasbert train`` run folder for serving.
+
+    Args:
+        run_dir: str. the run folder.
+        out: str. the export folder to write; it appears whole or not at all, and must not exist yet.
+        format: str. ``"saved_model"`` (raw text in, labels or entities out).
+
+    Returns:
+        dict. what ``kerasbert-export.json`` records.
+
+    Example:
+    >>> import tempfile
+    >>> from kerasbert import train
+    >>> from kerasbert.finetune.demo_data import write_demo_data
+    >>> data = write_demo_data(tempfile.mkdtemp(), n_train=16, n_dev=4, n_test=4)
+    >>> run = tempfile.mkdtemp()
+    >>> _ = train("cls", data["cls_train"], run, vocab=data["vocab"], epochs=1, batch_size=8, verbose=0)
+    >>> info = export(run, tempfile.mkdtemp() + "/export")
+    >>> info["task"], info["labels"]
+    ('cls', ['neg', 'pos'])
+    """
+    import tensorflow as tf
+
+    from kerasbert.finetune.training import load_run
+    from kerasbert.modeling.config import resolve_config
+    from kerasbert.text.tokenizer import load_vocab
+
+    try:
+        from kerasbert.serving.graph_text import GraphTokenizer
+    except ImportError as e:
+        raise fail(ConfigError, "export", "tensorflow-text, for the tokenizer inside the SavedModel",
+                   f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
+    if format not in FORMATS:
+        raise fail(ConfigError, "--format", " or ".join(FORMATS), repr(format))
+    out = os.fspath(out)
+    if os.path.exists(out):
+        raise fail(ConfigError, out, "a new export folder", "something already there", "pick another path")
+    run, args, _, _, labels, model = load_run(os.fspath(run_dir))
+    maxlen = args.maxlen or min(128, resolve_config(run.file("bert_config.json")).max_position_embeddings)
+    vocab = list(load_vocab(run.file("vocab.txt")))
+    tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen)
+    module, signatures = _served(model, tokenizer, labels.labels, vocab, args.task, bool(args.crf),
+                                 args.text_b is not None)
+    info = _info(run, args, labels.labels, maxlen, format)
+    with publish_folder(out) as staging:
+        tf.saved_model.save(module, staging, signatures=signatures)
+        with open(os.path.join(staging, EXPORT_INFO), "w", encoding="utf-8") as f:
+            f.write(json.dumps(info, ensure_ascii=False, indent=1) + "\n")
+    logger.info("exported %s (%s, %s) to %s", run.path, args.task, format, out)
+    return info

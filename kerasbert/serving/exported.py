@@ -1,0 +1,91 @@
+"""Use an export folder written by `kerasbert.serving.export.export`: check it, load it, predict with it.
+
+`open_export` checks ``kerasbert-export.json`` and the SavedModel before any request, so a folder that is not an
+export, is cut short, or was made for another task fails at once with a named error. `predict_export` gives the
+same rows as `kerasbert.predict` does for a run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+
+from kerasbert.errors import ConfigError, fail
+from kerasbert.serving.export import EXPORT_INFO
+
+__all__ = ["Export", "open_export", "predict_export"]
+
+
+class Export:
+    """A loaded export: its ``info`` (``kerasbert-export.json``) and its ``serving_default`` signature."""
+
+    def __init__(self, path: str, info: dict, signature):
+        self.path, self.info, self.signature = path, info, signature
+
+    def predict(self, rows: Sequence[dict], batch_size: int = 32) -> list[dict]:
+        """``{"text"[, "text_b"]}`` rows -> predictions, as `kerasbert.predict` writes them."""
+        import tensorflow as tf
+
+        out = []
+        for begin in range(0, len(rows), batch_size):
+            batch = rows[begin:begin + batch_size]
+            inputs = {"text": tf.constant([row["text"] for row in batch])}
+            if self.info["pairs"]:
+                inputs["text_b"] = tf.constant([row.get("text_b", "") for row in batch])
+            result = {name: value.numpy() for name, value in self.signature(**inputs).items()}
+            out.extend(self._rows(batch, result))
+        return out
+
+    def _rows(self, batch: Sequence[dict], result: dict) -> list[dict]:
+        labels = self.info["labels"]
+        if self.info["task"] == "cls":
+            return [{**row, "label": labels[int(i)],
+                     "probabilities": {label: round(float(p), 6) for label, p in zip(labels, probs, strict=True)}}
+                    for row, i, probs in zip(batch, result["label_id"], result["probabilities"], strict=True)]
+        predictions = []
+        for i, row in enumerate(batch):
+            count = int(result["entity_count"][i])
+            entities = [{"start": int(result["entity_start"][i, k]), "end": int(result["entity_end"][i, k]),
+                         "label": result["entity_label"][i, k].decode(), "text": result["entity_text"][i, k].decode()}
+                        for k in range(count)]
+            predictions.append({**row, "entities": entities})
+        return predictions
+
+
+def open_export(path: str | os.PathLike, task: str | None = None) -> Export:
+    """Check and load an export folder; ``task`` (``"cls"``/``"ner"``), when given, must be the export's."""
+    import tensorflow as tf
+
+    path = os.fspath(path)
+    info_path = os.path.join(path, EXPORT_INFO)
+    if not os.path.isfile(info_path):
+        raise fail(ConfigError, path, f"an export folder with {EXPORT_INFO} (`kerasbert export RUN OUT`)",
+                   "no such file" if os.path.isdir(path) else "no such folder")
+    try:
+        with open(info_path, encoding="utf-8") as f:
+            info = json.load(f)
+        info["task"], info["labels"], info["pairs"]  # noqa: B018 (the keys every export has)
+    except (ValueError, KeyError, TypeError):
+        raise fail(ConfigError, info_path, "the JSON `kerasbert export` writes", "something else") from None
+    if task is not None and info["task"] != task:
+        raise fail(ConfigError, path, f"an export of a {task} model", f"one of a {info['task']} model")
+    try:
+        signature = tf.saved_model.load(path).signatures["serving_default"]
+    except (OSError, ValueError, KeyError, tf.errors.OpError) as e:
+        raise fail(ConfigError, path, "a readable SavedModel with a serving_default signature",
+                   f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", "export the run again") from None
+    return Export(path, info, signature)
+
+
+def predict_export(path: str | os.PathLike, texts: Sequence[str | dict], batch_size: int = 32) -> list[dict]:
+    """Predict raw texts (str, or ``{"text", "text_b"}``) with an export folder, as `kerasbert.predict` does.
+
+    Example:
+    >>> predict_export("/no/export", ["text"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ConfigError: /no/export: expected an export folder ..., found no such folder
+    """
+    rows = [row if isinstance(row, dict) else {"text": row} for row in texts]
+    return open_export(path).predict(rows, batch_size)
