@@ -37,6 +37,7 @@ _HOMES = {  # public name -> the module that owns it
     "Tokenizer": "kerasbert.text.tokenizer",
     "load_vocab": "kerasbert.text.tokenizer",
     "evaluate": "kerasbert.finetune.training",
+    "export": "kerasbert.serving.export",
     "predict": "kerasbert.finetune.training",
     "train": "kerasbert.finetune.training",
 }
@@ -59,7 +60,7 @@ def __dir__() -> list[str]:
 
 __all__ = [  # the names of _HOMES, and the errors
     "BertConfig", "CheckpointError", "ConfigError", "DataError", "KerasBertError", "LoadReport", "ModelError",
-    "Summary", "Tokenizer", "annotate", "build_transformer_model", "convert_checkpoint", "evaluate", "heads",
+    "Summary", "Tokenizer", "annotate", "build_transformer_model", "convert_checkpoint", "evaluate", "export", "heads",
     "load_checkpoint", "load_google_checkpoint", "load_vocab", "predict", "save_google_checkpoint",
     "save_hf_checkpoint", "summary", "train",
 ]
