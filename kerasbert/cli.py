@@ -330,6 +330,37 @@ def _run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------- serve
+SERVE_LIMITS = (("--max-batch", int, 32, "the most instances the model runs at once"),
+                ("--max-wait-ms", float, 5.0, "how long the oldest waiting instance waits for others, in ms"),
+                ("--max-queue", int, 1024, "the most instances waiting; a request that does not fit answers 429"),
+                ("--max-instances", int, 256, "the most instances of one request; beyond, 413"),
+                ("--max-body-bytes", int, 1_000_000, "the largest request body; beyond, 413"),
+                ("--timeout-s", float, 30.0, "how long a request waits for its answer; beyond, 504"))
+
+
+def _serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="an export folder (`kerasbert export`), or a run folder, exported first into a "
+                                     "temporary folder")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8501, help="the port; 0 picks a free one (default: %(default)s)")
+    parser.add_argument("--name", help="the model name of the URLs, /v1/models/NAME:predict (default: the folder's "
+                                       "name)")
+    for flag, kind, default, text in SERVE_LIMITS:
+        parser.add_argument(flag, type=kind, default=default, help=f"{text} (default: %(default)s)")
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    try:
+        from kerasbert.serving.server import serve
+    except ImportError as e:
+        raise fail(ConfigError, "serve", "starlette and uvicorn", f"{type(e).__name__}: {e}",
+                   'pip install "kerasbert[serve]"') from None
+    options = ["host", "port", "name"] + [flag[2:].replace("-", "_") for flag, *_ in SERVE_LIMITS]
+    serve(args.path, **{option: getattr(args, option) for option in options})
+    return 0
+
+
 # ------------------------------------------------------------------------------------------- convert
 def _convert_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("src", help="a Google checkpoint (prefix or folder) or Hugging Face weights (folder or file)")
@@ -355,6 +386,8 @@ COMMANDS: dict[str, Command] = {
                        _prepare_arguments, _run_prepare),
     "export": Command("export a run's model for serving: a SavedModel that takes raw text", _export_arguments,
                       _run_export),
+    "serve": Command("serve an export (or a run) over HTTP with TF Serving's REST API, batching requests",
+                     _serve_arguments, _run_serve),
     "convert": Command("convert a BERT checkpoint between Google's TF1 format and Hugging Face's",
                        _convert_arguments, _run_convert),
     "demo": Command("train, evaluate and predict on bundled data with the tiny config, offline",

@@ -87,6 +87,10 @@ def test_the_export_report_and_predict_from_the_cli(exports, tmp_path, capsys):
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines == predict(run, TEXTS[0:1] + TEXTS[3:4])
     assert predict_export(folder, TEXTS) == predict(run, TEXTS)
+    done = subprocess.run([sys.executable, "-m", "kerasbert", "predict", "--model", folder, "--text", TEXTS[0]],
+                          capture_output=True, text=True, timeout=300)  # a new process: nothing imported before
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == predict(run, TEXTS[:1])[0]
 
 
 def test_the_ids_signature_gives_the_keras_model_outputs(exports):

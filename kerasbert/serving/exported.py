@@ -57,6 +57,11 @@ def open_export(path: str | os.PathLike, task: str | None = None) -> Export:
     """Check and load an export folder; ``task`` (``"cls"``/``"ner"``), when given, must be the export's."""
     import tensorflow as tf
 
+    try:
+        import tensorflow_text  # noqa: F401  (registers the word-piece ops of the SavedModel's tokenizer)
+    except ImportError as e:
+        raise fail(ConfigError, "open_export", "tensorflow-text, for the tokenizer inside the SavedModel",
+                   f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
     path = os.fspath(path)
     info_path = os.path.join(path, EXPORT_INFO)
     if not os.path.isfile(info_path):
@@ -72,7 +77,7 @@ def open_export(path: str | os.PathLike, task: str | None = None) -> Export:
         raise fail(ConfigError, path, f"an export of a {task} model", f"one of a {info['task']} model")
     try:
         signature = tf.saved_model.load(path).signatures["serving_default"]
-    except (OSError, ValueError, KeyError, tf.errors.OpError) as e:
+    except (OSError, ValueError, KeyError, RuntimeError, tf.errors.OpError) as e:
         raise fail(ConfigError, path, "a readable SavedModel with a serving_default signature",
                    f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", "export the run again") from None
     return Export(path, info, signature)

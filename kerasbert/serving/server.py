@@ -1,0 +1,399 @@
+"""Serve an export over HTTP with TF Serving's REST API (``kerasbert serve``): starlette, run by uvicorn.
+
+``POST /v1/models/NAME:predict`` takes ``{"instances": [...]}``, each a string or ``{"text"[, "text_b"]}``, and
+answers ``{"predictions": [...]}``: the rows `kerasbert.predict` gives, without the text sent. ``GET
+/v1/models/NAME`` is TF Serving's model status; ``GET /healthz`` answers ``ok``. Instances of all requests wait in
+one bounded queue; one worker takes what came within ``max_wait_ms`` of the oldest (or ``max_batch`` of them),
+sorts it by length so a batch pads little, and runs the model in a thread while the event loop reads requests.
+Errors answer ``{"error": "..."}``: 400 bad input, 404 unknown model, 413 too large, 429 queue full, 500 the model
+failed, 504 too slow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import signal
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from kerasbert.errors import ConfigError, fail
+from kerasbert.log import logger
+from kerasbert.serving.export import EXPORT_INFO
+from kerasbert.serving.export import export as export_run
+from kerasbert.serving.exported import Export, open_export
+
+__all__ = ["Batcher", "make_app", "serve"]
+
+VERSION = "1"  # an export is one model version, as TF Serving numbers it
+STATUS = {"model_version_status": [{"version": VERSION, "state": "AVAILABLE",
+                                    "status": {"error_code": "OK", "error_message": ""}}]}
+WINDOW = 4  # the worker sorts up to this many batches of waiting instances by length at once
+INPUTS = ("text", "text_b")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclasses.dataclass
+class _Item:
+    """One instance waiting: its row, its length in characters, when it came, and its request's future."""
+
+    row: dict
+    size: int
+    arrived: float
+    future: asyncio.Future
+
+
+class Batcher:
+    """Dynamic micro-batching: instances of many requests share the model's batches.
+
+    Args:
+        predict: callable. a list of rows -> a list of predictions, one per row, in order; it runs in a thread.
+        max_batch: int. the most instances the model runs at once.
+        max_wait_ms: float. how long the oldest waiting instance waits for others before its batch runs.
+        max_queue: int. the most instances waiting; `submit` raises `asyncio.QueueFull` beyond.
+
+    Example:
+    >>> import asyncio
+    >>> batcher = Batcher(lambda rows: [row["text"].upper() for row in rows], max_batch=8, max_wait_ms=5)
+    >>> async def ask(texts):
+    ...     async with batcher.running():
+    ...         return await asyncio.gather(*batcher.submit([{"text": text} for text in texts]))
+    >>> asyncio.run(ask(["a", "bb"]))
+    ['A', 'BB']
+    """
+
+    def __init__(self, predict: Callable[[list[dict]], list], max_batch: int = 32, max_wait_ms: float = 5.0,
+                 max_queue: int = 1024) -> None:
+        self.predict, self.max_batch, self.max_queue = predict, max_batch, max_queue
+        self.max_wait = max_wait_ms / 1000
+        self._pending: collections.deque[_Item] = collections.deque()
+        self._arrived: asyncio.Event | None = None
+        self._worker: asyncio.Task | None = None
+        self._thread: ThreadPoolExecutor | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Run the worker (and the model's thread) on the running event loop while the block runs."""
+        self._arrived = asyncio.Event()
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="kerasbert-model")
+        self._worker = asyncio.get_running_loop().create_task(self._run())
+        try:
+            yield
+        finally:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._thread.shutdown(wait=True)
+            for item in self._pending:
+                item.future.cancel()
+            self._pending.clear()
+            self._worker = None
+
+    def submit(self, rows: Sequence[dict]) -> list[asyncio.Future]:
+        """Queue ``rows`` (all or none), on the worker's event loop; returns one future per row."""
+        if self._worker is None or self._worker.done():
+            raise RuntimeError("the batcher is not running: use it inside `async with batcher.running()`")
+        if len(self._pending) + len(rows) > self.max_queue:
+            raise asyncio.QueueFull
+        loop = asyncio.get_running_loop()
+        items = [_Item(row, sum(len(row.get(key, "")) for key in INPUTS), loop.time(), loop.create_future())
+                 for row in rows]
+        self._pending.extend(items)
+        self._arrived.set()
+        return [item.future for item in items]
+
+    async def _run(self) -> None:
+        while True:
+            items = sorted(await self._next(), key=lambda item: item.size)
+            for begin in range(0, len(items), self.max_batch):
+                await self._run_batch(items[begin:begin + self.max_batch])
+
+    async def _next(self) -> list[_Item]:
+        """Wait for an instance, then up to ``max_wait`` after it for ``max_batch``; take a window, oldest first."""
+        while not self._pending:
+            self._arrived.clear()
+            await self._arrived.wait()
+        loop = asyncio.get_running_loop()
+        deadline = self._pending[0].arrived + self.max_wait
+        while len(self._pending) < self.max_batch and loop.time() < deadline:
+            self._arrived.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), deadline - loop.time())
+        taken = [self._pending.popleft() for _ in range(min(len(self._pending), self.max_batch * WINDOW))]
+        return [item for item in taken if not item.future.done()]  # a timed-out request's instances are skipped
+
+    async def _run_batch(self, items: list[_Item]) -> None:
+        items = [item for item in items if not item.future.done()]
+        if not items:
+            return
+        start = time.perf_counter()
+        try:
+            results = await asyncio.get_running_loop().run_in_executor(self._thread, self.predict,
+                                                                       [item.row for item in items])
+            if len(results) != len(items):
+                raise RuntimeError(f"{len(items)} rows gave {len(results)} predictions")
+        except Exception as error:  # noqa: BLE001 - its requests answer 500 and the worker goes on
+            logger.error("the model failed on a batch of %d: %s: %s", len(items), type(error).__name__, error)
+            results = [error] * len(items)
+        logger.debug("batch of %d in %.1f ms (%d waiting)", len(items), (time.perf_counter() - start) * 1000,
+                     len(self._pending))
+        for item, result in zip(items, results, strict=True):
+            if not item.future.done():  # done: cancelled, its request timed out
+                (item.future.set_exception if isinstance(result, Exception) else item.future.set_result)(result)
+
+
+# ------------------------------------------------------------------------------------------- requests
+async def _body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 past ``limit`` bytes: by its Content-Length, then as it is read."""
+    length = request.headers.get("content-length", "")
+    too_large = f"a body of at most {limit} bytes"
+    if length.isdigit() and int(length) > limit:
+        raise HTTPException(413, f"body: expected {too_large}, found Content-Length {length}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HTTPException(413, f"body: expected {too_large}, found more")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _instances(body: bytes, pairs: bool, max_instances: int) -> list[dict]:
+    """``{"instances": [...]}`` -> ``{"text"[, "text_b"]}`` rows, or a 400 (413 past ``max_instances``)."""
+    try:
+        parsed = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise HTTPException(400, f"body: expected UTF-8, found {e}") from None
+    except (ValueError, RecursionError) as e:
+        raise HTTPException(400, f"body: expected JSON, found {type(e).__name__}: {e}") from None
+    if not isinstance(parsed, dict) or "instances" not in parsed:
+        hint = '. The columnar "inputs" form is not served' if isinstance(parsed, dict) and "inputs" in parsed else ""
+        raise HTTPException(400, f'body: expected an object with "instances", found {_kind(parsed)}{hint}')
+    instances = parsed["instances"]
+    if not isinstance(instances, list):
+        raise HTTPException(400, f"instances: expected a list, found {_kind(instances)}")
+    if len(instances) > max_instances:
+        raise HTTPException(413, f"instances: expected at most {max_instances}, found {len(instances)}. Split the "
+                                 "request")
+    return [_row(instance, i, pairs) for i, instance in enumerate(instances)]
+
+
+def _row(instance, i: int, pairs: bool) -> dict:
+    """One instance -> its row; a 400 names the instance, what it holds and what the model reads."""
+    wanted = '{"text": ..., "text_b": ...}' if pairs else 'a string or {"text": ...}'
+    row = {"text": instance} if isinstance(instance, str) and not pairs else instance
+    if not isinstance(row, dict) or set(row) != set(INPUTS[:1 + pairs]):
+        raise HTTPException(400, f"instances[{i}]: expected {wanted}, found {_kind(instance)}")
+    for key, value in row.items():
+        if not isinstance(value, str):
+            raise HTTPException(400, f"instances[{i}].{key}: expected a string, found {_kind(value)}")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise HTTPException(400, f"instances[{i}].{key}: expected Unicode text, found a lone surrogate") from None
+    return row
+
+
+def _kind(value) -> str:
+    """A JSON value as an error message names it: ``an object with keys ['txt']``, ``a number 3``."""
+    if isinstance(value, dict):
+        return f"an object with keys {sorted(value)}"[:80]
+    if value is None:
+        return "null"
+    kinds = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return f"{kinds[type(value)]} {json.dumps(value, ensure_ascii=False)[:40]}"
+
+
+async def _error(request: Request, error: HTTPException) -> Response:
+    return JSONResponse({"error": error.detail}, error.status_code, headers=error.headers)
+
+
+class _Service:
+    """The endpoints of one model."""
+
+    def __init__(self, export: Export, name: str, batcher: Batcher, max_instances: int, max_body_bytes: int,
+                 timeout_s: float) -> None:
+        self.export, self.name, self.batcher = export, name, batcher
+        self.max_instances, self.max_body_bytes, self.timeout_s = max_instances, max_body_bytes, timeout_s
+
+    async def healthz(self, request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def status(self, request: Request) -> Response:
+        if request.url.path.endswith(":predict"):
+            raise HTTPException(405, f"{request.url.path}: expected POST, found {request.method}")
+        self._check_model(request)
+        return JSONResponse(STATUS)
+
+    async def predict(self, request: Request) -> Response:
+        self._check_model(request)
+        rows = _instances(await _body(request, self.max_body_bytes), self.export.info["pairs"], self.max_instances)
+        try:
+            futures = self.batcher.submit(rows)
+        except asyncio.QueueFull:
+            raise HTTPException(429, f"queue: expected room for {len(rows)} instances, found it full "
+                                     f"({self.batcher.max_queue}). Retry later") from None
+        try:
+            results = await asyncio.wait_for(asyncio.gather(*futures), self.timeout_s)
+        except asyncio.TimeoutError:
+            raise HTTPException(504, f"predict: expected an answer within {self.timeout_s:g} s, found none. Retry "
+                                     "later or send fewer instances") from None
+        except Exception as e:  # noqa: BLE001 - the model failed on this batch; the server goes on
+            raise HTTPException(500, f"predict: the model failed: {type(e).__name__}: {str(e)[:300]}") from None
+        return JSONResponse({"predictions": [{key: value for key, value in result.items() if key not in INPUTS}
+                                             for result in results]})
+
+    def _check_model(self, request: Request) -> None:
+        name, version = request.path_params["name"], request.path_params.get("version", VERSION)
+        if name != self.name:
+            raise HTTPException(404, f"model: expected {self.name!r}, found {name!r}")
+        if version != VERSION:
+            raise HTTPException(404, f"version: expected {VERSION!r}, found {version!r}")
+
+
+def _check(name: str, **limits: float) -> None:
+    """A `kerasbert.errors.ConfigError` for a model name no URL can hold or a limit that is not positive."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise fail(ConfigError, "name", "letters, digits, '.', '_' or '-', the first a letter or digit", repr(name))
+    for key, value in limits.items():
+        positive = key != "max_wait_ms"
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (positive and value == 0):
+            raise fail(ConfigError, key, "a number > 0" if positive else "a number >= 0", repr(value))
+    if limits["max_instances"] > limits["max_queue"]:
+        raise fail(ConfigError, "max_instances", f"at most max_queue ({limits['max_queue']})",
+                   str(limits["max_instances"]))
+
+
+def make_app(export: Export, name: str, max_batch: int = 32, max_wait_ms: float = 5.0, max_queue: int = 1024,
+             max_instances: int = 256, max_body_bytes: int = 1_000_000, timeout_s: float = 30.0) -> Starlette:
+    """The ASGI app serving ``export`` as model ``name``; its lifespan runs the batching worker.
+
+    Args:
+        export: Export. an export opened with `kerasbert.serving.exported.open_export`.
+        name: str. the model name of the URLs (``/v1/models/NAME:predict``).
+        max_batch: int. the most instances the model runs at once.
+        max_wait_ms: float. how long the oldest waiting instance waits for others before its batch runs.
+        max_queue: int. the most instances waiting; a request that does not fit answers 429.
+        max_instances: int. the most instances of one request (at most ``max_queue``); beyond, 413.
+        max_body_bytes: int. the largest request body; beyond, 413.
+        timeout_s: float. how long a request waits for its predictions; beyond, 504.
+
+    Returns:
+        starlette.applications.Starlette. Run it with uvicorn, or with ``starlette.testclient.TestClient`` used
+        as a context manager (which runs the lifespan).
+    """
+    _check(name, max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue, max_instances=max_instances,
+           max_body_bytes=max_body_bytes, timeout_s=timeout_s)
+    batcher = Batcher(lambda rows: export.predict(rows, max_batch), max_batch, max_wait_ms, max_queue)
+    service = _Service(export, name, batcher, max_instances, max_body_bytes, timeout_s)
+    routes = [Route("/healthz", service.healthz),
+              Route("/v1/models/{name}", service.status),
+              Route("/v1/models/{name}/versions/{version}", service.status),
+              Route("/v1/models/{name}:predict", service.predict, methods=["POST"]),
+              Route("/v1/models/{name}/versions/{version}:predict", service.predict, methods=["POST"])]
+    return Starlette(routes=routes, exception_handlers={HTTPException: _error},
+                     lifespan=lambda app: batcher.running())
+
+
+# ------------------------------------------------------------------------------------------- serve
+def _open(path: str, stack: contextlib.ExitStack) -> Export:
+    """An export folder, or a run folder exported into a temporary folder; checked and warmed up before serving."""
+    try:
+        import tensorflow_text  # noqa: F401  (registers the tokenizer's ops the SavedModel uses)
+    except ImportError as e:
+        raise fail(ConfigError, "serve", "tensorflow-text, for the tokenizer inside the SavedModel",
+                   f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
+    if not os.path.isfile(os.path.join(path, EXPORT_INFO)) and os.path.isfile(os.path.join(path, "args.json")):
+        folder = os.path.join(stack.enter_context(tempfile.TemporaryDirectory(prefix="kerasbert-serve-")), "export")
+        logger.info("exporting the run %s into %s for serving", path, folder)
+        export_run(path, folder)
+        path = folder
+    elif not os.path.isfile(os.path.join(path, EXPORT_INFO)):
+        raise fail(ConfigError, path, f"an export folder ({EXPORT_INFO}) or a run folder (args.json)",
+                   "neither" if os.path.isdir(path) else "no such folder")
+    served = open_export(path)
+    try:
+        served.predict([dict.fromkeys(INPUTS[:1 + bool(served.info["pairs"])], "warm up")])
+    except Exception as e:  # noqa: BLE001 - any failure here is a bad export
+        raise fail(ConfigError, path, "an export that answers a text", f"{type(e).__name__}: {e}",
+                   "export the run again") from None
+    return served
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: a free one), so a busy port fails before the model loads."""
+    try:
+        sock = socket.socket(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0], socket.SOCK_STREAM)
+    except OSError as e:
+        raise fail(ConfigError, f"--host {host}", "an address to listen on", str(e)) from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise fail(ConfigError, f"--host {host} --port {port}", "an address to listen on", str(e)) from None
+    return sock
+
+
+def serve(path: str, host: str = "127.0.0.1", port: int = 8501, name: str | None = None, max_batch: int = 32,
+          max_wait_ms: float = 5.0, max_queue: int = 1024, max_instances: int = 256, max_body_bytes: int = 1_000_000,
+          timeout_s: float = 30.0) -> None:
+    """Serve an export (or a run, exported first into a temporary folder) until SIGINT or SIGTERM.
+
+    A bad export, run, name or address fails here with a `kerasbert.errors.ConfigError`, before any request. On
+    SIGTERM the server stops accepting connections, answers the requests it holds, and returns.
+
+    Args:
+        path: str. an export folder (``kerasbert export``) or a run folder (``kerasbert train``).
+        host: str. the address to listen on.
+        port: int. the port; 0 picks a free one (the log line names it).
+        name: str. the model name of the URLs; default: the folder's name.
+        max_batch, max_wait_ms, max_queue, max_instances, max_body_bytes, timeout_s: as in `make_app`.
+    """
+    import uvicorn
+
+    path = os.fspath(path)
+    name = name or os.path.basename(os.path.abspath(path))
+    limits = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "max_queue": max_queue,
+              "max_instances": max_instances, "max_body_bytes": max_body_bytes, "timeout_s": timeout_s}
+    _check(name, **limits)  # before the slow load
+    with contextlib.ExitStack() as stack:
+        sock = stack.enter_context(_bind(host, port))
+        served = _open(path, stack)
+        app = make_app(served, name, **limits)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                                               timeout_graceful_shutdown=int(timeout_s) + 5))
+        sock.listen(2048)  # from here a connection waits for the server instead of being refused
+        address = sock.getsockname()
+        url = f"http://{f'[{address[0]}]' if ':' in address[0] else address[0]}:{address[1]}"
+        logger.info("serving %s (%s, %d labels) at %s/v1/models/%s:predict", served.path, served.info["task"],
+                    len(served.info["labels"]), url, name)
+        with _stopped_by_signals(server):
+            server.run(sockets=[sock])
+
+
+@contextlib.contextmanager
+def _stopped_by_signals(server) -> Iterator[None]:
+    """SIGINT and SIGTERM stop ``server`` gracefully; after, uvicorn raises the signal again, which ends here."""
+    signals = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
+    previous = {sig: signal.signal(sig, lambda *_: setattr(server, "should_exit", True)) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
