@@ -134,7 +134,48 @@ def train_steps(task):
     return out
 
 
-KINDS = {"bert": bert_outputs, "vocab": vocab, "crf": crf, "tokenizer": tokenizer, "train": train_steps}
+def snippets(task):
+    """bert4keras's snippets on the task's cases, one JSON string under "json" (ragged lists):
+    sequence_padding ("padding": [rows, kwargs], rows made arrays; returns values and dtype), truncate_sequences
+    ("truncate": [maxlen, indices, lists]), text_segmentate ("segmentate": argument lists), to_array ("arrays":
+    argument lists) and DataGenerator ("generators": n, batch_size, buffer_size, sized, random, seed, forfit
+    (batches taken) or None for one epoch; batches of items in `sample` order).
+    """
+    import itertools
+
+    from bert4keras.snippets import DataGenerator, sequence_padding, text_segmentate, to_array, truncate_sequences
+
+    class Batches(DataGenerator):
+        def __iter__(self, random=False):
+            batch = []
+            for is_end, item in self.sample(random):
+                batch.append(item)
+                if len(batch) == self.batch_size or is_end:
+                    yield batch
+                    batch = []
+
+    padded = [sequence_padding([np.array(row) for row in rows], **kwargs) for rows, kwargs in task["padding"]]
+    arrays = [to_array(*args) for args in task["arrays"]]
+    generators = []
+    for case in task["generators"]:
+        np.random.seed(case["seed"])
+        data = list(range(case["n"])) if case["sized"] else iter(range(case["n"]))
+        gen = Batches(data, case["batch_size"], case["buffer_size"])
+        batches = gen.forfit(case["random"]) if case["forfit"] else gen.__iter__(case["random"])
+        generators.append({"len": len(gen) if case["sized"] else None,
+                           "batches": list(itertools.islice(batches, case["forfit"] or None))})
+    results = {
+        "padding": [{"values": p.tolist(), "dtype": str(p.dtype)} for p in padded],
+        "truncate": [truncate_sequences(maxlen, indices, *lists) for maxlen, indices, lists in task["truncate"]],
+        "segmentate": [text_segmentate(*args) for args in task["segmentate"]],
+        "arrays": [[a.tolist() for a in (r if isinstance(r, list) else [r])] for r in arrays],
+        "generators": generators,
+    }
+    return {"json": np.array(json.dumps(results))}
+
+
+KINDS = {"bert": bert_outputs, "vocab": vocab, "crf": crf, "tokenizer": tokenizer, "train": train_steps,
+         "snippets": snippets}
 
 
 def main(job_path):
