@@ -11,8 +11,9 @@ import keras
 from keras import ops
 
 from kerasbert.errors import ConfigError, KerasBertError, fail
+from kerasbert.modeling.global_pointer import multilabel_categorical_crossentropy  # bert4keras keeps it here
 
-__all__ = ["K", "BackendNameError", "gelu_version", "keras", "set_gelu"]
+__all__ = ["K", "BackendNameError", "gelu_version", "keras", "multilabel_categorical_crossentropy", "set_gelu"]
 
 _gelu = "erf"  # what "gelu" in a config means for models `compat.models.build_transformer_model` builds next
 

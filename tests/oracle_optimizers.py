@@ -1,0 +1,66 @@
+"""Runs bert4keras 0.11.5's optimizers on tf-keras as the reference oracle. Never imported by the tests.
+
+Usage: python oracle_optimizers.py JOB.json  (run by `test_compat_optimizers.run_optimizer_oracle`, which sets
+TF_KERAS=1 and TF_USE_LEGACY_KERAS=1 before TensorFlow is imported).
+
+JOB.json: {"out": "result.npz", "problem": {"init": {name: values}, "grads": [{name: values}, ...]},
+"cases": [{"key": ..., "wrappers": ["weight_decay", ...], "kwargs": {...}, "steps": n, "ema": bool}]}.
+Each case builds ``extend_with_<wrapper>`` around bert4keras's Adam (first wrapper innermost), applies the first
+``steps`` gradients and stores every variable as "<key>/<name>"; with "ema" also the weights after
+``apply_ema_weights()`` ("<key>/ema/<name>") and after ``reset_old_weights()`` ("<key>/reset/<name>").
+
+bert4keras 0.11.5 derives its optimizers from ``keras.optimizers.Optimizer`` and calls OptimizerV2's methods
+(``_set_hyper``, ``_decayed_lr``, slots); tf-keras 2.11+ moved that class to ``keras.optimizers.legacy``, so
+the oracle points the name back at it before importing ``bert4keras.optimizers``. bert4keras's code runs unchanged.
+"""
+
+import json
+import sys
+
+import numpy as np
+
+
+def load_optimizers():
+    """bert4keras.optimizers, built on tf-keras's OptimizerV2."""
+    from bert4keras.backend import keras
+
+    keras.optimizers.Optimizer = keras.optimizers.legacy.Optimizer
+    from bert4keras import optimizers
+
+    return optimizers
+
+
+def run_case(optimizers, case, problem):
+    """Apply the case's optimizer to fresh variables; return {output key: values}."""
+    import tensorflow as tf
+
+    cls = optimizers.Adam
+    for wrapper in case["wrappers"]:
+        cls = getattr(optimizers, "extend_with_" + wrapper)(cls)
+    optimizer = cls(**case["kwargs"])
+    names = sorted(problem["init"])
+    variables = [tf.Variable(np.array(problem["init"][n], np.float32), name=n) for n in names]
+    for grads in problem["grads"][:case["steps"]]:
+        grads = [tf.constant(np.array(grads[n], np.float32)) for n in names]
+        optimizer.apply_gradients(zip(grads, variables, strict=True))
+    out = {f"{case['key']}/{n}": v.numpy() for n, v in zip(names, variables, strict=True)}
+    if case.get("ema"):
+        optimizer.apply_ema_weights()
+        out.update({f"{case['key']}/ema/{n}": v.numpy() for n, v in zip(names, variables, strict=True)})
+        optimizer.reset_old_weights()
+        out.update({f"{case['key']}/reset/{n}": v.numpy() for n, v in zip(names, variables, strict=True)})
+    return out
+
+
+def main(path):
+    with open(path) as f:
+        job = json.load(f)
+    optimizers = load_optimizers()
+    out = {}
+    for case in job["cases"]:
+        out.update(run_case(optimizers, case, job["problem"]))
+    np.savez(job["out"], **out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
