@@ -200,13 +200,14 @@ def tagging(backbone: keras.Model, num_labels: int, *, crf: bool = False, bilstm
             dropout: float | None = None, crf_lr_multiplier: float = CRF_LR_MULTIPLIER) -> keras.Model:
     """Token tagging (NER): optional ``Tagging-BiLSTM`` -> ``Tagging-Dropout`` -> ``Tagging-Dense`` -> ``Tagging-CRF``.
 
-    The CRF gets the padding mask explicitly, ``[Tagging-Dense, Attention-Mask]`` (kerasbert does
-    not propagate Keras masks), and outputs the emissions with padded steps set to ``-inf`` as
-    bert4keras's CRF does; the BiLSTM gets the same mask. Without a CRF, ``Tagging-Mask`` gives the
-    softmax output that mask as its Keras mask, so ``compile``'s loss and metrics skip padding as on
-    bert4keras's masked output. Under a CRF, ``Tagging-Dense`` starts from ``glorot_uniform`` (as the
-    Dense of bert4keras's NER scripts), otherwise from the encoder's initializer. Decode with
-    `crf_decoder` (in the graph) or `kerasbert.modeling.crf.ViterbiDecoder` (NumPy, per sequence).
+    The CRF gets the padding mask explicitly, ``[Tagging-Dense, Attention-Mask]`` (the mask the
+    sequence output also carries as its Keras mask, which a custom layer could drop), and outputs the
+    emissions with padded steps set to ``-inf`` as bert4keras's CRF does; the BiLSTM gets the same mask.
+    Without a CRF, ``Tagging-Mask`` gives the softmax output that mask as its Keras mask, so ``compile``'s
+    loss and metrics skip padding as on bert4keras's masked output. Under a CRF, ``Tagging-Dense`` starts
+    from ``glorot_uniform`` (as the Dense of bert4keras's NER scripts), otherwise from the encoder's
+    initializer. Decode with `crf_decoder` (in the graph) or `kerasbert.modeling.crf.ViterbiDecoder` (NumPy,
+    per sequence).
 
     Args:
         backbone: keras.Model. from `build_transformer_model`, whose output is the sequence output.

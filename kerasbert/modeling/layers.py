@@ -94,11 +94,22 @@ class TokenEmbedding(keras.layers.Embedding):
     ``layer(ids)`` looks up ``[B, S] -> [B, S, H]``; ``layer(x, reverse=True)`` computes
     ``x · Eᵀ`` (``[B, S, H] -> [B, S, V]``), as bert4keras's ``Embedding(mode='dense')``.
 
+    Its output carries ``ids != 0`` as its Keras mask (id 0 is ``[PAD]``), as bert4keras's token embedding
+    (``mask_zero=True``): the layers after it pass the mask on, so a layer wired on any sequence output (a CRF, a
+    masked pooling) sees the padding. The logits of ``reverse=True`` carry none: kerasbert's MLM loss skips label
+    0, padding included, and returns one number per batch, which ``compile`` cannot weight by a ``[B, S]`` mask.
+
     Example:
     >>> emb = TokenEmbedding(100, 8)
     >>> tuple(emb(ops.ones((2, 5), "int32")).shape), tuple(emb(ops.ones((2, 5, 8)), reverse=True).shape)
     ((2, 5, 8), (2, 5, 100))
+    >>> ops.convert_to_numpy(emb.compute_mask(ops.array([[5, 7, 0]]))).tolist()
+    [[True, True, False]]
     """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.supports_masking = True  # whatever mask_zero says: a model saved before this change masks too
 
     def call(self, inputs, reverse: bool = False):
         if reverse:
@@ -109,6 +120,9 @@ class TokenEmbedding(keras.layers.Embedding):
         if reverse:
             return keras.KerasTensor((*inputs.shape[:-1], self.input_dim), dtype=self.compute_dtype)
         return super().compute_output_spec(inputs)
+
+    def compute_mask(self, inputs, mask=None):
+        return ops.not_equal(inputs, 0) if len(inputs.shape) == 2 else None  # ids [B, S]; not the MLM logits
 
     def param_formula(self) -> Formula:
         return Formula.of("V·H", V=self.input_dim, H=self.output_dim)
@@ -166,6 +180,7 @@ class PositionEmbedding(keras.layers.Layer):
         self.input_dim = input_dim
         self.output_dim = output_dim
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+        self.supports_masking = True  # the padding mask passes, as on every layer of the sequence path
 
     def build(self, input_shape):
         # P·H parameters
@@ -194,6 +209,30 @@ class PositionEmbedding(keras.layers.Layer):
             "output_dim": self.output_dim,
             "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
         }
+
+
+@_SERIALIZABLE
+class Add(keras.layers.Add):
+    """Keras's ``Add`` whose Keras mask is that of its masked inputs (``Embedding-Token-Segment``).
+
+    Keras's ``Add`` drops the mask when one input has none; the segment embedding has none (segment 0 is
+    not padding), so the token embedding's padding mask would stop at the sum. Masks of the inputs that
+    have one are combined with AND, as tf.keras's ``Add`` in bert4keras.
+
+    Example:
+    >>> a, b = ops.ones((1, 3, 2)), ops.ones((1, 3, 2))
+    >>> ops.convert_to_numpy(Add().compute_mask([a, b], [ops.array([[True, True, False]]), None])).tolist()
+    [[True, True, False]]
+    """
+
+    def compute_mask(self, inputs, mask=None):
+        masks = [m for m in mask or () if m is not None]
+        if not masks:
+            return None
+        return masks[0] if len(masks) == 1 else ops.all(ops.stack(masks), axis=0)
+
+    def param_formula(self) -> Formula:
+        return Formula.of("0")
 
 
 @_SERIALIZABLE
@@ -265,6 +304,9 @@ class TakeToken(keras.layers.Layer):
     def call(self, inputs):
         return inputs[:, self.index]
 
+    def compute_mask(self, inputs, mask=None):
+        return None  # one position: the sequence's padding mask does not apply
+
     def compute_output_shape(self, input_shape):
         return (input_shape[0], *input_shape[2:])
 
@@ -283,6 +325,10 @@ class Bias(keras.layers.Layer):
     >>> tuple(Bias()(ops.zeros((2, 5, 10))).shape)
     (2, 5, 10)
     """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
 
     def build(self, input_shape):
         # V parameters
@@ -388,6 +434,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
+    def compute_mask(self, inputs, mask=None):
+        """The Keras mask of ``x`` passes on (the queries' padding); ``key_mask`` is an input, not a Keras mask.
+
+        Keras does not tell this method about ``first_token=True``: there the ``[B, H]`` output keeps ``x``'s
+        mask too, and the block's ``Add`` with `TakeToken`'s unmasked ``[CLS]`` drops it."""
+        return mask[0] if isinstance(mask, (list, tuple)) else mask
+
     def build(self, input_shape):
         hidden = input_shape[0][-1]
         if hidden % self.num_heads:
@@ -474,6 +527,7 @@ class FeedForward(keras.layers.Layer):
         self.activation = activation
         self.activation_fn = get_activation(activation)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.supports_masking = True
 
     def build(self, input_shape):
         hidden, add, init = input_shape[-1], self.add_weight, self.kernel_initializer
@@ -534,6 +588,9 @@ class MaskedMean(keras.layers.Layer):
         x, mask = inputs
         mask = ops.cast(mask, x.dtype)[..., None]  # (batch, seq, 1)
         return ops.sum(x * mask, axis=1) / ops.maximum(ops.sum(mask, axis=1), 1.0)
+
+    def compute_mask(self, inputs, mask=None):
+        return None  # [B, H]: the sequence is reduced
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0][0], input_shape[0][2])

@@ -15,6 +15,7 @@ from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.modeling import heads
 from kerasbert.modeling.config import BertConfig, resolve_config
 from kerasbert.modeling.layers import (
+    Add,
     Dropout,
     FeedForward,
     LayerNorm,
@@ -46,7 +47,7 @@ def _embeddings(token_ids, segment_ids, cfg: BertConfig, init, dropout_rate: flo
     if segment_ids is not None:
         s = SegmentEmbedding(cfg.type_vocab_size, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
                              name="Embedding-Segment")(segment_ids)
-        x = keras.layers.Add(dtype=dtype, name="Embedding-Token-Segment")([x, s])
+        x = Add(dtype=dtype, name="Embedding-Token-Segment")([x, s])  # keeps the token embedding's Keras mask
     x = PositionEmbedding(cfg.max_position_embeddings, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
                           name="Embedding-Position")(x)
     x = LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name="Embedding-Norm")(x)
@@ -148,7 +149,9 @@ def build_transformer_model(
     Returns:
         A ``keras.Model`` with inputs ``[Input-Token, Input-Segment]``. Its output is the sequence
         output ``[B, S, H]`` when no head flag is set; otherwise the pooled (or NSP) output and/or
-        the MLM probabilities, in that order, as bert4keras returns them. Its ``predict`` compiles
+        the MLM probabilities, in that order, as bert4keras returns them. Every sequence output (embeddings,
+        ``Transformer-{i}-*``) carries ``Input-Token != 0`` as its Keras mask, as in bert4keras, for layers
+        wired on it (a CRF, a masked pooling); attention reads ``Attention-Mask``. Its ``predict`` compiles
         with XLA when `xla_pays` (on a GPU, models of 10M parameters and more): once per input shape, so
         pad inputs to one length (or a few), or set ``model.jit_compile = False``; ``compile`` sets it anew.
 
