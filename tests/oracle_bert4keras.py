@@ -61,7 +61,8 @@ def crf(task):
 
 
 def tokenizer(task):
-    """bert4keras's Tokenizer on each [first, second, maxlen] case: tokens, ids, segments, rematch, decode.
+    """bert4keras's Tokenizer on each [first, second, maxlen] case: tokens (whole and cut to maxlen), ids,
+    segments, rematch, decode.
 
     Results are one JSON string under "json" (ragged lists), a list with one dict per case.
     """
@@ -72,7 +73,7 @@ def tokenizer(task):
     for first, second, maxlen in task["cases"]:
         tokens = tok.tokenize(first)
         ids, segments = tok.encode(first, second, maxlen=maxlen)
-        results.append({"tokens": tokens, "ids": ids, "segments": segments,
+        results.append({"tokens": tokens, "ids": ids, "segments": segments, "cut": tok.tokenize(first, maxlen=maxlen),
                         "rematch": tok.rematch(first, tokens), "decode": tok.decode(ids)})
     return {"json": np.array(json.dumps(results))}
 

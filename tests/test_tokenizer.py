@@ -77,6 +77,7 @@ def test_parity_with_bert4keras(vocab_path, oracle, group, lower):
         expected, tokens = oracle[lower][i], tokenizer.tokenize(first)
         where = f"case {i}: {CASES[i]!r}"
         assert tokens == expected["tokens"], where
+        assert tokenizer.tokenize(first, maxlen=maxlen) == expected["cut"], where
         assert list(tokenizer.encode(first, second, maxlen=maxlen)) == [expected["ids"], expected["segments"]], where
         assert tokenizer.rematch(first, tokens) == expected["rematch"], where
         assert tokenizer.decode(expected["ids"]) == expected["decode"], where

@@ -222,9 +222,15 @@ class DataGenerator:
         raise NotImplementedError("DataGenerator subclasses define __iter__(self, random=False)")
 
     def forfit(self, random=True):
-        """Batches forever, for ``model.fit(gen.forfit(), steps_per_epoch=len(gen))``."""
+        """Batches forever, for ``model.fit(gen.forfit(), steps_per_epoch=len(gen))``.
+
+        A batch whose inputs are a list (``[token_ids, segment_ids], labels``, as bert4keras's examples yield)
+        comes out with them as a tuple: Keras 3's ``fit`` reads a generator's structure and refuses lists.
+        """
         while True:
-            yield from self.__iter__(random)
+            for batch in self.__iter__(random):
+                yield (tuple(batch[0]), *batch[1:]) if isinstance(batch, tuple | list) and isinstance(
+                    batch[0], list) else batch
 
     def fortest(self, random=False):
         """Inputs only (each batch's first element), forever."""

@@ -252,7 +252,7 @@ class Tokenizer:
                 start, end = encoding.offsets[i]
                 tokens[i] = self._rust.normalizer.normalize_str(text[start:end]).strip()
         tokens = ["[CLS]", *tokens, "[SEP]"]
-        return tokens if maxlen is None else tokens[:max(maxlen - 1, 0)] + tokens[-1:]
+        return tokens if maxlen is None or len(tokens) <= maxlen else tokens[:max(maxlen - 1, 0)] + tokens[-1:]
 
     def encode(self, first: str | Sequence[str], second: str | Sequence[str] | None = None,
                maxlen: int | None = None) -> tuple[list[int], list[int]]:
