@@ -204,10 +204,10 @@ def test_pairs_are_two_texts(served):
 
 # ------------------------------------------------------------------------------------------- limits
 def test_a_full_queue_answers_429_with_the_real_model(served):
-    app = make_app(served["ner"], "ner", max_queue=4, max_instances=4, max_wait_ms=2000)
+    app = make_app(served["ner"], "ner", max_queue=4, max_instances=4, max_wait_ms=4000)
     with TestClient(app) as client:
-        first = _later(client.post, PREDICT, json={"instances": TEXTS[:4]})  # waits 2 s for more instances
-        time.sleep(0.7)
+        first = _later(client.post, PREDICT, json={"instances": TEXTS[:4]})  # waits 4 s for more instances
+        time.sleep(1.5)
         answer = client.post(PREDICT, json={"instances": TEXTS[4:5]})
         assert (answer.status_code, answer.json()) == (429, {"error": "queue: expected room for 1 instances, found "
                                                                       "it full (4). Retry later"})
@@ -229,9 +229,12 @@ def test_a_busy_model_answers_429_then_504_and_a_failing_one_500():
         assert client.post("/v1/models/m:predict", json={"instances": ["e"]}).status_code == 429
         assert [answer.result(timeout=10).status_code for answer in (first, second)] == [504, 504]
         assert "expected an answer within 1.5 s" in first.result().json()["error"]
-        stub.gate.set()
-        assert client.post("/v1/models/m:predict", json={"instances": ["fg"]}).json() == {"predictions": [
-            {"label": "gf"}]}
+        stub.gate.set()  # the worker now drops the timed-out instances; until it has, the queue is still full
+        deadline, answer = time.monotonic() + 10, None
+        while answer is None or (answer.status_code == 429 and time.monotonic() < deadline):
+            answer = client.post("/v1/models/m:predict", json={"instances": ["fg"]})
+            time.sleep(0.05 if answer.status_code == 429 else 0)
+        assert answer.json() == {"predictions": [{"label": "gf"}]}
         stub.error = ValueError("no")
         answer = client.post("/v1/models/m:predict", json={"instances": ["h"]})
         assert (answer.status_code, answer.json()) == (500, {"error": "predict: the model failed: ValueError: no"})
