@@ -91,19 +91,26 @@ def random_batch(vocab_size: int, batch: int = 4, length: int = 12, seed: int = 
     return {"token_ids": token_ids, "segment_ids": segment_ids}
 
 
-def run_oracle(tasks: list[dict], workdir: str) -> dict[str, np.ndarray]:
-    """Run bert4keras on tf-keras in a subprocess; return its npz as a dict."""
-    job = os.path.join(workdir, "oracle_job.json")
-    out = os.path.join(workdir, "oracle_out.npz")
-    with open(job, "w") as f:
-        json.dump({"out": out, "tasks": tasks}, f)
-    env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "oracle_bert4keras.py"), job], env=env,
+LEGACY_ENV = {"TF_KERAS": "1", "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}  # bert4keras on tf-keras
+
+
+def run_bert4keras(script: str, job: dict, workdir: str, name: str = "oracle") -> dict[str, np.ndarray]:
+    """Run ``tests/<script> JOB.json`` under bert4keras (tf-keras) in a subprocess; the job gets ``"out"``, the
+    npz the script writes, which is returned as a dict."""
+    job_path, out = os.path.join(workdir, f"{name}_job.json"), os.path.join(workdir, f"{name}_out.npz")
+    with open(job_path, "w") as f:
+        json.dump({**job, "out": out}, f)
+    proc = subprocess.run([sys.executable, os.path.join(HERE, script), job_path], env={**os.environ, **LEGACY_ENV},
                           capture_output=True, text=True)
     if proc.returncode:
-        raise RuntimeError(f"bert4keras oracle failed:\n{proc.stderr[-4000:]}")
+        raise RuntimeError(f"bert4keras ({script}) failed:\n{proc.stderr[-4000:]}")
     with np.load(out) as data:
         return dict(data)
+
+
+def run_oracle(tasks: list[dict], workdir: str) -> dict[str, np.ndarray]:
+    """Run bert4keras's side of the parity tests (tests/oracle_bert4keras.py) on ``tasks``."""
+    return run_bert4keras("oracle_bert4keras.py", {"tasks": tasks}, workdir)
 
 
 def kill_mid_epoch(process, run: str, epoch: int = 1, timeout: float = 300) -> dict:

@@ -103,8 +103,8 @@ def results(tmp_path_factory):
     job, out = os.path.join(work, "job.json"), os.path.join(work, "oracle.npz")
     with open(job, "w") as f:
         json.dump({"out": out, "paths": paths, "data": data, "steps": STEPS}, f)
-    env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), job], env=env, cwd=work,
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), job], env={**os.environ, **helpers.LEGACY_ENV},
+                            cwd=work,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         ours = {name: load_script(name).run("kerasbert.compat", *paths, value, STEPS) for name, value in data.items()}

@@ -8,8 +8,6 @@ SGD update through fused kernels, so bert4keras has no numbers to compare with t
 
 import json
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -19,7 +17,8 @@ import tensorflow as tf
 from kerasbert.compat import optimizers as O
 from kerasbert.errors import ConfigError
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import helpers
+
 STEPS = 8
 _rng = np.random.default_rng(0)
 INIT = {"Norm_gamma": [1.0, 0.8, 1.2], "bias": [0.1, -0.2], "kernel": [[0.5, -0.4], [0.3, 0.9]]}
@@ -53,17 +52,8 @@ CASE_KEYS = [case[0] for case in CASES]
 
 def run_optimizer_oracle(workdir) -> dict:
     """Every case on bert4keras (tests/oracle_optimizers.py under tf-keras); its npz as a dict."""
-    job, out = os.path.join(workdir, "optimizers_job.json"), os.path.join(workdir, "optimizers_out.npz")
     cases = [{"key": k, "wrappers": w, "kwargs": kw, "steps": s, "ema": e} for k, w, kw, s, e in CASES]
-    with open(job, "w") as f:
-        json.dump({"out": out, "problem": PROBLEM, "cases": cases}, f)
-    env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "oracle_optimizers.py"), job], env=env,
-                          capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(f"bert4keras optimizer oracle failed:\n{proc.stderr[-4000:]}")
-    with np.load(out) as data:
-        return dict(data)
+    return helpers.run_bert4keras("oracle_optimizers.py", {"problem": PROBLEM, "cases": cases}, workdir, "optimizers")
 
 
 @pytest.fixture(scope="module")

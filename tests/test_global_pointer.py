@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -57,17 +54,9 @@ def random_data(seed: int = 0) -> dict[str, np.ndarray]:
 
 def run_gp_oracle(data: dict, workdir: str) -> dict[str, np.ndarray]:
     """bert4keras on tf-keras in a subprocess (tests/oracle_global_pointer.py)."""
-    paths = {key: os.path.join(workdir, f"gp_{key}") for key in ("in.npz", "out.npz", "job.json")}
-    np.savez(paths["in.npz"], **data)
-    with open(paths["job.json"], "w") as f:
-        json.dump({"inputs": paths["in.npz"], "out": paths["out.npz"], "cases": CASES}, f)
-    env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
-    script = os.path.join(helpers.HERE, "oracle_global_pointer.py")
-    proc = subprocess.run([sys.executable, script, paths["job.json"]], env=env, capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(f"bert4keras GlobalPointer oracle failed:\n{proc.stderr[-4000:]}")
-    with np.load(paths["out.npz"]) as out:
-        return dict(out)
+    inputs = os.path.join(workdir, "gp_in.npz")
+    np.savez(inputs, **data)
+    return helpers.run_bert4keras("oracle_global_pointer.py", {"inputs": inputs, "cases": CASES}, workdir, "gp")
 
 
 @pytest.fixture(scope="module")
