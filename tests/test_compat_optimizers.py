@@ -7,7 +7,6 @@ SGD update through fused kernels, so bert4keras has no numbers to compare with t
 """
 
 import json
-import os
 
 import keras
 import numpy as np
