@@ -70,9 +70,10 @@ def open_export(path: str | os.PathLike, task: str | None = None) -> Export:
     try:
         with open(info_path, encoding="utf-8") as f:
             info = json.load(f)
-        info["task"], info["labels"], info["pairs"]  # noqa: B018 (the keys every export has)
-    except (ValueError, KeyError, TypeError):
-        raise fail(ConfigError, info_path, "the JSON `kerasbert export` writes", "something else") from None
+    except ValueError:
+        info = None
+    if not isinstance(info, dict) or not {"task", "labels", "pairs"} <= set(info):  # the keys every export has
+        raise fail(ConfigError, info_path, "the JSON `kerasbert export` writes", "something else")
     if task is not None and info["task"] != task:
         raise fail(ConfigError, path, f"an export of a {task} model", f"one of a {info['task']} model")
     try:

@@ -19,7 +19,7 @@ from kerasbert.errors import CheckpointError, ConfigError, fail
 from kerasbert.files import publish_folder
 from kerasbert.log import logger
 from kerasbert.weights.checkpoint import checkpoint_format
-from kerasbert.weights.google import GOOGLE, _TFCheckpoint, resolve_checkpoint, write_google_tensors
+from kerasbert.weights.google import GOOGLE, TFCheckpoint, resolve_checkpoint, write_google_tensors
 from kerasbert.weights.hf import HF, SAFETENSORS, HFCheckpoint
 from kerasbert.weights.table import Format
 
@@ -98,7 +98,7 @@ def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, to: str |
     if os.path.isdir(dst) and os.listdir(dst) and not force:
         raise fail(CheckpointError, dst, "a new or empty output folder", "a folder with files",
                    "pass --force to replace them")
-    source = HFCheckpoint(src) if frm == "hf" else _TFCheckpoint(resolve_checkpoint(src))
+    source = HFCheckpoint(src) if frm == "hf" else TFCheckpoint(resolve_checkpoint(src))
     available = source.shapes()
     pairs = [(a, b) for a, b in _pairs(FORMATS[frm], FORMATS[to], _layer_count(available)) if a in available]
     tensors = {}

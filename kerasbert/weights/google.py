@@ -35,7 +35,7 @@ GOOGLE = Format(
 )
 
 
-class _TFCheckpoint:
+class TFCheckpoint:
     """A TF checkpoint as a `kerasbert.weights.table.Source`."""
 
     def __init__(self, prefix: str):
@@ -107,7 +107,7 @@ def load_google_checkpoint(
     >>> report.loaded[0], report.new, report.unused[:1]
     (('bert/embeddings/word_embeddings', (128, 32)), [], [])
     """
-    source = _TFCheckpoint(resolve_checkpoint(checkpoint_path))
+    source = TFCheckpoint(resolve_checkpoint(checkpoint_path))
     return load_into(model, source, GOOGLE, keep_tokens=keep_tokens, allow_missing=allow_missing, verbose=verbose)
 
 

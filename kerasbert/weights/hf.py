@@ -101,6 +101,7 @@ class HFCheckpoint:
         self._where: dict[str, tuple[str, str]] = {}  # canonical name -> (file, name in the file)
         self._shapes: dict[str, tuple[int, ...]] = {}
         self._arrays: dict[str, dict[str, np.ndarray]] = {}  # a .bin file is read whole, once
+        self._headers: dict[str, tuple[dict[str, dict], int]] = {}  # a safetensors file's header, read once
         for file in weight_files(self.path):
             for name, shape in self._file_shapes(file).items():
                 key = canonical_name(name)
@@ -109,7 +110,8 @@ class HFCheckpoint:
 
     def _file_shapes(self, file: str) -> dict[str, tuple[int, ...]]:
         if file.endswith(".safetensors"):
-            tensors, _ = _safetensors_header(file)
+            self._headers[file] = _safetensors_header(file)
+            tensors, _ = self._headers[file]
             return {name: tuple(info["shape"]) for name, info in tensors.items()}
         return {name: tuple(value.shape) for name, value in self._torch_arrays(file).items()}
 
@@ -127,7 +129,7 @@ class HFCheckpoint:
         file, stored = self._where[name]
         if not file.endswith(".safetensors"):
             return self._torch_arrays(file)[stored]
-        tensors, start = _safetensors_header(file)
+        tensors, start = self._headers[file]
         if tensors[stored]["dtype"] == "BF16":  # NumPy has no bfloat16: widen to float32, exactly
             return _bfloat16_as_float32(file, start, tensors[stored])
         from safetensors import SafetensorError, safe_open
@@ -182,9 +184,9 @@ def config_of(model) -> dict:
     >>> config["model_type"], config["vocab_size"], config["num_hidden_layers"], config["num_attention_heads"]
     ('bert', 128, 2, 2)
     """
-    from kerasbert.weights.table import _layers
+    from kerasbert.weights.table import all_layers
 
-    layers = {layer.name: layer for layer in _layers(model)}
+    layers = {layer.name: layer for layer in all_layers(model)}
     if "Embedding-Token" not in layers:
         raise fail(CheckpointError, "model", "layers with bert4keras names (Embedding-Token, ...)", "none")
     blocks = sorted(int(m.group(1)) for name in layers if (m := re.fullmatch(r"Transformer-(\d+)-FeedForward", name)))

@@ -89,11 +89,11 @@ class LoadReport:
     skipped: list = dataclasses.field(default_factory=list)
 
 
-def _layers(model: keras.Model) -> list[keras.layers.Layer]:
+def all_layers(model: keras.Model) -> list[keras.layers.Layer]:
     """All layers, nested models flattened, each once."""
     seen, out = set(), []
     for layer in model.layers:
-        for sub in _layers(layer) if isinstance(layer, keras.Model) else [layer]:
+        for sub in all_layers(layer) if isinstance(layer, keras.Model) else [layer]:
             if id(sub) not in seen:
                 seen.add(id(sub))
                 out.append(sub)
@@ -103,7 +103,7 @@ def _layers(model: keras.Model) -> list[keras.layers.Layer]:
 def name_table(model: keras.Model, names: Names) -> list[Entry]:
     """The rows of ``names`` that apply to ``model``, in graph order."""
     entries = []
-    for layer in _layers(model):
+    for layer in all_layers(model):
         match = re.fullmatch(r"Transformer-(\d+)-(.*)", layer.name)
         key = f"Transformer-{{i}}-{match.group(2)}" if match else layer.name
         for variable in layer.weights:
