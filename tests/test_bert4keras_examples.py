@@ -38,6 +38,11 @@ KERAS3_EDITS = [
     "kerasbert returns the keras.Model (use it for `bert.model`) and takes no return_keras_model; "
     "drop `kernel_initializer=bert.initializer` or pass `keras.initializers.TruncatedNormal(stddev=0.02)`",
     "`K.learning_phase()` / `K.set_learning_phase`: gone in Keras 3; pass `training=` to the layer call",
+    "`model.fit(gen.forfit(), ...)` on batches padded to their own longest row: on the TensorFlow backend Keras 3 "
+    "fixes every length the first two batches share and raises TypeError on a later batch of another length; pad "
+    "to one length (`sequence_padding(..., length=maxlen)`; with seq_dims=3, `length=[heads, maxlen, maxlen]`)",
+    "a metric function of its own (`global_pointer_f1_score`): Keras 3 passes it `y_true` in the data's dtype "
+    "(float64 from `np.zeros`), tf-keras cast it to floatx first: `y_true = K.cast(y_true, K.floatx())` in it",
     "`train_on_batch` with metrics returns `[loss, metric...]` in both; `model.predict(x)` prints a progress "
     "bar per call in Keras 3: pass `verbose=0` in loops",
 ]
@@ -59,7 +64,7 @@ def load_script(name: str):
 
 
 def make_data(seed: int = 0) -> dict:
-    """Small generated data for each script: NER spans, sentence pairs, two sentences."""
+    """Small generated data for each script: NER spans, sentence pairs, two sentences, nested NER spans."""
     rng = np.random.default_rng(seed)
 
     def text(n):
@@ -71,7 +76,15 @@ def make_data(seed: int = 0) -> dict:
         start = int(rng.integers(0, len(t) - 3))
         ner.append([t, [start, start + int(rng.integers(0, 3)), ["LOC", "PER"][i % 2]]])
     pairs = [[text(int(rng.integers(3, 8))), text(int(rng.integers(3, 8))), int(i % 2)] for i in range(10)]
-    return {"ner_crf": ner, "similarity_lcqmc": pairs, "extract_features": text(8), "masked_lm": text(10)}
+    rng = np.random.default_rng(seed + 1)  # its own stream: the entries above stay as they were
+    spans = []  # one to three entities a text, of three types, nested or overlapping at times (GlobalPointer's case)
+    for _ in range(10):
+        t = text(int(rng.integers(6, 14)))
+        starts = rng.integers(0, len(t) - 3, int(rng.integers(1, 4)))
+        spans.append([t, *([int(s), int(s + rng.integers(0, 3)), ["LOC", "ORG", "PER"][int(rng.integers(0, 3))]]
+                           for s in starts)])
+    return {"ner_crf": ner, "similarity_lcqmc": pairs, "extract_features": text(8), "masked_lm": text(10),
+            "ner_global_pointer": spans}
 
 
 def oracle_main(job_path: str) -> None:
@@ -131,6 +144,20 @@ def test_ner_crf(results):
     close(ours["epoch_loss"], theirs["epoch_loss"], atol=0)
     close(ours["trans"], theirs["trans"], rtol=0)
     close(ours["emissions"], theirs["emissions"], rtol=0)
+    np.testing.assert_array_equal(ours["entities"], theirs["entities"])
+
+
+def test_ner_global_pointer(results):
+    ours, theirs = results[0]["ner_global_pointer"], results[1]["ner_global_pointer"]
+    np.testing.assert_array_equal(ours["token_ids"], theirs["token_ids"])
+    np.testing.assert_array_equal(ours["labels_shape"], theirs["labels_shape"])
+    np.testing.assert_array_equal(ours["labels"], theirs["labels"])
+    np.testing.assert_array_equal(ours["head_kernel"], theirs["head_kernel"])
+    close(ours["scores_before"], theirs["scores_before"], rtol=0)
+    close(ours["step_losses"], theirs["step_losses"], atol=0)
+    close(ours["step_f1"], theirs["step_f1"], rtol=0)
+    close(ours["epoch_loss"], theirs["epoch_loss"], atol=0)
+    close(ours["scores"], theirs["scores"], rtol=0)
     np.testing.assert_array_equal(ours["entities"], theirs["entities"])
 
 
