@@ -318,15 +318,25 @@ def _run_demo(args: argparse.Namespace) -> int:
 def _export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="a run folder written by `kerasbert train`")
     parser.add_argument("out", help="the export folder to write (must not exist)")
-    parser.add_argument("--format", choices=("saved_model",), default="saved_model",
-                        help="saved_model: raw text in, labels or entities out; TF Serving loads it")
+    parser.add_argument("--format", choices=("saved_model", "openvino", "onnx"), default="saved_model",
+                        help="saved_model: raw text in, labels or entities out, TF Serving loads it; openvino or "
+                             "onnx: the model alone, for `kerasbert serve` (default: %(default)s)")
+    parser.add_argument("--int8", action="store_true",
+                        help="openvino or onnx: quantize the matrix products to int8 and score the export on dev")
+    parser.add_argument("--calibration", help="openvino --int8: the data file whose first examples calibrate int8 "
+                                              "(default: the run's training file)")
 
 
 def _run_export(args: argparse.Namespace) -> int:
     from kerasbert.serving.export import export
 
-    info = export(args.run, args.out, args.format)
-    print(f"{args.out}: {info['task']} model, {len(info['labels'])} labels, maxlen {info['maxlen']}, {args.format}")
+    info = export(args.run, args.out, args.format, int8=args.int8, calibration=args.calibration)
+    kind = args.format + (" int8" if args.int8 else "")
+    print(f"{args.out}: {info['task']} model, {len(info['labels'])} labels, maxlen {info['maxlen']}, {kind}")
+    for name, scores in (("export", info["dev"]), ("run", info["dev_run"])):
+        if scores and info["format"] != "saved_model":
+            print(f"dev score of the {name}: " + ", ".join(f"{key} {scores[key]:.4f}" for key in sorted(scores)
+                                                            if isinstance(scores[key], float)))
     return 0
 
 
@@ -346,6 +356,9 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8501, help="the port; 0 picks a free one (default: %(default)s)")
     parser.add_argument("--name", help="the model name of the URLs, /v1/models/NAME:predict (default: the folder's "
                                        "name)")
+    parser.add_argument("--backend", choices=("saved_model", "openvino", "onnx"),
+                        help="the format a run folder is exported to first (default: saved_model); an export folder "
+                             "is served in its own format")
     for flag, kind, default, text in SERVE_LIMITS:
         parser.add_argument(flag, type=kind, default=default, help=f"{text} (default: %(default)s)")
 
@@ -356,7 +369,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise fail(ConfigError, "serve", "starlette and uvicorn", f"{type(e).__name__}: {e}",
                    'pip install "kerasbert[serve]"') from None
-    options = ["host", "port", "name"] + [flag[2:].replace("-", "_") for flag, *_ in SERVE_LIMITS]
+    options = ["host", "port", "name", "backend"] + [flag[2:].replace("-", "_") for flag, *_ in SERVE_LIMITS]
     serve(args.path, **{option: getattr(args, option) for option in options})
     return 0
 

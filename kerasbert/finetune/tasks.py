@@ -26,6 +26,7 @@ from kerasbert.text.pipeline import (
     decode_ner,
     encode_classification,
     encode_ner,
+    entity_rows,
     ner_tag_set,
     text_example,
     to_dataset,
@@ -253,8 +254,7 @@ class NerTask(Task):
         predictions = []
         for example, row, firsts in zip(examples, rows, features.first_pieces, strict=True):
             spans = decode_ner(row, firsts, example.offsets, labels)
-            predictions.append({"entities": [{"start": a, "end": b, "label": label, "text": example.text[a:b]}
-                                             for a, b, label in spans]})
+            predictions.append({"entities": entity_rows(example.text, spans)})
         return predictions
 
     def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:

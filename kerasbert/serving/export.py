@@ -1,4 +1,7 @@
-"""Export a fine-tuned run for serving: a TensorFlow SavedModel that takes raw text.
+"""Export a fine-tuned run for serving: a TensorFlow SavedModel that takes raw text, or an OpenVINO or ONNX model.
+
+OpenVINO and ONNX exports hold the model alone, beside ``vocab.txt`` (`kerasbert.serving.convert` writes them,
+`kerasbert.serving.runtime` runs them); the rest of this page is about the SavedModel.
 
 The tokenizer runs inside the graph (`kerasbert.serving.graph_text.GraphTokenizer`, tensorflow-text ops with
 kerasbert's ids), so TF Serving, or any TensorFlow program, answers raw text without kerasbert installed. Two
@@ -27,7 +30,7 @@ from kerasbert.files import publish_folder
 from kerasbert.log import logger
 
 EXPORT_INFO = "kerasbert-export.json"
-FORMATS = ("saved_model",)
+FORMATS = ("saved_model", "openvino", "onnx")
 
 
 def _entities(text, tag_ids, token_ids, starts, ends, lengths, vocab, labels) -> dict:
@@ -101,25 +104,41 @@ def _served(model, tokenizer, labels: list[str], vocab: list[str], task: str, cr
                     "ids": module.serve_ids.get_concrete_function()}
 
 
-def _info(run, args, labels: list[str], maxlen: int, fmt: str) -> dict:
+def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool) -> dict:
     with open(run.file("vocab.txt"), "rb") as f:
         checksum = hashlib.sha256(f.read()).hexdigest()
     metrics = run.read_json("metrics.json") if os.path.isfile(run.file("metrics.json")) else {}
-    return {"format": fmt, "task": args.task, "crf": bool(args.crf), "pairs": args.text_b is not None,
+    return {"format": fmt, "int8": int8, "task": args.task, "crf": bool(args.crf), "pairs": args.text_b is not None,
             "labels": labels, "maxlen": maxlen, "lowercase": bool(args.lowercase), "vocab_sha256": checksum,
-            "source_run": os.path.abspath(run.path), "dev": metrics.get("dev", {})}
+            "source_run": os.path.abspath(run.path), "dev": metrics.get("dev", {}), "dev_run": metrics.get("dev", {})}
 
 
-def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "saved_model") -> dict:
+def _check_arguments(out: str, format: str, int8: bool) -> None:
+    if format not in FORMATS:
+        raise fail(ConfigError, "--format", " or ".join(FORMATS), repr(format))
+    if int8 and format == "saved_model":
+        raise fail(ConfigError, "--int8", "--format onnx or openvino", "--format saved_model",
+                   "int8 models are written for ONNX Runtime and OpenVINO")
+    if os.path.exists(out):
+        raise fail(ConfigError, out, "a new export folder", "something already there", "pick another path")
+
+
+def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "saved_model", int8: bool = False,
+           calibration: str | None = None) -> dict:
     """Export the best model of a ``kerasbert train`` run folder for serving.
 
     Args:
         run_dir: str. the run folder.
         out: str. the export folder to write; it appears whole or not at all, and must not exist yet.
-        format: str. ``"saved_model"`` (raw text in, labels or entities out).
+        format: str. ``"saved_model"`` (raw text in, labels or entities out, tokenizer in the graph), ``"openvino"``
+            or ``"onnx"`` (the model alone; `kerasbert.serving.runtime` tokenizes).
+        int8: bool. openvino or onnx: quantize the matrix products to int8; the export's dev score is measured.
+        calibration: str or None. openvino int8: a data file in the training format whose first examples
+            calibrate the quantization; default: the run's training file, else its dev file.
 
     Returns:
-        dict. what ``kerasbert-export.json`` records.
+        dict. what ``kerasbert-export.json`` records; ``dev`` is the exported model's dev score (for onnx and
+        openvino, measured on the export itself), ``dev_run`` the run's.
 
     Example:
     >>> import tempfile
@@ -132,10 +151,32 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "sa
     >>> info["task"], info["labels"]
     ('cls', ['neg', 'pos'])
     """
-    import tensorflow as tf
-
     from kerasbert.finetune.training import load_run
     from kerasbert.modeling.config import resolve_config
+
+    out = os.fspath(out)
+    _check_arguments(out, format, int8)
+    loaded = load_run(os.fspath(run_dir))
+    run, args, labels = loaded[0], loaded[1], loaded[4]
+    maxlen = args.maxlen or min(128, resolve_config(run.file("bert_config.json")).max_position_embeddings)
+    info = _info(run, args, labels.labels, maxlen, format, int8)
+    with publish_folder(out) as staging:
+        if format == "saved_model":
+            _write_saved_model(staging, loaded, maxlen)
+        else:
+            from kerasbert.serving.convert import write_portable
+
+            write_portable(staging, loaded, info, calibration)
+        with open(os.path.join(staging, EXPORT_INFO), "w", encoding="utf-8") as f:
+            f.write(json.dumps(info, ensure_ascii=False, indent=1) + "\n")
+    logger.info("exported %s (%s, %s%s) to %s", run.path, args.task, format, " int8" if int8 else "", out)
+    return info
+
+
+def _write_saved_model(folder: str, loaded: tuple, maxlen: int) -> None:
+    """The raw-text SavedModel of a loaded run, into ``folder``."""
+    import tensorflow as tf
+
     from kerasbert.text.tokenizer import load_vocab
 
     try:
@@ -143,21 +184,9 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "sa
     except ImportError as e:
         raise fail(ConfigError, "export", "tensorflow-text, for the tokenizer inside the SavedModel",
                    f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
-    if format not in FORMATS:
-        raise fail(ConfigError, "--format", " or ".join(FORMATS), repr(format))
-    out = os.fspath(out)
-    if os.path.exists(out):
-        raise fail(ConfigError, out, "a new export folder", "something already there", "pick another path")
-    run, args, _, _, labels, model = load_run(os.fspath(run_dir))
-    maxlen = args.maxlen or min(128, resolve_config(run.file("bert_config.json")).max_position_embeddings)
+    run, args, _, _, labels, model = loaded
     vocab = list(load_vocab(run.file("vocab.txt")))
     tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen)
     module, signatures = _served(model, tokenizer, labels.labels, vocab, args.task, bool(args.crf),
                                  args.text_b is not None)
-    info = _info(run, args, labels.labels, maxlen, format)
-    with publish_folder(out) as staging:
-        tf.saved_model.save(module, staging, signatures=signatures)
-        with open(os.path.join(staging, EXPORT_INFO), "w", encoding="utf-8") as f:
-            f.write(json.dumps(info, ensure_ascii=False, indent=1) + "\n")
-    logger.info("exported %s (%s, %s) to %s", run.path, args.task, format, out)
-    return info
+    tf.saved_model.save(module, folder, signatures=signatures)

@@ -7,12 +7,14 @@ same rows as `kerasbert.predict` does for a run folder.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
 
 from kerasbert.errors import ConfigError, fail
 from kerasbert.serving.export import EXPORT_INFO
+from kerasbert.serving.runtime import MODEL_FILES, PortableExport
 
 __all__ = ["Export", "open_export", "predict_export"]
 
@@ -53,16 +55,8 @@ class Export:
         return predictions
 
 
-def open_export(path: str | os.PathLike, task: str | None = None) -> Export:
-    """Check and load an export folder; ``task`` (``"cls"``/``"ner"``), when given, must be the export's."""
-    import tensorflow as tf
-
-    try:
-        import tensorflow_text  # noqa: F401  (registers the word-piece ops of the SavedModel's tokenizer)
-    except ImportError as e:
-        raise fail(ConfigError, "open_export", "tensorflow-text, for the tokenizer inside the SavedModel",
-                   f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
-    path = os.fspath(path)
+def _read_info(path: str, task: str | None) -> dict:
+    """``kerasbert-export.json`` of ``path``, checked: a named error for a folder that is no export."""
     info_path = os.path.join(path, EXPORT_INFO)
     if not os.path.isfile(info_path):
         raise fail(ConfigError, path, f"an export folder with {EXPORT_INFO} (`kerasbert export RUN OUT`)",
@@ -76,6 +70,41 @@ def open_export(path: str | os.PathLike, task: str | None = None) -> Export:
         raise fail(ConfigError, info_path, "the JSON `kerasbert export` writes", "something else")
     if task is not None and info["task"] != task:
         raise fail(ConfigError, path, f"an export of a {task} model", f"one of a {info['task']} model")
+    return info
+
+
+def _open_portable(path: str, info: dict) -> PortableExport:
+    """An OpenVINO or ONNX export, its model file and vocabulary checked before loading."""
+    for name in (MODEL_FILES[info["format"]], "vocab.txt"):
+        if not os.path.isfile(os.path.join(path, name)):
+            raise fail(ConfigError, path, f"a {info['format']} export with {name}", "no such file",
+                       "export the run again")
+    with open(os.path.join(path, "vocab.txt"), "rb") as f:
+        checksum = hashlib.sha256(f.read()).hexdigest()
+    if checksum != info.get("vocab_sha256"):
+        raise fail(ConfigError, os.path.join(path, "vocab.txt"), "the vocabulary the model was exported with "
+                   f"(sha256 {str(info.get('vocab_sha256'))[:12]}...)", f"another one (sha256 {checksum[:12]}...)",
+                   "export the run again")
+    return PortableExport(path, info)
+
+
+def open_export(path: str | os.PathLike, task: str | None = None) -> Export | PortableExport:
+    """Check and load an export folder; ``task`` (``"cls"``/``"ner"``), when given, must be the export's.
+
+    A SavedModel export gives an `Export`, an OpenVINO or ONNX one a `kerasbert.serving.runtime.PortableExport`;
+    both have ``info``, ``path`` and ``predict(rows, batch_size)``.
+    """
+    path = os.fspath(path)
+    info = _read_info(path, task)
+    if info.get("format", "saved_model") in MODEL_FILES:
+        return _open_portable(path, info)
+    import tensorflow as tf
+
+    try:
+        import tensorflow_text  # noqa: F401  (registers the word-piece ops of the SavedModel's tokenizer)
+    except ImportError as e:
+        raise fail(ConfigError, "open_export", "tensorflow-text, for the tokenizer inside the SavedModel",
+                   f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
     try:
         signature = tf.saved_model.load(path).signatures["serving_default"]
     except (OSError, ValueError, KeyError, RuntimeError, tf.errors.OpError) as e:

@@ -34,9 +34,10 @@ from starlette.routing import Route
 
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
-from kerasbert.serving.export import EXPORT_INFO
+from kerasbert.serving.export import EXPORT_INFO, FORMATS
 from kerasbert.serving.export import export as export_run
 from kerasbert.serving.exported import Export, open_export
+from kerasbert.serving.runtime import PortableExport
 
 __all__ = ["Batcher", "make_app", "serve"]
 
@@ -226,8 +227,8 @@ async def _error(request: Request, error: HTTPException) -> Response:
 class _Service:
     """The endpoints of one model."""
 
-    def __init__(self, export: Export, name: str, batcher: Batcher, max_instances: int, max_body_bytes: int,
-                 timeout_s: float) -> None:
+    def __init__(self, export: Export | PortableExport, name: str, batcher: Batcher, max_instances: int,
+                 max_body_bytes: int, timeout_s: float) -> None:
         self.export, self.name, self.batcher = export, name, batcher
         self.max_instances, self.max_body_bytes, self.timeout_s = max_instances, max_body_bytes, timeout_s
 
@@ -279,12 +280,13 @@ def _check(name: str, **limits: float) -> None:
                    str(limits["max_instances"]))
 
 
-def make_app(export: Export, name: str, max_batch: int = 32, max_wait_ms: float = 5.0, max_queue: int = 1024,
-             max_instances: int = 256, max_body_bytes: int = 1_000_000, timeout_s: float = 30.0) -> Starlette:
+def make_app(export: Export | PortableExport, name: str, max_batch: int = 32, max_wait_ms: float = 5.0,
+             max_queue: int = 1024, max_instances: int = 256, max_body_bytes: int = 1_000_000,
+             timeout_s: float = 30.0) -> Starlette:
     """The ASGI app serving ``export`` as model ``name``; its lifespan runs the batching worker.
 
     Args:
-        export: Export. an export opened with `kerasbert.serving.exported.open_export`.
+        export: Export or PortableExport. an export opened with `kerasbert.serving.exported.open_export`.
         name: str. the model name of the URLs (``/v1/models/NAME:predict``).
         max_batch: int. the most instances the model runs at once.
         max_wait_ms: float. how long the oldest waiting instance waits for others before its batch runs.
@@ -311,22 +313,22 @@ def make_app(export: Export, name: str, max_batch: int = 32, max_wait_ms: float 
 
 
 # ------------------------------------------------------------------------------------------- serve
-def _open(path: str, stack: contextlib.ExitStack) -> Export:
+def _open(path: str, stack: contextlib.ExitStack, backend: str | None = None) -> Export | PortableExport:
     """An export folder, or a run folder exported into a temporary folder; checked and warmed up before serving."""
-    try:
-        import tensorflow_text  # noqa: F401  (registers the tokenizer's ops the SavedModel uses)
-    except ImportError as e:
-        raise fail(ConfigError, "serve", "tensorflow-text, for the tokenizer inside the SavedModel",
-                   f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
+    if backend is not None and backend not in FORMATS:
+        raise fail(ConfigError, "--backend", " or ".join(FORMATS), repr(backend))
     if not os.path.isfile(os.path.join(path, EXPORT_INFO)) and os.path.isfile(os.path.join(path, "args.json")):
         folder = os.path.join(stack.enter_context(tempfile.TemporaryDirectory(prefix="kerasbert-serve-")), "export")
         logger.info("exporting the run %s into %s for serving", path, folder)
-        export_run(path, folder)
+        export_run(path, folder, backend or "saved_model")
         path = folder
     elif not os.path.isfile(os.path.join(path, EXPORT_INFO)):
         raise fail(ConfigError, path, f"an export folder ({EXPORT_INFO}) or a run folder (args.json)",
                    "neither" if os.path.isdir(path) else "no such folder")
     served = open_export(path)
+    if backend is not None and served.info.get("format", "saved_model") != backend:
+        raise fail(ConfigError, "--backend", f"the format of the export {path}, {served.info.get('format')!r}",
+                   repr(backend), "leave --backend out to serve an export as it was written")
     try:
         served.predict([dict.fromkeys(INPUTS[:1 + bool(served.info["pairs"])], "warm up")])
     except Exception as e:  # noqa: BLE001 - any failure here is a bad export
@@ -352,7 +354,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def serve(path: str, host: str = "127.0.0.1", port: int = 8501, name: str | None = None, max_batch: int = 32,
           max_wait_ms: float = 5.0, max_queue: int = 1024, max_instances: int = 256, max_body_bytes: int = 1_000_000,
-          timeout_s: float = 30.0) -> None:
+          timeout_s: float = 30.0, backend: str | None = None) -> None:
     """Serve an export (or a run, exported first into a temporary folder) until SIGINT or SIGTERM.
 
     A bad export, run, name or address fails here with a `kerasbert.errors.ConfigError`, before any request. On
@@ -364,6 +366,8 @@ def serve(path: str, host: str = "127.0.0.1", port: int = 8501, name: str | None
         port: int. the port; 0 picks a free one (the log line names it).
         name: str. the model name of the URLs; default: the folder's name.
         max_batch, max_wait_ms, max_queue, max_instances, max_body_bytes, timeout_s: as in `make_app`.
+        backend: str or None. ``saved_model``, ``openvino`` or ``onnx``: the format a run is exported to (default
+            ``saved_model``); an export is served in its own format, which ``backend``, when given, must name.
     """
     import uvicorn
 
@@ -374,7 +378,7 @@ def serve(path: str, host: str = "127.0.0.1", port: int = 8501, name: str | None
     _check(name, **limits)  # before the slow load
     with contextlib.ExitStack() as stack:
         sock = stack.enter_context(_bind(host, port))
-        served = _open(path, stack)
+        served = _open(path, stack, backend)
         app = make_app(served, name, **limits)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                                                timeout_graceful_shutdown=int(timeout_s) + 5))

@@ -41,7 +41,7 @@ from kerasbert.text.schemes import Span
 from kerasbert.text.tokenizer import Tokenizer
 
 __all__ = ["Features", "bucket_length", "bucket_lengths", "decode_ner", "encode_classification", "encode_ner",
-           "length_buckets", "ner_tag_set", "report_truncation", "text_example", "to_dataset"]
+           "entity_rows", "length_buckets", "ner_tag_set", "report_truncation", "text_example", "to_dataset"]
 
 
 @dataclass
@@ -212,6 +212,16 @@ def decode_ner(piece_tags: Sequence[int], first_pieces: Sequence[int], offsets: 
     """
     word_tags = [tags.labels[int(piece_tags[p])] if p >= 0 else "O" for p in first_pieces]
     return schemes.token_to_char_spans(offsets, schemes.tags_to_spans(word_tags, strict=None))
+
+
+def entity_rows(text: str, spans: Sequence[Span]) -> list[dict]:
+    """``(start, end, label)`` character spans of ``text`` as prediction rows name them.
+
+    Example:
+    >>> entity_rows("张伟去北京", [(3, 5, "LOC")])
+    [{'start': 3, 'end': 5, 'label': 'LOC', 'text': '北京'}]
+    """
+    return [{"start": a, "end": b, "label": label, "text": text[a:b]} for a, b, label in spans]
 
 
 def text_example(tokenizer: Tokenizer, text: str) -> NerExample:

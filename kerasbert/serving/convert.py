@@ -1,0 +1,135 @@
+"""Write a Keras model as ONNX or OpenVINO files, in float32 or int8.
+
+The model written is the task's head model on ``(token_ids, segment_ids)`` (a CRF head gives its emission
+scores; `kerasbert.serving.runtime` decodes them). ONNX comes from tf2onnx on the model's ``tf.function``;
+OpenVINO converts that ONNX file (converting the SavedModel directly gives NaN where attention masks hold
+``-inf``). Int8:
+
+- ONNX: onnxruntime's dynamic quantization, int8 weights of every MatMul, activations quantized per call;
+- OpenVINO: NNCF's post-training quantization for transformers, calibrated on up to ``CALIBRATION`` examples of
+  the run's own data, which runs the int8 matrix products of the CPU (VNNI, AMX) where it has them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from kerasbert.errors import ConfigError, fail
+from kerasbert.log import logger
+
+__all__ = ["CALIBRATION", "OPSET", "to_onnx", "to_openvino", "write_portable"]
+
+OPSET = 17
+CALIBRATION = 300
+INSTALL = {"tf2onnx": "tf2onnx", "onnxruntime": "onnxruntime", "openvino": "openvino", "nncf": "nncf"}
+
+
+def _require(module: str, what: str):
+    """Import ``module``, or a ConfigError saying which extra installs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise fail(ConfigError, "export", f"{INSTALL[module.split('.')[0]]}, {what}", f"{type(e).__name__}: {e}",
+                   'pip install "kerasbert[serve]"') from None
+
+
+def _erfc(ctx, node, name, args) -> None:
+    """tf2onnx handler for TensorFlow's ``Erfc`` (exact GELU), which ONNX lacks: ``1 - Erf(x)``."""
+    from tf2onnx import utils
+
+    erf = ctx.make_node("Erf", [node.input[0]], op_name_scope=node.name)
+    one = ctx.make_const(utils.make_name(f"{node.name}_one"), np.array(1, np.float32))
+    node.type = "Sub"
+    ctx.replace_inputs(node, [one.output[0], erf.output[0]])
+
+
+def to_onnx(model, path: str, int8: bool = False) -> None:
+    """Write ``model`` (inputs ``token_ids``, ``segment_ids``, int32 ``[batch, length]``) to the ONNX file ``path``.
+
+    Example:
+    >>> import os, tempfile
+    >>> from kerasbert import build_transformer_model, heads
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.onnx")
+    >>> to_onnx(heads.cls(build_transformer_model("tiny", verbose=False), 2), path)
+    >>> os.path.getsize(path) > 0
+    True
+    """
+    import tensorflow as tf
+
+    tf2onnx = _require("tf2onnx", "to write ONNX")
+    spec = [tf.TensorSpec([None, None], tf.int32, name="token_ids"),
+            tf.TensorSpec([None, None], tf.int32, name="segment_ids")]
+    function = tf.function(lambda ids, segments: {"output": model([ids, segments], training=False)},
+                           input_signature=spec)
+    target = path + ".fp32" if int8 else path
+    tf2onnx.convert.from_function(function, input_signature=spec, opset=OPSET, output_path=target,
+                                  custom_op_handlers={"Erfc": (_erfc, [])})
+    if int8:
+        quantization = _require("onnxruntime.quantization", "to quantize ONNX to int8")
+        quantization.quantize_dynamic(target, path, weight_type=quantization.QuantType.QInt8)
+        os.remove(target)
+
+
+def to_openvino(model, path: str, calibration: Sequence[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
+    """Write ``model`` as OpenVINO IR ``path`` (``.xml``, with its ``.bin``); int8 when ``calibration`` is given.
+
+    Args:
+        model: keras.Model. inputs ``token_ids``, ``segment_ids``.
+        path: str. the ``.xml`` file to write.
+        calibration: sequence of ``(token_ids, segment_ids)``, each ``[1, length]``, or None for float32.
+    """
+    openvino = _require("openvino", "to write OpenVINO")
+    onnx_path = os.path.splitext(path)[0] + ".onnx"
+    to_onnx(model, onnx_path)
+    converted = openvino.convert_model(onnx_path)
+    os.remove(onnx_path)
+    if calibration is not None:
+        nncf = _require("nncf", "to quantize OpenVINO to int8")
+        logger.info("quantizing to int8 on %d calibration examples", len(calibration))
+        converted = nncf.quantize(converted, nncf.Dataset(list(calibration)), model_type=nncf.ModelType.TRANSFORMER,
+                                  subset_size=len(calibration))
+    openvino.save_model(converted, path, compress_to_fp16=False)
+
+
+def _calibration(loaded: tuple, info: dict, path: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Up to ``CALIBRATION`` examples of ``path`` (default: the run's training file, else its dev file), encoded."""
+    _, args, the_task, tokenizer, labels, _ = loaded
+    candidates = [path] if path is not None else [p for p in (args.train, args.dev) if p and os.path.isfile(p)]
+    if not candidates or not os.path.isfile(candidates[0]):
+        found = repr(path) if path is not None else f"neither the training file {args.train!r} nor a dev file"
+        raise fail(ConfigError, "--calibration", "a data file in the training format, to calibrate int8", found,
+                   "pass --calibration FILE")
+    examples = the_task.read(candidates[0], labels)[:CALIBRATION]
+    features = the_task.encode(tokenizer, examples, None, info["maxlen"], candidates[0])
+    return [(np.array([ids], np.int32), np.array([segments], np.int32))
+            for ids, segments in zip(features.token_ids, features.segment_ids, strict=True)]
+
+
+def write_portable(folder: str, loaded: tuple, info: dict, calibration: str | None = None) -> None:
+    """An OpenVINO or ONNX export of a loaded run (``load_run``'s tuple) into ``folder``; fills ``info``'s
+    ``crf_transitions`` and, when the run has a dev file, ``dev`` with the export's own dev score."""
+    import shutil
+
+    from kerasbert.modeling.crf import crf_layers
+    from kerasbert.serving.runtime import MODEL_FILES, PortableExport
+
+    run, args, the_task, _, labels, model = loaded
+    shutil.copyfile(run.file("vocab.txt"), os.path.join(folder, "vocab.txt"))
+    if info["crf"]:
+        info["crf_transitions"] = np.asarray(crf_layers(model)[0].trans, np.float64).tolist()
+    path = os.path.join(folder, MODEL_FILES[info["format"]])
+    if info["format"] == "onnx":
+        to_onnx(model, path, int8=info["int8"])
+    else:
+        to_openvino(model, path, _calibration(loaded, info, calibration) if info["int8"] else None)
+    if args.dev and os.path.isfile(args.dev):
+        examples = the_task.read(args.dev, labels)
+        predictions = PortableExport(folder, info).predict_examples(examples)
+        info["dev"] = the_task.score(examples, predictions, labels)
+    else:
+        info["dev"] = {}

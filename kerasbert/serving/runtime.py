@@ -1,0 +1,135 @@
+"""Run an ONNX or OpenVINO export: tokenize in Python, run the model in its runtime, read labels or entities.
+
+These exports hold the model without the tokenizer (``model.onnx``, or ``model.xml`` and ``model.bin``) beside
+``vocab.txt``; `PortableExport` tokenizes with `kerasbert.text.tokenizer.Tokenizer`, pads each batch to its
+longest row, runs the model, and decodes as `kerasbert.predict` does (a CRF head's Viterbi path in NumPy from
+the transitions ``kerasbert-export.json`` holds). Nothing here imports TensorFlow, so a server of such an export
+stays small.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from kerasbert.errors import ConfigError, fail
+from kerasbert.text.pipeline import (
+    Features,
+    decode_ner,
+    encode_classification,
+    encode_ner,
+    entity_rows,
+    text_example,
+)
+from kerasbert.text.readers import ClassificationExample, LabelSet
+from kerasbert.text.tokenizer import Tokenizer
+
+__all__ = ["MODEL_FILES", "PortableExport", "load_runtime", "pad", "viterbi"]
+
+MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}
+INSTALL = {"onnx": "onnxruntime", "openvino": "openvino"}
+
+
+def viterbi(emissions: np.ndarray, trans: np.ndarray) -> np.ndarray:
+    """The best label path of one unpadded row, ``[S, K] -> [S]``, as the CRF layer decodes it.
+
+    Example:
+    >>> viterbi(np.array([[2.0, 0.0], [0.0, 1.0]]), np.array([[0.0, -5.0], [0.0, 0.0]])).tolist()
+    [0, 0]
+    """
+    delta, backs = emissions[0].astype(np.float64), []
+    for e_t in emissions[1:]:
+        scores = delta[:, None] + trans  # (from, to)
+        backs.append(np.argmax(scores, axis=0))
+        delta = scores.max(axis=0) + e_t
+    path = [int(np.argmax(delta))]
+    for back in reversed(backs):
+        path.append(int(back[path[-1]]))
+    return np.array(path[::-1], np.int32)
+
+
+def pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
+    """Rows of ids right-padded with 0 to the longest, as int32."""
+    out = np.zeros((len(rows), max(len(row) for row in rows)), np.int32)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = row
+    return out
+
+
+def load_runtime(fmt: str, path: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """A function ``(token_ids, segment_ids) -> output`` running the model file ``path`` in ``fmt``'s runtime."""
+    try:
+        if fmt == "onnx":
+            import onnxruntime
+
+            session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+            names = [node.name for node in session.get_inputs()]
+            return lambda ids, segments: session.run(None, {names[0]: ids, names[1]: segments})[0]
+        import openvino
+
+        compiled = openvino.Core().compile_model(path, "CPU", {"PERFORMANCE_HINT": "LATENCY"})
+        request = compiled.create_infer_request()
+        return lambda ids, segments: request.infer([ids, segments])[compiled.output(0)]
+    except ImportError as e:
+        raise fail(ConfigError, path, f"{INSTALL[fmt]}, to run a {fmt} export", f"{type(e).__name__}: {e}",
+                   f'pip install "kerasbert[serve]" (or pip install {INSTALL[fmt]})') from None
+    except Exception as e:  # noqa: BLE001 - each runtime raises its own error types for an unreadable model
+        raise fail(ConfigError, path, f"a readable {fmt} model", f"{type(e).__name__}: {str(e).splitlines()[0]}",
+                   "export the run again") from None
+
+
+class PortableExport:
+    """An ONNX or OpenVINO export folder, loaded: ``info`` (``kerasbert-export.json``) and `predict`.
+
+    Args:
+        path: str. the export folder.
+        info: dict. its ``kerasbert-export.json``.
+    """
+
+    def __init__(self, path: str, info: dict) -> None:
+        self.path, self.info = path, info
+        self.labels = LabelSet(info["labels"])
+        self.tokenizer = Tokenizer(os.path.join(path, "vocab.txt"), do_lower_case=bool(info["lowercase"]))
+        self.run_model = load_runtime(info["format"], os.path.join(path, MODEL_FILES[info["format"]]))
+        self.trans = np.asarray(info["crf_transitions"], np.float64) if info.get("crf") else None
+
+    def predict(self, rows: Sequence[dict], batch_size: int = 32) -> list[dict]:
+        """``{"text"[, "text_b"]}`` rows -> predictions, as `kerasbert.predict` writes them."""
+        if self.info["task"] == "cls":
+            examples = [ClassificationExample(row["text"], "", row.get("text_b") if self.info["pairs"] else None)
+                        for row in rows]
+        else:
+            examples = [text_example(self.tokenizer, row["text"]) for row in rows]
+        return [{**row, **prediction} for row, prediction in zip(rows, self.predict_examples(examples, batch_size),
+                                                                  strict=True)]
+
+    def predict_examples(self, examples: Sequence, batch_size: int = 32) -> list[dict]:
+        """Predictions of examples read by the task (``ClassificationExample`` or ``NerExample``): ``label`` and
+        ``probabilities``, or ``entities``."""
+        out = []
+        for begin in range(0, len(examples), batch_size):
+            batch = list(examples[begin:begin + batch_size])
+            out.extend(self._cls(batch) if self.info["task"] == "cls" else self._ner(batch))
+        return out
+
+    def _run(self, features: Features) -> np.ndarray:
+        return np.asarray(self.run_model(pad(features.token_ids), pad(features.segment_ids)))
+
+    def _cls(self, examples: list[ClassificationExample]) -> list[dict]:
+        probabilities = self._run(encode_classification(self.tokenizer, examples, None, self.info["maxlen"], "input"))
+        names = self.labels.labels
+        return [{"label": names[int(np.argmax(p))],
+                 "probabilities": {label: round(float(v), 6) for label, v in zip(names, p, strict=True)}}
+                for p in probabilities]
+
+    def _ner(self, examples: list) -> list[dict]:
+        features = encode_ner(self.tokenizer, examples, None, self.info["maxlen"], bool(self.info["crf"]), "input")
+        out = []
+        for example, ids, firsts, scores in zip(examples, features.token_ids, features.first_pieces,
+                                                self._run(features), strict=True):
+            scores = scores[:len(ids)]
+            tags = viterbi(scores, self.trans) if self.trans is not None else np.argmax(scores, axis=-1)
+            out.append({"entities": entity_rows(example.text, decode_ner(tags, firsts, example.offsets, self.labels))})
+        return out
