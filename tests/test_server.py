@@ -302,3 +302,29 @@ def test_sigterm_lets_the_request_in_flight_finish(runs, served):
             process.kill()
         process.stderr.close()
 
+
+
+def test_connections_of_the_served_socket_have_nagle_off():
+    """Answers on a kept-alive connection go out at once: asyncio sets TCP_NODELAY only on a TCP-protocol socket."""
+    import asyncio
+
+    from kerasbert.serving.server import _bind
+
+    async def accepted_nodelay() -> int:
+        accepted = asyncio.get_running_loop().create_future()
+
+        class Protocol(asyncio.Protocol):
+            def connection_made(self, transport):
+                accepted.set_result(transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP,
+                                                                                  socket.TCP_NODELAY))
+
+        with _bind("127.0.0.1", 0) as sock:
+            sock.listen()
+            server = await asyncio.get_running_loop().create_server(Protocol, sock=sock)
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            value = await asyncio.wait_for(accepted, 10)
+            writer.close()
+            server.close()
+            return value
+
+    assert asyncio.run(accepted_nodelay()) != 0

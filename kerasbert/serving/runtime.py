@@ -10,6 +10,7 @@ stays small.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -94,6 +95,7 @@ class PortableExport:
         self.tokenizer = Tokenizer(os.path.join(path, "vocab.txt"), do_lower_case=bool(info["lowercase"]))
         self.run_model = load_runtime(info["format"], os.path.join(path, MODEL_FILES[info["format"]]))
         self.trans = np.asarray(info["crf_transitions"], np.float64) if info.get("crf") else None
+        self._lock = threading.Lock()  # an OpenVINO infer request serves one call at a time
 
     def predict(self, rows: Sequence[dict], batch_size: int = 32) -> list[dict]:
         """``{"text"[, "text_b"]}`` rows -> predictions, as `kerasbert.predict` writes them."""
@@ -115,7 +117,9 @@ class PortableExport:
         return out
 
     def _run(self, features: Features) -> np.ndarray:
-        return np.asarray(self.run_model(pad(features.token_ids), pad(features.segment_ids)))
+        ids, segments = pad(features.token_ids), pad(features.segment_ids)
+        with self._lock:
+            return np.array(self.run_model(ids, segments))  # a copy: the request reuses its output buffer
 
     def _cls(self, examples: list[ClassificationExample]) -> list[dict]:
         probabilities = self._run(encode_classification(self.tokenizer, examples, None, self.info["maxlen"], "input"))

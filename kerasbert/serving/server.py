@@ -338,9 +338,14 @@ def _open(path: str, stack: contextlib.ExitStack, backend: str | None = None) ->
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` (port 0: a free one), so a busy port fails before the model loads."""
+    """A socket bound to ``host:port`` (port 0: a free one), so a busy port fails before the model loads.
+
+    It is made with TCP as its protocol: asyncio turns Nagle's algorithm off only on connections of such a socket,
+    and with it on, each answer on a kept-alive connection waits for the client's delayed ACK.
+    """
     try:
-        sock = socket.socket(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0], socket.SOCK_STREAM)
+        family, kind, protocol = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][:3]
+        sock = socket.socket(family, kind, protocol or socket.IPPROTO_TCP)
     except OSError as e:
         raise fail(ConfigError, f"--host {host}", "an address to listen on", str(e)) from None
     try:

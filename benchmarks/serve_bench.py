@@ -1,0 +1,284 @@
+"""Serving speed: the exports (SavedModel, ONNX, OpenVINO, float32 and int8) against bert4keras and the Keras model.
+
+Texts in, predictions out, for each variant in a worker process of its own (so its peak RSS is its own):
+- ``bert4keras``: bert4keras 0.11.5 on tf-keras, its ``Tokenizer.encode``, ``sequence_padding`` and
+  ``model.predict`` per batch, as its examples serve (a BERT with a Dense softmax on ``[CLS]``);
+- ``keras``: kerasbert's Keras model of the run, the way ``kerasbert.predict`` runs it;
+- ``saved_model``, ``onnx``, ``onnx-int8``, ``openvino``, ``openvino-int8``: ``kerasbert export`` of the same run,
+  through `kerasbert.serving.exported.open_export` (what ``kerasbert predict --model`` and the server use).
+Every variant gets the same batches of the same generated texts (lengths drawn like real sentences, 10-126
+word pieces, median about 40), each batch padded to its longest text. The workers run the whole set in turn,
+one pass each a round, in an order that reverses every round; a ratio is the median of the rounds' paired
+ratios, with its 95 % interval (`bench.median_interval`).
+
+``serve_load.py`` measures the HTTP server on the exports this script writes (``--keep``).
+
+Usage:
+    python benchmarks/serve_bench.py                 # BERT-base shape, 10 rounds: RESULTS.md, serve-cpu
+    python benchmarks/serve_bench.py --quick         # tiny config, 3 rounds: checks that every worker runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for path in (ROOT, HERE):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from bench import cpu_text, median_interval  # noqa: E402
+
+from benchmarks.results import write_section  # noqa: E402
+
+EXPORTS = {"saved_model": ("saved_model", False), "onnx": ("onnx", False), "onnx-int8": ("onnx", True),
+           "openvino": ("openvino", False), "openvino-int8": ("openvino", True)}
+VARIANTS = ["bert4keras", "keras", *EXPORTS]
+BASE = {"vocab_size": 21128, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+        "intermediate_size": 3072, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512, "type_vocab_size": 2,
+        "initializer_range": 0.02}
+TINY = {**BASE, "vocab_size": 2000, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "intermediate_size": 64, "max_position_embeddings": 128}
+MAXLEN = 128
+INT8_FLAGS = ("avx2", "avx512_vnni", "avx_vnni", "amx_int8")
+
+
+def texts(n: int, vocab_size: int, seed: int = 0) -> list[str]:
+    """``n`` texts of CJK characters (one word piece each), lengths log-normal around 40, 10 to 126."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lengths = np.clip(rng.lognormal(np.log(40), 0.5, n).astype(int), 10, MAXLEN - 2)
+    chars = min(vocab_size - 5, 20000)
+    return ["".join(chr(0x4E00 + int(c)) for c in rng.integers(0, chars, length)) for length in lengths]
+
+
+def prepare(folder: str, cfg: dict, names: list[str]) -> dict:
+    """A run of the model shape with random weights (every matrix its own draw) and its exports."""
+    import numpy as np
+
+    from bench import synthetic_text_data
+    from kerasbert import train
+    from kerasbert.finetune.runs import Run
+    from kerasbert.serving.export import export
+
+    vocab, data = synthetic_text_data(folder, cfg["vocab_size"], rows=64, chars=60)
+    config = os.path.join(folder, "bert_config.json")
+    with open(config, "w") as f:
+        json.dump(cfg, f)
+    run = os.path.join(folder, "run")
+    train("cls", data, run, config=config, vocab=vocab, batch_size=8, epochs=1, max_steps=1, maxlen=MAXLEN, verbose=0)
+    model, rng = Run(run).load_model(), np.random.default_rng(0)
+    for weight in model.weights:
+        if len(weight.shape) >= 2:
+            weight.assign(rng.normal(0, cfg["initializer_range"], weight.shape).astype("float32"))
+    Run(run).save_model(model)
+    job = {"run": run, "config": config, "vocab": vocab, "exports": {}, "export_s": {}}
+    for name in names:
+        if name in EXPORTS:
+            start = time.perf_counter()
+            export(run, os.path.join(folder, name), EXPORTS[name][0], int8=EXPORTS[name][1])
+            job["exports"][name], job["export_s"][name] = os.path.join(folder, name), time.perf_counter() - start
+    return job
+
+
+# ------------------------------------------------------------------------------------------- workers
+def peak_rss_mb(pid: int | str = "self") -> float:
+    """A process's peak resident memory (VmHWM; unlike getrusage's, not inherited across exec), in MB."""
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
+
+
+def _bert4keras_predict(job: dict):
+    from bert4keras.backend import keras
+    from bert4keras.models import build_transformer_model
+    from bert4keras.snippets import sequence_padding
+    from bert4keras.tokenizers import Tokenizer
+
+    bert = build_transformer_model(job["config"])
+    first = keras.layers.Lambda(lambda x: x[:, 0])(bert.output)
+    model = keras.models.Model(bert.input, keras.layers.Dense(2, activation="softmax")(first))
+    tokenizer = Tokenizer(job["vocab"], do_lower_case=True)
+
+    def predict(batch: list[str]) -> list[int]:
+        ids, segments = zip(*(tokenizer.encode(text, maxlen=MAXLEN) for text in batch))
+        return model.predict([sequence_padding(ids), sequence_padding(segments)], verbose=0).argmax(-1).tolist()
+
+    return predict
+
+
+def _keras_predict(job: dict):
+    from kerasbert.finetune.training import load_run
+
+    _, args, the_task, tokenizer, labels, model = load_run(job["run"])
+
+    def predict(batch: list[str]) -> list[str]:
+        examples = the_task.examples_of_texts(tokenizer, [{"text": text} for text in batch])
+        features = the_task.encode(tokenizer, examples, None, MAXLEN, "input")
+        return [row["label"] for row in the_task.predict(model, features, examples, labels, len(batch))]
+
+    return predict
+
+
+def _export_predict(job: dict, name: str):
+    from kerasbert.serving.exported import open_export
+
+    served = open_export(job["exports"][name])
+    return lambda batch: [row["label"] for row in served.predict([{"text": text} for text in batch], len(batch))]
+
+
+def worker_main(name: str, job_path: str) -> None:
+    """Build the variant, run one warm-up pass, then one pass of every batch per ``go`` line on stdin."""
+    with open(job_path) as f:
+        job = json.load(f)
+    predict = (_bert4keras_predict(job) if name == "bert4keras" else _keras_predict(job) if name == "keras"
+               else _export_predict(job, name))
+    batches = [job["texts"][i:i + job["batch"]] for i in range(0, len(job["texts"]), job["batch"])]
+    labels = [label for batch in batches for label in predict(batch)]  # warm-up: every batch shape once
+    print("READY", flush=True)
+    for line in sys.stdin:
+        if line.strip() != "go":
+            break
+        start = time.perf_counter()
+        for batch in batches:
+            predict(batch)
+        print(f"DONE {time.perf_counter() - start}", flush=True)
+    print("RESULT " + json.dumps({"rss_mb": peak_rss_mb(), "predicted": len(labels),
+                                  "tensorflow": "tensorflow" in sys.modules}), flush=True)
+
+
+class Worker:
+    """A variant's process: ``ready()`` waits for its warm-up, ``step()`` times one pass, ``result()`` ends it."""
+
+    def __init__(self, name: str, job_path: str):
+        self.name, self.log = name, tempfile.TemporaryFile("w+")
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        if name == "bert4keras":
+            env.update(TF_KERAS="1", TF_USE_LEGACY_KERAS="1")
+        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", name, "--job",
+                                         job_path], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.log, text=True)
+
+    def _read(self, prefix: str) -> str:
+        for line in self.process.stdout:
+            if line.startswith(prefix):
+                return line[len(prefix):].strip()
+        self.process.wait()
+        self.log.seek(0)
+        raise RuntimeError(f"worker {self.name} failed with exit {self.process.returncode}:\n{self.log.read()[-3000:]}")
+
+    def ready(self) -> Worker:
+        self._read("READY")
+        return self
+
+    def step(self) -> float:
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+        return float(self._read("DONE "))
+
+    def result(self) -> dict:
+        self.process.stdin.write("stop\n")
+        self.process.stdin.flush()
+        result = json.loads(self._read("RESULT "))
+        self.process.wait()
+        return result
+
+
+# ------------------------------------------------------------------------------------------- report
+def int8_instructions() -> str:
+    """The CPU's instructions int8 matrix products use, from /proc/cpuinfo."""
+    from kerasbert.perf.onednn import cpu_flags
+
+    found = [flag for flag in INT8_FLAGS if flag in cpu_flags()]
+    return ", ".join(found) or "none of " + ", ".join(INT8_FLAGS)
+
+
+def summarize(times: dict, results: dict, job: dict, args) -> tuple[str, dict]:
+    """The markdown table and the figures the targets are read from."""
+    n = len(job["texts"])
+    rows = ["| variant | sentences/s (median) | × bert4keras (95 % interval) | peak RSS | TensorFlow loaded | export time |",
+            "|---|---|---|---|---|---|"]
+    figures = {}
+    for name, seconds in times.items():
+        ratios = [b / s for b, s in zip(times["bert4keras"], seconds, strict=True)] if "bert4keras" in times else []
+        ratio = statistics.median(ratios) if ratios else None
+        interval = median_interval(ratios) if ratios else None
+        figures[name] = {"per_s": n / statistics.median(seconds), "ratio": ratio, "rss_mb": results[name]["rss_mb"]}
+        shown = "—" if ratio is None else f"{ratio:.2f}" + (f" ({interval[0]:.2f}–{interval[1]:.2f})" if interval else "")
+        export_s = job["export_s"].get(name)
+        rows.append(f"| {name} | {figures[name]['per_s']:.1f} | {shown} | {results[name]['rss_mb'] / 1024:.2f} GB | "
+                    f"{'yes' if results[name]['tensorflow'] else 'no'} | "
+                    + (f"{export_s:.0f} s |" if export_s is not None else "— |"))
+    return "\n".join(rows), figures
+
+
+def targets(figures: dict) -> list[str]:
+    """The target lines: fp32 export ≥ 1.3 ×, int8 ≥ 2.5 × bert4keras."""
+    lines = []
+    for names, goal in ((("saved_model", "onnx", "openvino"), 1.3), (("onnx-int8", "openvino-int8"), 2.5)):
+        present = [name for name in names if figures.get(name, {}).get("ratio") is not None]
+        if present:
+            best = max(present, key=lambda name: figures[name]["ratio"])
+            verdict = "met" if figures[best]["ratio"] >= goal else "missed"
+            lines.append(f"- {'int8' if goal > 2 else 'float32'} export ≥ {goal} × bert4keras: **{verdict}**, best "
+                         f"{best} at {figures[best]['ratio']:.2f} ×")
+    return lines
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny config, 64 texts, 3 rounds")
+    parser.add_argument("--rounds", type=int, default=None, help="timed passes per variant (default 10; quick 3)")
+    parser.add_argument("--texts", type=int, default=None, help="texts per pass (default 256; quick 64)")
+    parser.add_argument("--batch", type=int, default=32, help="texts per batch (default 32)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of " + ", ".join(VARIANTS))
+    parser.add_argument("--keep", help="a folder to keep the run and the exports in (for serve_load.py)")
+    parser.add_argument("--results", default=None, help="the markdown file to write (default RESULTS.md)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--job", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker_main(args.worker, args.job)
+    names = args.variants.split(",")
+    unknown = sorted(set(names) - set(VARIANTS))
+    if unknown:
+        parser.error(f"--variants: unknown {unknown}; expected some of {VARIANTS}")
+    rounds, n = args.rounds or (3 if args.quick else 10), args.texts or (64 if args.quick else 256)
+    folder = args.keep or tempfile.mkdtemp(prefix="serve-bench-")
+    os.makedirs(folder, exist_ok=True)
+    cfg = TINY if args.quick else BASE
+    job = prepare(folder, cfg, names)
+    job.update(texts=texts(n, cfg["vocab_size"]), batch=args.batch)
+    job_path = os.path.join(folder, "job.json")
+    with open(job_path, "w") as f:
+        json.dump(job, f)
+    workers = {name: Worker(name, job_path) for name in names}
+    for worker in workers.values():
+        worker.ready()
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            times[name].append(workers[name].step())
+    results = {name: worker.result() for name, worker in workers.items()}
+    table, figures = summarize(times, results, job, args)
+    text = "\n".join([f"## Serving speed{' (quick)' if args.quick else ''}", "",
+                      f"{cpu_text()}; int8 instructions: {int8_instructions()}; {os.cpu_count()} cores. "
+                      f"{'Tiny config' if args.quick else 'BERT-base shape'} classifier, random weights, {n} texts "
+                      f"a pass in batches of {args.batch}, {rounds} rounds.", "", table, "", *targets(figures)])
+    write_section("serve-quick" if args.quick else "serve-cpu", text, **({"path": args.results} if args.results else {}))
+    with open(os.path.join(folder, "serve_bench.json"), "w") as f:
+        json.dump({"figures": figures, "times": times, "job": job_path}, f, indent=1)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
