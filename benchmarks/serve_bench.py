@@ -65,8 +65,8 @@ def texts(n: int, vocab_size: int, seed: int = 0) -> list[str]:
 def prepare(folder: str, cfg: dict, names: list[str]) -> dict:
     """A run of the model shape with random weights (every matrix its own draw) and its exports."""
     import numpy as np
-
     from bench import synthetic_text_data
+
     from kerasbert import train
     from kerasbert.finetune.runs import Run
     from kerasbert.serving.export import export
@@ -110,7 +110,7 @@ def _bert4keras_predict(job: dict):
     tokenizer = Tokenizer(job["vocab"], do_lower_case=True)
 
     def predict(batch: list[str]) -> list[int]:
-        ids, segments = zip(*(tokenizer.encode(text, maxlen=MAXLEN) for text in batch))
+        ids, segments = zip(*(tokenizer.encode(text, maxlen=MAXLEN) for text in batch), strict=True)
         return model.predict([sequence_padding(ids), sequence_padding(segments)], verbose=0).argmax(-1).tolist()
 
     return predict
@@ -205,15 +205,17 @@ def int8_instructions() -> str:
 def summarize(times: dict, results: dict, job: dict, args) -> tuple[str, dict]:
     """The markdown table and the figures the targets are read from."""
     n = len(job["texts"])
-    rows = ["| variant | sentences/s (median) | × bert4keras (95 % interval) | peak RSS | TensorFlow loaded | export time |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| variant | sentences/s (median) | × bert4keras (95 % interval) | peak RSS | TensorFlow loaded "
+            "| export time |", "|---|---|---|---|---|---|"]
     figures = {}
     for name, seconds in times.items():
         ratios = [b / s for b, s in zip(times["bert4keras"], seconds, strict=True)] if "bert4keras" in times else []
         ratio = statistics.median(ratios) if ratios else None
         interval = median_interval(ratios) if ratios else None
-        figures[name] = {"per_s": n / statistics.median(seconds), "ratio": ratio, "rss_mb": results[name]["rss_mb"]}
-        shown = "—" if ratio is None else f"{ratio:.2f}" + (f" ({interval[0]:.2f}–{interval[1]:.2f})" if interval else "")
+        figures[name] = {"per_s": n / statistics.median(seconds), "ratio": ratio,
+                         "rss_mb": results[name]["rss_mb"]}
+        shown = "—" if ratio is None else f"{ratio:.2f}"
+        shown += f" ({interval[0]:.2f}–{interval[1]:.2f})" if interval else ""
         export_s = job["export_s"].get(name)
         rows.append(f"| {name} | {figures[name]['per_s']:.1f} | {shown} | {results[name]['rss_mb'] / 1024:.2f} GB | "
                     f"{'yes' if results[name]['tensorflow'] else 'no'} | "
@@ -274,7 +276,8 @@ def main(argv=None) -> None:
                       f"{cpu_text()}; int8 instructions: {int8_instructions()}; {os.cpu_count()} cores. "
                       f"{'Tiny config' if args.quick else 'BERT-base shape'} classifier, random weights, {n} texts "
                       f"a pass in batches of {args.batch}, {rounds} rounds.", "", table, "", *targets(figures)])
-    write_section("serve-quick" if args.quick else "serve-cpu", text, **({"path": args.results} if args.results else {}))
+    write_section("serve-quick" if args.quick else "serve-cpu", text,
+                  **({"path": args.results} if args.results else {}))
     with open(os.path.join(folder, "serve_bench.json"), "w") as f:
         json.dump({"figures": figures, "times": times, "job": job_path}, f, indent=1)
     print(text)

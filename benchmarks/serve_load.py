@@ -175,19 +175,21 @@ def measure(export: str, texts: list[str], args, load: bool) -> dict:
 
 
 def report(figures: dict, offline: dict, args) -> str:
-    rows = ["| export | p50 / p99 at 1 client | served at {0} clients | direct, {0} threads | served / direct | "
-            "served / batched offline | server peak RSS |".format(args.clients), "|---|---|---|---|---|---|---|"]
+    rows = [f"| export | p50 / p99 at 1 client | served at {args.clients} clients | direct, {args.clients} threads "
+            "| served / direct | served / batched offline | server peak RSS |", "|---|---|---|---|---|---|---|"]
     for name, f in figures.items():
         batched = offline.get(name, {}).get("per_s")
         rows.append(f"| {name} | {f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms | {f['served_per_s']:.1f}/s "
-                    f"({f['errors']} errors) | {f['direct_per_s']:.1f}/s | {f['served_per_s'] / f['direct_per_s']:.2f} | "
+                    f"({f['errors']} errors) | {f['direct_per_s']:.1f}/s | "
+                    f"{f['served_per_s'] / f['direct_per_s']:.2f} | "
                     + (f"{f['served_per_s'] / batched:.2f}" if batched else "—") + f" | {f['rss_mb'] / 1024:.2f} GB |")
     lines = ["", *rows, ""]
     for name, f in figures.items():
         lines.append(f"- {name}: served ≥ 85 % of direct at {args.clients} clients: "
                      f"**{'met' if f['served_per_s'] >= 0.85 * f['direct_per_s'] else 'missed'}** "
                      f"({f['served_per_s'] / f['direct_per_s']:.2f} ×); p99 ≤ 1.5 × p50 at one client: "
-                     f"**{'met' if f['p99_ms'] <= 1.5 * f['p50_ms'] else 'missed'}** ({f['p99_ms'] / f['p50_ms']:.2f} ×)")
+                     f"**{'met' if f['p99_ms'] <= 1.5 * f['p50_ms'] else 'missed'}** "
+                     f"({f['p99_ms'] / f['p50_ms']:.2f} ×)")
     int8 = [name for name in figures if name.endswith("-int8")]
     if int8 and "saved_model" in figures:
         ratio = figures[int8[0]]["rss_mb"] / figures["saved_model"]["rss_mb"]
