@@ -38,9 +38,6 @@ KERAS3_EDITS = [
     "kerasbert returns the keras.Model (use it for `bert.model`) and takes no return_keras_model; "
     "drop `kernel_initializer=bert.initializer` or pass `keras.initializers.TruncatedNormal(stddev=0.02)`",
     "`K.learning_phase()` / `K.set_learning_phase`: gone in Keras 3; pass `training=` to the layer call",
-    "`model.fit(gen.forfit(), ...)` on batches padded to their own longest row: on the TensorFlow backend Keras 3 "
-    "fixes every length the first two batches share and raises TypeError on a later batch of another length; pad "
-    "to one length (`sequence_padding(..., length=maxlen)`; with seq_dims=3, `length=[heads, maxlen, maxlen]`)",
     "a metric function of its own (`global_pointer_f1_score`): Keras 3 passes it `y_true` in the data's dtype "
     "(float64 from `np.zeros`), tf-keras cast it to floatx first: `y_true = K.cast(y_true, K.floatx())` in it",
     "`train_on_batch` with metrics returns `[loss, metric...]` in both; `model.predict(x)` prints a progress "

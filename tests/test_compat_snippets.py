@@ -73,8 +73,20 @@ class Batches(DataGenerator):
         for is_end, item in self.sample(random):
             batch.append(item)
             if len(batch) == self.batch_size or is_end:
-                yield batch
+                yield self.batch_of(batch)
                 batch = []
+
+    @staticmethod
+    def batch_of(items: list) -> list:
+        return items
+
+
+class ArrayBatches(Batches):
+    """Batches as arrays, as `forfit`'s callers hand them to ``fit``."""
+
+    @staticmethod
+    def batch_of(items: list) -> np.ndarray:
+        return np.asarray(items)
 
 
 @pytest.fixture(scope="module")
@@ -118,9 +130,13 @@ def test_data_generator_order_equals_bert4keras(theirs, case):
     spec = GENERATORS[case]
     np.random.seed(spec["seed"])
     data = list(range(spec["n"])) if spec["sized"] else iter(range(spec["n"]))
-    gen = Batches(data, spec["batch_size"], spec["buffer_size"])
-    batches = gen.forfit(spec["random"]) if spec["forfit"] else gen.__iter__(spec["random"])
-    assert list(itertools.islice(batches, spec["forfit"] or None)) == theirs["generators"][case]["batches"]
+    gen = (ArrayBatches if spec["forfit"] else Batches)(data, spec["batch_size"], spec["buffer_size"])
+    if spec["forfit"]:  # a tf.data.Dataset of the arrays
+        batches = [batch.numpy().tolist() for batch in itertools.islice(iter(gen.forfit(spec["random"])),
+                                                                         spec["forfit"])]
+    else:
+        batches = list(gen.__iter__(spec["random"]))
+    assert batches == theirs["generators"][case]["batches"]
     if spec["sized"]:
         assert len(gen) == theirs["generators"][case]["len"]
 
@@ -132,6 +148,29 @@ def test_data_generator_edges():
         len(DataGenerator(x for x in range(3)))
     assert list(Batches([], 2).sample()) == []
     assert DataGenerator([1], batch_size=4).buffer_size == 4000
+
+
+def test_forfit_batches_of_their_own_length_fit_and_predict():
+    """Each batch padded to its own longest row, the first two of one length: Keras 3 fits and predicts them all."""
+    import keras
+
+    class Padded(DataGenerator):
+        def __iter__(self, random=False):
+            for start in range(0, len(self.data), self.batch_size):
+                rows = self.data[start:start + self.batch_size]
+                yield sequence_padding(rows), np.array([len(row) % 2 for row in rows])
+
+    rows = [[1] * n for n in (5, 5, 5, 5, 3, 2, 7, 4)]  # batches of 2: lengths 5, 5, 3, 7
+    gen = Padded(rows, batch_size=2)
+    inputs = keras.Input((None,))
+    model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(keras.layers.GlobalAveragePooling1D()(
+        keras.layers.Embedding(8, 4)(inputs))))
+    model.compile("adam", "sparse_categorical_crossentropy")
+    history = model.fit(gen.forfit(random=False), steps_per_epoch=len(gen), epochs=2, verbose=0)
+    assert len(history.history["loss"]) == 2
+    assert model.predict(gen.fortest(), steps=len(gen), verbose=0).shape == (8, 2)
+    first = next(iter(gen.forfit(random=False)))
+    assert first[0].shape == (2, 5) and first[1].numpy().tolist() == [1, 1]
 
 
 def test_to_dataset_batches_and_names():

@@ -9,6 +9,7 @@ shadows the builtin.
 from __future__ import annotations
 
 import builtins
+import itertools
 import json
 import os
 
@@ -221,22 +222,31 @@ class DataGenerator:
     def __iter__(self, random=False):
         raise NotImplementedError("DataGenerator subclasses define __iter__(self, random=False)")
 
-    def forfit(self, random=True):
-        """Batches forever, for ``model.fit(gen.forfit(), steps_per_epoch=len(gen))``.
-
-        A batch whose inputs are a list (``[token_ids, segment_ids], labels``, as bert4keras's examples yield)
-        comes out with them as a tuple: Keras 3's ``fit`` reads a generator's structure and refuses lists.
-        """
+    def _forever(self, random, inputs_only=False):
+        """Batches forever; a batch whose inputs are a list comes out with them as a tuple (Keras 3's ``fit``
+        reads a generator's structure and refuses lists)."""
         while True:
             for batch in self.__iter__(random):
-                yield (tuple(batch[0]), *batch[1:]) if isinstance(batch, tuple | list) and isinstance(
-                    batch[0], list) else batch
+                if inputs_only:
+                    yield batch[0]
+                elif isinstance(batch, tuple | list) and isinstance(batch[0], list):
+                    yield (tuple(batch[0]), *batch[1:])
+                else:
+                    yield batch
+
+    def forfit(self, random=True):
+        """Batches forever, for ``model.fit(gen.forfit(), steps_per_epoch=len(gen))``: a ``tf.data.Dataset``.
+
+        Each batch may be padded to its own length, as bert4keras's examples pad: every dimension but those of
+        1 in the first batch is left open (given a plain generator, Keras 3's ``fit`` fixes the lengths its
+        first two batches share and fails on a later batch of another length). Iterated directly, it gives
+        tensors.
+        """
+        return _open_dataset(lambda: self._forever(random))
 
     def fortest(self, random=False):
-        """Inputs only (each batch's first element), forever."""
-        while True:
-            for batch in self.__iter__(random):
-                yield batch[0]
+        """Inputs only (each batch's first element), forever, as `forfit` gives them: for ``model.predict``."""
+        return _open_dataset(lambda: self._forever(random, inputs_only=True))
 
     def to_dataset(self, types, shapes, names=None, padded_batch=False):
         """`forfit` as a batched ``tf.data.Dataset``; with ``names`` (a str, a list of str, or one list per
@@ -260,8 +270,32 @@ class DataGenerator:
             return tf.TensorSpec(shape, dtype)
 
         signature = spec(types, shapes)
-        dataset = tf.data.Dataset.from_generator(lambda: (wrap(d) for d in self.forfit()), output_signature=signature)
+        dataset = tf.data.Dataset.from_generator(lambda: (wrap(d) for d in self._forever(True)),
+                                                 output_signature=signature)
         return dataset.padded_batch(self.batch_size, shapes) if padded_batch else dataset.batch(self.batch_size)
+
+
+def _open_dataset(batches):
+    """A ``tf.data.Dataset`` of what ``batches()`` yields, each dimension of each element but those of 1 left open."""
+    import tensorflow as tf
+
+    first_batches = batches()
+    first = next(first_batches)
+    def spec(x):  # a dimension of 1 stays (a label column that losses squeeze), as does the rank
+        shape = np.shape(x)
+        return tf.TensorSpec([None] * min(len(shape), 1) + [1 if d == 1 else None for d in shape[1:]],
+                             tf.as_dtype(np.asarray(x).dtype))
+
+    signature = tf.nest.map_structure(spec, first)
+    started = []
+
+    def generate():
+        if started:  # the dataset iterated again: a new pass of the data
+            return batches()
+        started.append(True)
+        return itertools.chain([first], first_batches)
+
+    return tf.data.Dataset.from_generator(generate, output_signature=signature)
 
 
 def _namer(names):
