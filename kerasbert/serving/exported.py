@@ -77,7 +77,7 @@ def _open_portable(path: str, info: dict) -> PortableExport:
     """An OpenVINO or ONNX export, its model file and vocabulary checked before loading."""
     for name in (MODEL_FILES[info["format"]], "vocab.txt"):
         if not os.path.isfile(os.path.join(path, name)):
-            raise fail(ConfigError, path, f"a {info['format']} export with {name}", "no such file",
+            raise fail(ConfigError, path, f"an {info['format']} export with {name}", "no such file",
                        "export the run again")
     with open(os.path.join(path, "vocab.txt"), "rb") as f:
         checksum = hashlib.sha256(f.read()).hexdigest()
