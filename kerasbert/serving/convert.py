@@ -1,9 +1,8 @@
 """Write a Keras model as ONNX or OpenVINO files, in float32 or int8.
 
 The model written is the task's head model on ``(token_ids, segment_ids)`` (a CRF head gives its emission
-scores; `kerasbert.serving.runtime` decodes them). ONNX comes from tf2onnx on the model's ``tf.function``;
-OpenVINO converts that ONNX file (converting the SavedModel directly gives NaN where attention masks hold
-``-inf``). Int8:
+scores; `kerasbert.serving.runtime` decodes them). ONNX comes from tf2onnx, OpenVINO from its own converter,
+each on the model's ``tf.function``. Int8:
 
 - ONNX: onnxruntime's dynamic quantization, int8 weights of every MatMul, activations quantized per call;
 - OpenVINO: NNCF's post-training quantization for transformers, calibrated on up to ``CALIBRATION`` examples of
@@ -38,6 +37,16 @@ def _require(module: str, what: str):
                    'pip install "kerasbert[serve]"') from None
 
 
+def _function(model):
+    """The model's ``tf.function`` on int32 ``token_ids``, ``segment_ids`` of any batch size and length."""
+    import tensorflow as tf
+
+    spec = [tf.TensorSpec([None, None], tf.int32, name="token_ids"),
+            tf.TensorSpec([None, None], tf.int32, name="segment_ids")]
+    return tf.function(lambda ids, segments: {"output": model([ids, segments], training=False)},
+                       input_signature=spec), spec
+
+
 def _erfc(ctx, node, name, args) -> None:
     """tf2onnx handler for TensorFlow's ``Erfc`` (exact GELU), which ONNX lacks: ``1 - Erf(x)``."""
     from tf2onnx import utils
@@ -46,6 +55,32 @@ def _erfc(ctx, node, name, args) -> None:
     one = ctx.make_const(utils.make_name(f"{node.name}_one"), np.array(1, np.float32))
     node.type = "Sub"
     ctx.replace_inputs(node, [one.output[0], erf.output[0]])
+
+
+def _tf2onnx(function, path: str) -> None:
+    """tf2onnx's conversion of ``function`` into ``path``, step by step: its graph optimizers run one at a time
+    with a garbage collection after each, since they leave the model's constants in reference cycles that
+    Python's collector reaches late (a BERT-base conversion would hold several copies of its weights)."""
+    import gc
+
+    import tensorflow as tf
+    from tf2onnx import optimizer, tf_loader, tfonnx, utils
+
+    concrete = function.get_concrete_function()
+    inputs = [tensor.name for tensor in concrete.inputs if tensor.dtype != tf.resource]
+    outputs = [tensor.name for tensor in concrete.outputs]
+    graph_def = tf_loader.from_function(concrete, inputs, outputs)
+    with tf.Graph().as_default() as tf_graph:
+        tf.import_graph_def(graph_def, name="")
+    del graph_def
+    graph = tfonnx.process_tf_graph(tf_graph, opset=OPSET, input_names=inputs, output_names=outputs,
+                                    custom_op_handlers={"Erfc": (_erfc, [])})
+    del tf_graph
+    for _ in range(2):  # tf2onnx repeats its optimizers until nothing changes; two rounds reach that here
+        for name, step in optimizer._get_optimizers().items():
+            graph = optimizer.optimize_graph(graph, optimizers={name: step})
+            gc.collect()
+    utils.save_protobuf(path, graph.make_model("kerasbert"))
 
 
 def to_onnx(model, path: str, int8: bool = False) -> None:
@@ -59,16 +94,9 @@ def to_onnx(model, path: str, int8: bool = False) -> None:
     >>> os.path.getsize(path) > 0
     True
     """
-    import tensorflow as tf
-
-    tf2onnx = _require("tf2onnx", "to write ONNX")
-    spec = [tf.TensorSpec([None, None], tf.int32, name="token_ids"),
-            tf.TensorSpec([None, None], tf.int32, name="segment_ids")]
-    function = tf.function(lambda ids, segments: {"output": model([ids, segments], training=False)},
-                           input_signature=spec)
+    _require("tf2onnx", "to write ONNX")
     target = path + ".fp32" if int8 else path
-    tf2onnx.convert.from_function(function, input_signature=spec, opset=OPSET, output_path=target,
-                                  custom_op_handlers={"Erfc": (_erfc, [])})
+    _tf2onnx(_function(model)[0], target)
     if int8:
         quantization = _require("onnxruntime.quantization", "to quantize ONNX to int8")
         quantization.quantize_dynamic(target, path, weight_type=quantization.QuantType.QInt8)
@@ -84,10 +112,7 @@ def to_openvino(model, path: str, calibration: Sequence[tuple[np.ndarray, np.nda
         calibration: sequence of ``(token_ids, segment_ids)``, each ``[1, length]``, or None for float32.
     """
     openvino = _require("openvino", "to write OpenVINO")
-    onnx_path = os.path.splitext(path)[0] + ".onnx"
-    to_onnx(model, onnx_path)
-    converted = openvino.convert_model(onnx_path)
-    os.remove(onnx_path)
+    converted = openvino.convert_model(_function(model)[0].get_concrete_function())
     if calibration is not None:
         nncf = _require("nncf", "to quantize OpenVINO to int8")
         logger.info("quantizing to int8 on %d calibration examples", len(calibration))
