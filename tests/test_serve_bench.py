@@ -1,0 +1,62 @@
+"""The serving benchmarks in --quick mode (tiny config): every variant and export runs, the server is measured and
+load-tested, and each script writes its own section of the results file."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+from serve_bench import VARIANTS, texts  # noqa: E402
+from serve_load import same_answer  # noqa: E402
+
+
+def test_texts_are_drawn_like_sentences():
+    drawn = texts(400, 2000)
+    lengths = sorted(len(text) for text in drawn)
+    assert min(lengths) >= 10 and max(lengths) <= 126
+    assert 30 <= lengths[len(lengths) // 2] <= 50
+    assert drawn == texts(400, 2000) and drawn != texts(400, 2000, seed=1)
+    assert all(0x4E00 <= ord(c) < 0x4E00 + 1995 for text in drawn for c in text)
+
+
+def test_same_answer_compares_labels_exactly_and_probabilities_within_1e_4():
+    a = {"label": "pos", "probabilities": {"neg": 0.25, "pos": 0.75}}
+    assert same_answer(a, {"label": "pos", "probabilities": {"neg": 0.25005, "pos": 0.74995}})
+    assert not same_answer(a, {"label": "neg", "probabilities": {"neg": 0.25, "pos": 0.75}})
+    assert not same_answer(a, {"label": "pos", "probabilities": {"neg": 0.2502, "pos": 0.7498}})
+    entities = {"entities": [{"start": 0, "end": 2, "label": "PER", "text": "张伟"}]}
+    assert same_answer(entities, entities) and not same_answer(entities, {"entities": []})
+
+
+def test_quick_serving_benchmarks_run_every_variant_and_write_their_sections(tmp_path):
+    results, keep = tmp_path / "RESULTS.md", tmp_path / "serve"
+    results.write_text("# results\n\n<!-- other -->\nkept\n<!-- /other -->\n")
+    for script, extra in (("serve_bench.py", ["--keep", str(keep)]), ("serve_load.py", [str(keep)])):
+        done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), "--quick", "--results",
+                               str(results), *extra], capture_output=True, text=True, cwd=ROOT, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+    text = results.read_text()
+    assert "<!-- other -->\nkept\n<!-- /other -->" in text
+    assert "<!-- serve-quick -->" in text and "<!-- serve-load-quick -->" in text
+    rows = dict(re.findall(r"^\| ([\w-]+) \| ([\d.]+) \| [\d.]+.*? GB \| (?:yes|no) \|", text, re.M))
+    assert set(rows) == set(VARIANTS) and all(float(value) > 0 for value in rows.values())
+    tensorflow = dict(re.findall(r"^\| ([\w-]+) \| [\d.]+ \| .*? GB \| (yes|no) \|", text, re.M))
+    assert {name for name, loaded in tensorflow.items() if loaded == "no"} == {"onnx", "onnx-int8", "openvino",
+                                                                               "openvino-int8"}
+    assert re.search(r"int8 instructions: ", text)
+    served = re.findall(r"^\| ([\w-]+) \| [\d.]+ / [\d.]+ ms \| ([\d.]+)/s \((\d+) errors\)", text, re.M)
+    assert {name for name, _, _ in served} == {"openvino-int8", "openvino", "onnx-int8", "saved_model"}
+    assert all(float(per_s) > 0 and errors == "0" for _, per_s, errors in served)
+    load = re.search(r"load test on openvino-int8, 8 clients for 3 s: \*\*\w+\*\*: (\d+) requests, (\d+) answered, "
+                     r"(\d+) refused \(429\), (\d+) failed, (\d+) answers unlike", text)
+    assert load and int(load.group(1)) > 0 and load.group(4) == "0" and load.group(5) == "0"
+    assert int(load.group(2)) + int(load.group(3)) == int(load.group(1))
