@@ -409,9 +409,16 @@ COMMANDS: dict[str, Command] = {
 
 
 # ------------------------------------------------------------------------------------------- entry point
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr and exit status 2, as kerasbert's errors."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``kerasbert`` parser with one subparser per entry of ``COMMANDS``."""
-    parser = argparse.ArgumentParser(prog="kerasbert", description="BERT in Keras 3 the bert4keras way.")
+    parser = OneLineParser(prog="kerasbert", description="BERT in Keras 3 the bert4keras way.")
     parser.add_argument("--debug", action="store_true", help="show the full traceback on errors")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():

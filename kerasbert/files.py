@@ -1,9 +1,12 @@
-"""Atomic writes: a file appears whole under its name, or not at all.
+"""Atomic writes: a file or folder appears whole under its name, or not at all.
 
-Every file kerasbert writes goes through `atomic_path`: the content is written to a temporary name in
-the same folder, then renamed over the target (a rename within one file system is atomic), and the
-temporary file is removed if writing fails. A reader never sees half a file, and a run killed while
-writing leaves the previous file in place.
+Every file kerasbert writes goes through this module. `atomic_path` gives a temporary name in the same
+folder, renamed over the target (a rename within one file system is atomic) when the write succeeds and
+removed when it fails; `publish_folder` does the same for a set of files, and `replace_folder` swaps a
+whole folder in, keeping the previous one under a second name between its two renames. A reader never sees
+half a file, a failed write (a full disk) leaves the previous version in place, and its `OSError` names the
+target. Every temporary name starts with ``.tmp-``; a process killed while writing leaves such entries
+behind, and `remove_temporaries` clears them before the folder is written again.
 """
 
 from __future__ import annotations
@@ -14,7 +17,38 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 
-__all__ = ["atomic_path", "publish_folder", "write_text"]
+__all__ = ["TEMPORARY", "atomic_path", "copy_file", "publish_folder", "remove_temporaries", "replace_folder",
+           "write_text"]
+
+TEMPORARY = ".tmp-"  # the prefix of every temporary file and folder
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def _named(error: OSError, path: str) -> OSError:
+    """``error`` again with ``path`` as its file name (the target, not the temporary the writer had open)."""
+    if error.filename == path:
+        return error
+    if error.errno is None:
+        return OSError(f"{path}: {error}")
+    return OSError(error.errno, error.strerror or str(error), path)
+
+
+def _remove(path: str) -> None:
+    """Remove a file or a folder, if there."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+@contextlib.contextmanager
+def _failing_names(path: str) -> Iterator[None]:
+    """Re-raise an `OSError` of the block with ``path`` as its file name."""
+    try:
+        yield
+    except OSError as error:
+        raise _named(error, path) from error
 
 
 @contextlib.contextmanager
@@ -22,7 +56,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """A temporary path beside ``path`` to write to; renamed to ``path`` when the block ends without error.
 
     The temporary name keeps ``path``'s name at its end (``.tmp-XXXX-model.keras``), so writers that check
-    the extension (Keras's ``model.save``) accept it.
+    the extension (Keras's ``model.save``) accept it. The file gets the mode a plain ``open`` would give it.
 
     Example:
     >>> folder = tempfile.mkdtemp()
@@ -32,16 +66,17 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     (['a.txt'], 'whole')
     """
     path = os.fspath(path)
-    handle, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-",
-                                   suffix="-" + os.path.basename(path))
-    os.close(handle)
+    with _failing_names(path):
+        handle, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=TEMPORARY,
+                                       suffix="-" + os.path.basename(path))
+        os.close(handle)
     try:
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        with _failing_names(path):
+            yield tmp
+            os.chmod(tmp, 0o666 & ~_UMASK)
+            os.replace(tmp, path)
+    finally:
+        _remove(tmp)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
@@ -60,6 +95,28 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         out.write(text)
 
 
+def copy_file(source: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Copy ``source`` to ``path`` atomically (bytes only, as `shutil.copyfile`).
+
+    Example:
+    >>> folder = tempfile.mkdtemp()
+    >>> write_text(os.path.join(folder, "a.txt"), "a")
+    >>> copy_file(os.path.join(folder, "a.txt"), os.path.join(folder, "b.txt")); sorted(os.listdir(folder))
+    ['a.txt', 'b.txt']
+    """
+    with atomic_path(path) as tmp:
+        shutil.copyfile(source, tmp)
+
+
+def _staging(folder: str) -> str:
+    """A new temporary folder beside ``folder`` (whose parent is made if needed), readable as a plain one."""
+    parent = os.path.dirname(folder)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=TEMPORARY, suffix="-" + os.path.basename(folder), dir=parent)
+    os.chmod(staging, 0o777 & ~_UMASK)
+    return staging
+
+
 @contextlib.contextmanager
 def publish_folder(folder: str | os.PathLike, last: str | None = None) -> Iterator[str]:
     """A temporary folder beside ``folder`` to write several files in; they move into ``folder`` when the block
@@ -76,15 +133,64 @@ def publish_folder(folder: str | os.PathLike, last: str | None = None) -> Iterat
     ['a.txt']
     """
     folder = os.path.abspath(os.fspath(folder))
-    parent = os.path.dirname(folder)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".kerasbert-", dir=parent)
+    with _failing_names(folder):
+        staging = _staging(folder)
     try:
-        yield staging
-        if not os.path.exists(folder):
-            os.replace(staging, folder)
-            return
-        for name in sorted(os.listdir(staging), key=lambda name: name == last):
-            os.replace(os.path.join(staging, name), os.path.join(folder, name))
+        with _failing_names(folder):
+            yield staging
+            if not os.path.exists(folder):
+                os.replace(staging, folder)
+                return
+            for name in sorted(os.listdir(staging), key=lambda name: name == last):
+                os.replace(os.path.join(staging, name), os.path.join(folder, name))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def replace_folder(folder: str | os.PathLike, old: str | os.PathLike) -> Iterator[str]:
+    """A temporary folder to write a new version of ``folder`` in; it replaces ``folder`` whole when the block
+    ends without error, and is removed if it fails.
+
+    Two renames swap it in: ``folder`` -> ``old``, then the new one -> ``folder``; ``old`` is removed after.
+    A process killed between the two leaves the previous version complete under ``old``, so a reader looks
+    for ``folder`` first, then ``old``.
+
+    Example:
+    >>> root = tempfile.mkdtemp()
+    >>> for text in ("first", "second"):
+    ...     with replace_folder(os.path.join(root, "state"), os.path.join(root, "state.old")) as staging:
+    ...         write_text(os.path.join(staging, "a.txt"), text)
+    >>> os.listdir(root), open(os.path.join(root, "state", "a.txt")).read()
+    (['state'], 'second')
+    """
+    folder, old = os.path.abspath(os.fspath(folder)), os.path.abspath(os.fspath(old))
+    with _failing_names(folder):
+        staging = _staging(folder)
+    try:
+        with _failing_names(folder):
+            yield staging
+            if os.path.isdir(folder):
+                shutil.rmtree(old, ignore_errors=True)
+                os.replace(folder, old)
+            os.replace(staging, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def remove_temporaries(folder: str | os.PathLike) -> list[str]:
+    """Remove the ``.tmp-*`` files and folders a killed writer left in ``folder``; return their names.
+
+    Call it only where no other process is writing into ``folder``.
+
+    Example:
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(folder, ".tmp-1234-model.keras"), "w").write("half")
+    >>> remove_temporaries(folder), os.listdir(folder)
+    (['.tmp-1234-model.keras'], [])
+    """
+    names = sorted(name for name in os.listdir(folder) if name.startswith(TEMPORARY))
+    for name in names:
+        _remove(os.path.join(folder, name))
+    return names

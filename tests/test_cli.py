@@ -83,7 +83,8 @@ def test_config_that_does_not_load(capsys, tmp_path):
     code, _, err = run(capsys, "summary", str(tmp_path / "missing.json"))
     assert code == 2 and err.count("\n") == 1 and "missing.json: expected a bert_config.json file" in err
     bad = tmp_path / "bad.json"
-    bad.write_text('{"vocab_size": 100, "hidden_size": 30, "num_attention_heads": 4}')
+    bad.write_text('{"vocab_size": 100, "hidden_size": 30, "num_attention_heads": 4, "num_hidden_layers": 2, '
+                   '"intermediate_size": 64}')
     code, _, err = run(capsys, "summary", str(bad))
     assert code == 2 and "num_attention_heads: expected a divisor of hidden_size 30, found 4" in err
     assert "Traceback" not in err

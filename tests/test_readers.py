@@ -43,9 +43,9 @@ def test_csv_by_name_with_pairs(tmp_path):
 
 
 def test_jsonl_default_and_custom_keys(tmp_path):
-    rows = '{"text": "好", "label": "pos"}\n{"sentence": "x", "text": "坏", "label": 0}\n'
+    rows = '{"text": "好", "label": 1}\n{"sentence": "x", "text": "坏", "label": 0}\n'
     path = write(tmp_path, "train.jsonl", rows)
-    assert [(e.text, e.label) for e in read_classification(path)] == [("好", "pos"), ("坏", "0")]
+    assert [(e.text, e.label) for e in read_classification(path)] == [("好", "1"), ("坏", "0")]
     path = write(tmp_path, "pairs.jsonl", '{"a": "x", "b": "y", "y": 1}\n')
     assert read_classification(path, text="a", text_b="b", label="y") == [ClassificationExample("x", "1", "y")]
 

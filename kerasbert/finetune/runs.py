@@ -14,8 +14,9 @@ Layout of ``kerasbert train ... --out RUN``::
     RUN/state/             resume state: every variable of the model and optimizer, epoch and step
     RUN/google/            with --export-google-checkpoint: the fine-tuned encoder, Google format
 
-Every file is written to a temporary name and renamed; the state folder is swapped in whole
-(``state.tmp`` -> ``state``), so after ``kill -9`` the folder holds the last complete state.
+Every file is written to a temporary name (``.tmp-*``) and renamed; the state folder is swapped in whole
+(``state`` -> ``state.old``, then the new one -> ``state``), so after ``kill -9`` the folder holds the last
+complete state. A resumed run first removes the temporaries a kill left.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ import io
 import json
 import os
 import shutil
+import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kerasbert.errors import ConfigError, fail
-from kerasbert.files import atomic_path, write_text
+from kerasbert.files import atomic_path, remove_temporaries, replace_folder, write_text
 from kerasbert.text.readers import LabelSet, read_text
 
 __all__ = ["Run", "State"]
@@ -47,6 +49,17 @@ class State:
     best: float | None = None
     best_epoch: int | None = None
     finished: bool = False
+
+
+def check_writable(path: str, what: str) -> None:
+    """A ConfigError unless ``path`` can be made or written: its nearest existing ancestor is a writable folder."""
+    ancestor = os.path.abspath(path)
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise fail(ConfigError, f"{what} {path}", "a path under a folder", f"{ancestor}, a file, on the way")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise fail(ConfigError, f"{what} {path}", f"a writable folder {ancestor}", "no permission to write there")
 
 
 class Run:
@@ -67,6 +80,7 @@ class Run:
         """Fail on a non-empty folder unless ``overwrite``; called before anything is written."""
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise fail(ConfigError, f"--out {self.path}", "a folder", "a file")
+        check_writable(self.path, "--out")
         if os.path.isdir(self.path) and os.listdir(self.path) and not overwrite:
             raise fail(ConfigError, f"--out {self.path}", "a new or empty run folder",
                        f"a folder with {len(os.listdir(self.path))} entries",
@@ -127,26 +141,29 @@ class Run:
 
         path = self._require("model.keras", "the run has not finished an epoch yet; resume it with "
                                             "`kerasbert train --out RUN --resume`")
-        return keras.saving.load_model(path, compile=False)
+        try:
+            return keras.saving.load_model(path, compile=False)
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as e:  # cut short or not a .keras file
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise fail(ConfigError, path, "a whole .keras model file", f"{type(e).__name__}: {first[:200]}",
+                       "train the run again, or resume it with `kerasbert train --out RUN --resume`") from None
 
     # ------------------------------------------------------------------ resume state
     def save_state(self, state: State, model, optimizer) -> None:
-        """Write every model and optimizer variable, and ``state``, then swap the folder in."""
-        tmp, final, old = self.file("state.tmp"), self.file("state"), self.file("state.old")
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
+        """Write every model and optimizer variable, and ``state``, into a new ``state/`` swapped in whole
+        (`kerasbert.files.replace_folder`: the previous one is ``state.old`` between the two renames)."""
         arrays = {f"model/{i}": np.asarray(v.numpy()) for i, v in enumerate(model.variables)}
         arrays.update({f"optimizer/{i}": np.asarray(v.numpy()) for i, v in enumerate(optimizer.variables)})
-        np.savez(os.path.join(tmp, "variables.npz"), **arrays)
-        with open(os.path.join(tmp, "state.json"), "w", encoding="utf-8") as out:
-            json.dump(state.__dict__, out, ensure_ascii=False)
-            out.flush()
-            os.fsync(out.fileno())
-        if os.path.isdir(final):
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(final, old)
-        os.replace(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
+        with replace_folder(self.file("state"), self.file("state.old")) as staging:
+            np.savez(os.path.join(staging, "variables.npz"), **arrays)
+            with open(os.path.join(staging, "state.json"), "w", encoding="utf-8") as out:
+                json.dump(state.__dict__, out, ensure_ascii=False)
+                out.flush()
+                os.fsync(out.fileno())
+
+    def remove_temporaries(self) -> list[str]:
+        """Remove what a killed writer left (``.tmp-*``, `kerasbert.files.remove_temporaries`); before resuming."""
+        return remove_temporaries(self.path)
 
     def state_folder(self) -> str:
         """The last complete state (``state.old`` when a kill came between the two renames of `save_state`)."""
@@ -154,7 +171,7 @@ class Run:
             if os.path.exists(os.path.join(self.file(name), "state.json")):
                 return self.file(name)
         raise fail(ConfigError, f"--resume {self.path}", "a run folder with a saved state", "no state/",
-                   "start the run without --resume")
+                   "nothing to resume: start it over, with --overwrite instead of --resume")
 
     def load_state(self, model, optimizer) -> State:
         """Restore the variables saved by `save_state` into ``model`` and ``optimizer``; return the state."""

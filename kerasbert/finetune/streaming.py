@@ -35,14 +35,12 @@ import itertools
 import json
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from kerasbert.errors import ConfigError, DataError, fail
-from kerasbert.files import write_text
+from kerasbert.files import publish_folder, write_text
 from kerasbert.finetune.tasks import Task, get_task
 from kerasbert.log import logger
 from kerasbert.text import pipeline, readers
@@ -177,14 +175,11 @@ def _write(task: Task, files: list[str], tokenizer: Tokenizer, maxlen: int, labe
     return {"count": count, "truncated": truncated}
 
 
-def _staging(out: str) -> str:
-    """A new hidden folder beside ``out``, after checking that ``out`` is new or empty."""
+def _check_out(out: str) -> None:
+    """Fail unless ``out`` is new or empty."""
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise fail(ConfigError, out, "a new or empty folder for the prepared data", "a file or a folder with files",
                    "choose another --out or remove it")
-    parent = os.path.dirname(os.path.abspath(out))
-    os.makedirs(parent, exist_ok=True)
-    return tempfile.mkdtemp(dir=parent, prefix=".tmp-prepare-")
 
 
 def _task_options(task: Task) -> dict:
@@ -219,8 +214,8 @@ def prepare(task: Task, pattern: str, tokenizer: Tokenizer, maxlen: int, out: st
     import keras
 
     files = expand(pattern)
-    staging = _staging(out)
-    try:
+    _check_out(out)
+    with publish_folder(out, last=META) as staging:
         given, total = labels is not None, [0]
         if labels is None:
             labels = task.label_set(_counted((e for path in files for e in task.stream(path)), total))
@@ -232,10 +227,6 @@ def prepare(task: Task, pattern: str, tokenizer: Tokenizer, maxlen: int, out: st
                 "vocab_size": tokenizer.vocab_size, "labels": labels.labels, **counts, "files": files,
                 "shards": shards.shards}
         write_text(os.path.join(staging, META), json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
-        os.replace(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return meta
 
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 import keras
 
 from kerasbert.errors import ConfigError, fail
+from kerasbert.files import copy_file
 from kerasbert.finetune import plots, streaming
 from kerasbert.finetune.args import TASK_OPTIONS, TrainArgs  # noqa: E402,F401 (TrainArgs: also imported from here)
 from kerasbert.finetune.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
@@ -149,8 +150,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     """
     source = Run(out)  # the run folder: read on every worker, written by the chief only
     if resume:
-        args = TrainArgs.saved(source.read_json("args.json"))
-        source.state_folder()  # a clear error now, before reading any data, when there is nothing to resume
+        args = _resumed_args(source, task, overwrite)
     else:
         args = TrainArgs(task=task, train=train, out=out, **options)
     args.check()
@@ -169,6 +169,8 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         state = source.load_state(model, optimizer) if resume else State()
     if resume:
         logger.info("resuming %s at epoch %d, step %d", out, state.epoch + 1, state.step)
+        if chief:
+            source.remove_temporaries()
     elif chief:
         _write_run_files(run, args, inputs, overwrite)
     keeper = EpochKeeper(run, state, _dev_scorer(model, the_task, args, inputs, chief), monitor, args.save_every,
@@ -181,6 +183,20 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         shutil.rmtree(run.path, ignore_errors=True)
         return {"task": args.task, "steps": state.global_step, "chief": False}
     return _finish(run, args, the_task, inputs, state, monitor)
+
+
+def _resumed_args(source: Run, task: str | None, overwrite: bool) -> TrainArgs:
+    """The saved arguments of the run to resume; a clear error now, before reading any data, when there is no
+    state, when ``task`` is not the run's, or with ``overwrite``."""
+    if overwrite:
+        raise fail(ConfigError, "--overwrite", "either --resume or --overwrite", "both",
+                   "--resume continues the run, --overwrite starts it over")
+    args = TrainArgs.saved(source.read_json("args.json"))
+    if task and task != args.task:
+        raise fail(ConfigError, "--task", f"{args.task}, the task of the run {source.path}", task,
+                   "leave --task out to resume, or train the new task into another --out")
+    source.state_folder()
+    return args
 
 
 @dataclasses.dataclass
@@ -209,6 +225,9 @@ def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbo
     """Read and check the vocabulary, config, training and dev data (``labels``: a resumed run's)."""
     tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
     config = resolve_config(args.config)
+    if args.checkpoint is not None and tokenizer.vocab_size > config.vocab_size:  # fewer: ids stay in range
+        raise fail(ConfigError, args.vocab, f"at most {config.vocab_size} tokens, the vocab_size of {config.source}",
+                   f"{tokenizer.vocab_size} tokens", "pass the vocab.txt that came with the checkpoint")
     if args.checkpoint is None and config.vocab_size != tokenizer.vocab_size:
         logger.info("training from scratch: vocab_size %d -> %d (the size of %s)", config.vocab_size,
                     tokenizer.vocab_size, args.vocab)
@@ -273,7 +292,7 @@ def _write_run_files(run: Run, args: TrainArgs, inputs: _Inputs, overwrite: bool
     run.write_json("args.json", dataclasses.asdict(args))
     inputs.labels.save(run.file("labels.json"))
     run.write_json("bert_config.json", inputs.config.to_dict())
-    shutil.copyfile(args.vocab, run.file("vocab.txt"))
+    copy_file(args.vocab, run.file("vocab.txt"))
 
 
 def _dev_scorer(model, the_task: Task, args: TrainArgs, inputs: _Inputs, chief: bool):
@@ -388,8 +407,8 @@ def _finish(run, args, the_task, inputs: _Inputs, state, monitor) -> dict:
     if args.export_google_checkpoint:
         os.makedirs(run.file("google"), exist_ok=True)
         save_google_checkpoint(best, run.file("google"))
-        shutil.copyfile(run.file("bert_config.json"), run.file("google/bert_config.json"))
-        shutil.copyfile(run.file("vocab.txt"), run.file("google/vocab.txt"))
+        copy_file(run.file("bert_config.json"), run.file("google/bert_config.json"))
+        copy_file(run.file("vocab.txt"), run.file("google/vocab.txt"))
     return result
 
 

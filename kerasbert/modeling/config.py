@@ -31,6 +31,9 @@ ACTIVATIONS = {
     "swish": "swish",
     "silu": "swish",
 }
+# the sizes every config must give: no default fits a checkpoint of unknown shape
+REQUIRED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+
 
 @dataclasses.dataclass
 class BertConfig:
@@ -58,10 +61,10 @@ class BertConfig:
     """
 
     vocab_size: int
-    hidden_size: int = 768
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12
-    intermediate_size: int = 3072
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    intermediate_size: int
     hidden_act: str = "gelu"
     hidden_dropout_prob: float = 0.1
     attention_probs_dropout_prob: float = 0.1
@@ -92,8 +95,10 @@ class BertConfig:
                        "kerasbert builds BERT's learned absolute position embeddings only")
         fields = {f.name for f in dataclasses.fields(cls)} - {"extra", "source"}
         known = {k: values.pop(k) for k in list(values) if k in fields}
-        if "vocab_size" not in known:
-            raise fail(ConfigError, source, "a 'vocab_size' key", f"keys {sorted(known) + sorted(values)}",
+        missing = [key for key in REQUIRED if key not in known]
+        if missing:
+            raise fail(ConfigError, f"{source}: {missing[0]}", f"the keys {', '.join(REQUIRED)}",
+                       f"no {', '.join(missing)} among keys {sorted(known) + sorted(values)}",
                        "is this a BERT config file?")
         return cls(**known, extra=values, source=source)
 
@@ -110,7 +115,7 @@ class BertConfig:
             raise fail(ConfigError, path, "a bert_config.json file", "no such file",
                        "pass the path of the config that came with the checkpoint")
         try:
-            with open(path, encoding="utf-8") as f:
+            with open(path, encoding="utf-8-sig") as f:  # a BOM, as some editors write, is dropped
                 values = json.load(f)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise fail(ConfigError, path, "valid UTF-8 JSON", f"{type(e).__name__}: {e}") from None

@@ -78,6 +78,7 @@ def _build_ner(text: str, offsets: list[tuple[int, int]], token_spans: list[Span
 def _conll_sentences(path: str) -> Iterator[list[tuple[int, str, str]]]:
     """Yield a CoNLL file's sentences of ``(line, token, tag)``; token first, tag last column."""
     sentence: list[tuple[int, str, str]] = []
+    width: tuple[int, int] | None = None  # (columns, line) of the first token line: every line has as many
     for number, line in enumerate(read_lines(path), 1):
         columns = line.split()
         if not columns or columns[0] == "-DOCSTART-":
@@ -88,6 +89,10 @@ def _conll_sentences(path: str) -> Iterator[list[tuple[int, str, str]]]:
         if len(columns) < 2:
             raise fail(DataError, f"{path}:{number}", "a token and its tag, separated by a space or tab",
                        f"{line.strip()!r} with no tag")
+        width = width or (len(columns), number)
+        if len(columns) != width[0]:
+            raise fail(DataError, f"{path}:{number}", f"{width[0]} columns, as on line {width[1]}",
+                       f"{len(columns)}: {line.strip()[:80]!r}", "a token or tag holds a space, or a column is extra")
         sentence.append((number, columns[0], columns[-1]))
     if sentence:
         yield sentence

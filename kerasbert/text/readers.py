@@ -211,7 +211,14 @@ def file_rows(path: str, fmt: str) -> Iterable[tuple[int, list[str] | dict]]:
         return
     dialect = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {"delimiter": ","}
     reader = csv.reader(lines, **dialect)
-    for row in reader:
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise fail(DataError, f"{path}:{reader.line_num}", f"fields under {csv.field_size_limit()} characters",
+                       f"{error}", "a quote left open reads the rest of the file into one field") from None
         if any(cell.strip() for cell in row):
             yield reader.line_num, row
 
@@ -231,8 +238,9 @@ def get_field(row: list | dict, key: Field, where: str) -> str:
         return str(row[key])
     if isinstance(row, list) and isinstance(key, int) and -len(row) <= key < len(row):
         return str(row[key])
-    found = f"{len(row)} columns" if isinstance(row, list) else f"keys {sorted(map(str, row))}"
-    if not isinstance(row, list | dict):
+    if isinstance(row, list | dict):
+        found = f"{len(row)} columns" if isinstance(row, list) else f"keys {sorted(map(str, row))}"
+    else:  # a JSON line holding null, a number or a string: no keys to list
         found = f"a JSON {type(row).__name__}"
     what = f"column {key}" if isinstance(key, int) else f"field {key!r}"
     raise fail(DataError, where, what, found, "check the text / text_b / label arguments")
@@ -296,14 +304,33 @@ def iter_classification(path: str, text: Field | None = None, label: Field | Non
     if header:
         names = next(rows)[1]
         text, label, text_b = (_column(key, names, path) for key in (text, label, text_b))
-    count = 0
+    count, label_type = 0, _LabelType(label)
     for line, row in rows:
         count += 1
         where = f"{path}:{line}"
         second = None if text_b is None else get_field(row, text_b, where)
+        label_type.check(row, line, where)
         yield ClassificationExample(get_field(row, text, where), get_field(row, label, where), second, line)
     if not count:
         raise fail(DataError, path, "at least one example", "only a header")
+
+
+class _LabelType:
+    """The JSON type of a JSONL file's labels, the first one's; a label of another type is a DataError (``1`` and
+    ``"1"`` would otherwise become one label, ``1`` and ``1.0`` two)."""
+
+    def __init__(self, key: Field) -> None:
+        self.key, self.first = key, None
+
+    def check(self, row: list | dict, line: int, where: str) -> None:
+        if not isinstance(row, dict) or self.key not in row:
+            return
+        kind = type(row[self.key]).__name__
+        if self.first is None:
+            self.first = (kind, line)
+        elif kind != self.first[0]:
+            raise fail(DataError, where, f"labels of one JSON type, {self.first[0]} as on line {self.first[1]}",
+                       f"{kind} {row[self.key]!r}", "write every label the same way, e.g. all as strings")
 
 
 def read_texts(path: str) -> list[dict]:

@@ -93,13 +93,7 @@ def load_vocab(
     path = os.fspath(path)
     if os.path.isdir(path):  # a checkpoint folder (Google or Hugging Face) holds its vocab.txt
         path = os.path.join(path, "vocab.txt")
-    if not os.path.isfile(path):
-        raise fail(ConfigError, path, "a vocab.txt file", "no such file")
-    token_dict: dict[str, int] = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            token = line.split()[0] if line.split() else line.strip()
-            token_dict[token] = len(token_dict)
+    token_dict = _read_vocab(path)
     if not simplified:
         return token_dict
     new_dict: dict[str, int] = {}
@@ -114,6 +108,28 @@ def load_vocab(
             new_dict[token] = len(new_dict)
             keep_tokens.append(index)
     return new_dict, keep_tokens
+
+
+def _read_vocab(path: str) -> dict[str, int]:
+    """``{token: line index}`` of a vocab.txt; a ConfigError for a missing, empty, non-UTF-8 or duplicated one."""
+    if not os.path.isfile(path):
+        raise fail(ConfigError, path, "a vocab.txt file", "no such file")
+    token_dict: dict[str, int] = {}
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError:
+                raise fail(ConfigError, f"{path}:{number}", "UTF-8 text", f"the bytes {raw.strip()[:16]!r}",
+                           "convert the file to UTF-8") from None
+            token = line.split()[0] if line.split() else line.strip()
+            if token in token_dict:
+                raise fail(ConfigError, path, "each token once (a token's id is its line)",
+                           f"{token!r} on line {token_dict[token] + 1} and line {number}")
+            token_dict[token] = len(token_dict)
+    if not token_dict:
+        raise fail(ConfigError, path, "one token a line", "an empty file", "pass the vocab.txt of the checkpoint")
+    return token_dict
 
 
 def _is_special(token: str) -> bool:

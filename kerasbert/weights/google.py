@@ -23,6 +23,7 @@ from kerasbert.weights.table import Format, LoadReport, load_into, model_tensors
 TRANSPOSED = {"cls/seq_relationship/output_weights"}
 GOOGLE = Format(
     name="google",
+    config_file="bert_config.json",
     names=GOOGLE_NAMES,
     transposed=TRANSPOSED.__contains__,
     vocab_rows=frozenset({"bert/embeddings/word_embeddings", "cls/predictions/output_bias"}),
@@ -31,7 +32,8 @@ GOOGLE = Format(
                     r"loss_scale|current_loss_scale)$"),
     hints={name: f"{key} in bert_config.json does not match this checkpoint" for name, key in (
         ("word_embeddings", "vocab_size"), ("output_bias", "vocab_size"),
-        ("position_embeddings", "max_position_embeddings"), ("token_type_embeddings", "type_vocab_size"))},
+        ("position_embeddings", "max_position_embeddings"), ("token_type_embeddings", "type_vocab_size"),
+        ("intermediate/", "intermediate_size"), ("/output/dense/kernel", "intermediate_size"))},
 )
 
 
@@ -51,7 +53,12 @@ class TFCheckpoint:
         return {name: tuple(shape) for name, shape in self._reader.get_variable_to_shape_map().items()}
 
     def get(self, name: str) -> np.ndarray:
-        return self._reader.get_tensor(name)
+        try:
+            return self._reader.get_tensor(name)
+        except Exception as e:  # a truncated or damaged .data file: one line, not a TF trace
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise fail(CheckpointError, self.path, f"a readable value of {name}", f"{type(e).__name__}: {first}",
+                       "the .data file is missing, truncated or damaged: download the checkpoint again") from None
 
 
 def resolve_checkpoint(path: str | os.PathLike) -> str:
@@ -119,7 +126,8 @@ def save_google_checkpoint(model: keras.Model, path: str | os.PathLike) -> str:
 
     Args:
         model: keras.Model. a model with kerasbert's layer names.
-        path: str. the checkpoint prefix (``out/bert_model.ckpt``; its folder is created if needed) or a folder.
+        path: str. the checkpoint prefix (``out/bert_model.ckpt``: a name holding ``.ckpt``) or a folder, which gets
+            ``bert_model.ckpt``; the folder is created if needed.
 
     Returns:
         The prefix written; ``tf.train.load_checkpoint`` and bert4keras read it.
@@ -133,7 +141,8 @@ def save_google_checkpoint(model: keras.Model, path: str | os.PathLike) -> str:
     (True, ['bert_model.ckpt.index', 'checkpoint'])
     """
     path = os.fspath(path)
-    prefix = os.path.join(path, "bert_model.ckpt") if os.path.isdir(path) else path
+    is_prefix = ".ckpt" in os.path.basename(path.rstrip(os.sep)) and not os.path.isdir(path)
+    prefix = path if is_prefix else os.path.join(path, "bert_model.ckpt")
     tensors = model_tensors(model, GOOGLE)
     with publish_folder(os.path.dirname(os.path.abspath(prefix)), last="checkpoint") as staging:
         write_google_tensors(tensors, os.path.join(staging, os.path.basename(prefix)))

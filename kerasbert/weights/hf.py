@@ -27,6 +27,7 @@ from kerasbert.weights.table import Format
 
 HF = Format(
     name="hf",
+    config_file="config.json",
     names=HF_NAMES,
     transposed=lambda name: name.endswith(".weight") and "embeddings" not in name and "LayerNorm" not in name,
     vocab_rows=frozenset({"bert.embeddings.word_embeddings.weight", "cls.predictions.bias"}),
@@ -34,7 +35,8 @@ HF = Format(
     skip=re.compile(r"position_ids$|^cls\.predictions\.decoder\.(weight|bias)$"),
     hints={name: f"{key} in config.json does not match this checkpoint" for name, key in (
         ("word_embeddings", "vocab_size"), ("predictions.bias", "vocab_size"),
-        ("position_embeddings", "max_position_embeddings"), ("token_type_embeddings", "type_vocab_size"))},
+        ("position_embeddings", "max_position_embeddings"), ("token_type_embeddings", "type_vocab_size"),
+        ("intermediate.", "intermediate_size"), (".output.dense.weight", "intermediate_size"))},
     optional=frozenset({"CLS-Dense", "Tagging-Dense"}),
 )
 

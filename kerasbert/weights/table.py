@@ -42,6 +42,7 @@ class Format:
 
     Args:
         name: str. ``"google"`` or ``"hf"``.
+        config_file: str. the config file beside the weights, named in hints.
         names: dict. ``(layer, weight)`` -> the file's name, or a tuple of names concatenated on the last axis;
             ``Transformer-{i}-...`` layers use ``{i}`` in both.
         transposed: callable. whether a file name is stored ``[out, in]``.
@@ -53,6 +54,7 @@ class Format:
     """
 
     name: str
+    config_file: str
     names: Names
     transposed: Callable[[str], bool]
     vocab_rows: frozenset[str]
@@ -123,11 +125,29 @@ def expected_shape(entry: Entry, name: str, fmt: Format) -> tuple[int, ...]:
     return shape[::-1] if fmt.transposed(name) else shape
 
 
-def _read(source: Source, entry: Entry, fmt: Format, keep_tokens) -> np.ndarray:
+def _mismatch_hint(name: str, expected: tuple[int, ...], found: tuple[int, ...], fmt: Format, hidden: int) -> str:
+    """Which config value a shape mismatch points to: hidden_size when every differing axis is the model's
+    hidden size, else the format's hint for the name (vocab_size, intermediate_size, ...)."""
+    axes = [i for i, (a, b) in enumerate(zip(expected, found, strict=False)) if a != b]
+    if len(expected) == len(found) and axes and all(expected[i] == hidden for i in axes):
+        return f"hidden_size in {fmt.config_file} does not match this checkpoint"
+    return next((h for key, h in fmt.hints.items() if key in name), "the config's sizes do not match")
+
+
+def _checked(source: Source, name: str) -> np.ndarray:
+    """The file's variable ``name``; a CheckpointError when it holds no floating-point numbers."""
+    value = source.get(name)
+    if value.dtype.kind != "f" and value.dtype.name != "bfloat16":
+        raise fail(CheckpointError, f"{name} in {source.path}", "float values", f"dtype {value.dtype.name}",
+                   "the file is not a BERT checkpoint, or was written wrongly")
+    return value
+
+
+def _read(source: Source, entry: Entry, fmt: Format, keep_tokens, hidden: int) -> np.ndarray:
     """Read, check and transform the file's variables of one entry into the model weight's value."""
     parts = []
     for name in entry.names:
-        value = source.get(name)
+        value = _checked(source, name)
         expected = expected_shape(entry, name, fmt)
         if name in fmt.vocab_rows and keep_tokens is not None:
             if max(keep_tokens) >= value.shape[0]:
@@ -135,7 +155,7 @@ def _read(source: Source, entry: Entry, fmt: Format, keep_tokens) -> np.ndarray:
                            f"max id {max(keep_tokens)}", f"{name} in {source.path} has {value.shape[0]} rows")
             value = value[np.asarray(keep_tokens)]
         if tuple(value.shape) != expected:
-            hint = next((h for key, h in fmt.hints.items() if key in name), "the config's sizes do not match")
+            hint = _mismatch_hint(name, expected, tuple(value.shape), fmt, hidden)
             raise CheckpointError(f"{entry.layer} expects {list(expected)}, checkpoint has {list(value.shape)} "
                                   f"({name} in {source.path}): {hint}")
         parts.append(value.T if fmt.transposed(name) else value)
@@ -159,13 +179,13 @@ def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: S
     missing = [n for e in entries if e.layer not in fmt.optional for n in e.names if n in absent]
     if missing and not allow_missing:
         raise fail(CheckpointError, source.path, "every variable the model needs", f"{len(missing)} missing: "
-                   + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""),
-                   "build without that head, or pass allow_missing=True to keep them newly initialized")
+                   + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""), _missing_hint(entries, absent, fmt))
+    hidden = next((layer.output_dim for layer in all_layers(model) if layer.name == "Embedding-Token"), 0)
     for entry in entries:
         if absent & set(entry.names) or id(entry.variable) in misfit:
             report.new.append((entry.variable.path, tuple(entry.variable.shape)))
             continue
-        assignments.append((entry.variable, _read(source, entry, fmt, keep_tokens)))
+        assignments.append((entry.variable, _read(source, entry, fmt, keep_tokens, hidden)))
         report.loaded.extend((n, tuple(available[n])) for n in entry.names)
     for variable, value in assignments:
         variable.assign(value.astype(variable.dtype))
@@ -178,6 +198,20 @@ def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: S
     if verbose:
         log_report(report)
     return report
+
+
+def _missing_hint(entries: list[Entry], absent: set[str], fmt: Format) -> str:
+    """num_hidden_layers when the missing variables are whole transformer blocks, else how to load without a head."""
+    def block(entry: Entry) -> int | None:
+        match = re.fullmatch(r"Transformer-(\d+)-.*", entry.layer)
+        return int(match.group(1)) if match else None
+
+    hit = {block(e) for e in entries if absent & set(e.names)}
+    whole = {block(e) for e in entries} - {block(e) for e in entries if not set(e.names) <= absent}
+    if hit and None not in hit and hit <= whole:
+        layers = len({block(e) for e in entries} - {None})
+        return f"num_hidden_layers in {fmt.config_file} is {layers}, the checkpoint has {layers - len(hit)} layers"
+    return "build without that head, or pass allow_missing=True to keep them newly initialized"
 
 
 def log_report(report: LoadReport) -> None:
