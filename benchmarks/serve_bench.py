@@ -251,6 +251,7 @@ def main(argv=None) -> None:
     parser.add_argument("--batch", type=int, default=32, help="texts per batch (default 32)")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of " + ", ".join(VARIANTS))
     parser.add_argument("--keep", help="a folder to keep the run and the exports in (for serve_load.py)")
+    parser.add_argument("--reuse", action="store_true", help="with --keep: the run and exports already there")
     parser.add_argument("--results", default=None, help="the markdown file to write (default RESULTS.md)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
@@ -265,9 +266,13 @@ def main(argv=None) -> None:
     folder = args.keep or tempfile.mkdtemp(prefix="serve-bench-")
     os.makedirs(folder, exist_ok=True)
     cfg = TINY if args.quick else BASE
-    job = prepare(folder, cfg, names)
-    job.update(texts=texts(n, cfg["vocab_size"]), batch=args.batch)
     job_path = os.path.join(folder, "job.json")
+    if args.reuse and os.path.isfile(job_path):
+        with open(job_path) as f:
+            job = json.load(f)
+    else:
+        job = prepare(folder, cfg, names)
+    job.update(texts=texts(n, cfg["vocab_size"]), batch=args.batch)
     with open(job_path, "w") as f:
         json.dump(job, f)
     workers = {name: Worker(name, job_path) for name in names}

@@ -37,17 +37,26 @@ from kerasbert.text.tokenizer import Tokenizer
 __all__ = ["TASKS", "ClassificationTask", "NerTask", "Task", "get_task", "predict_batches"]
 
 
+def _inference(model, spec):
+    """``model``'s inference call; on TensorFlow one graph function for every batch size and length, since
+    TensorFlow fuses the matmuls with their bias and activation only in a graph, and a function traced per
+    batch shape would retrace for each batch."""
+    if keras.backend.backend() != "tensorflow":
+        return lambda inputs: model(inputs, training=False)
+    import tensorflow as tf
+
+    return tf.function(lambda inputs: model(inputs, training=False), input_signature=[spec])
+
+
 def predict_batches(model, dataset, verbose: int = 0) -> list[np.ndarray]:
     """Model outputs of each batch of ``dataset`` (batches differ in length, so no concatenation)."""
-    import keras
-
     count = int(dataset.cardinality())
     bar = keras.utils.Progbar(count if count >= 0 else None, unit_name="batch") if verbose else None
+    spec = dataset.element_spec
+    call = _inference(model, spec[0] if isinstance(spec, tuple) else spec)
     outputs = []
     for i, batch in enumerate(dataset):
-        inputs = batch[0] if isinstance(batch, tuple) else batch
-        # an eager call: batches have their own lengths, and predict_on_batch would retrace for each
-        outputs.append(keras.ops.convert_to_numpy(model(inputs, training=False)))
+        outputs.append(keras.ops.convert_to_numpy(call(batch[0] if isinstance(batch, tuple) else batch)))
         if bar is not None:
             bar.update(i + 1)
     return outputs

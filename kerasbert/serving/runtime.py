@@ -17,7 +17,6 @@ import numpy as np
 
 from kerasbert.errors import ConfigError, fail
 from kerasbert.text.pipeline import (
-    Features,
     decode_ner,
     encode_classification,
     encode_ner,
@@ -27,7 +26,7 @@ from kerasbert.text.pipeline import (
 from kerasbert.text.readers import ClassificationExample, LabelSet
 from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["MODEL_FILES", "PortableExport", "load_runtime", "pad", "viterbi"]
+__all__ = ["MODEL_FILES", "PortableExport", "length_batches", "load_runtime", "pad", "viterbi"]
 
 MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}
 INSTALL = {"onnx": "onnxruntime", "openvino": "openvino"}
@@ -49,6 +48,22 @@ def viterbi(emissions: np.ndarray, trans: np.ndarray) -> np.ndarray:
     for back in reversed(backs):
         path.append(int(back[path[-1]]))
     return np.array(path[::-1], np.int32)
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, slack: float = 1.25) -> list[list[int]]:
+    """Indices of rows grouped into batches of at most ``batch_size`` rows of similar length: sorted by length, a
+    batch ends where the next row is over ``slack`` times its shortest, so padding stays under a fifth of it.
+
+    Example:
+    >>> length_batches([40, 10, 11, 42, 12], batch_size=2)
+    [[1, 2], [4], [0, 3]]
+    """
+    batches: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        if not batches or len(batches[-1]) == batch_size or lengths[i] > slack * lengths[batches[-1][0]]:
+            batches.append([])
+        batches[-1].append(i)
+    return batches
 
 
 def pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
@@ -109,31 +124,28 @@ class PortableExport:
 
     def predict_examples(self, examples: Sequence, batch_size: int = 32) -> list[dict]:
         """Predictions of examples read by the task (``ClassificationExample`` or ``NerExample``): ``label`` and
-        ``probabilities``, or ``entities``."""
-        out = []
-        for begin in range(0, len(examples), batch_size):
-            batch = list(examples[begin:begin + batch_size])
-            out.extend(self._cls(batch) if self.info["task"] == "cls" else self._ner(batch))
+        ``probabilities``, or ``entities``; run in batches of similar length (`length_batches`), in order."""
+        maxlen, cls = self.info["maxlen"], self.info["task"] == "cls"
+        features = (encode_classification(self.tokenizer, examples, None, maxlen, "input") if cls else
+                    encode_ner(self.tokenizer, examples, None, maxlen, bool(self.info["crf"]), "input"))
+        out: list[dict] = [{}] * len(examples)
+        for batch in length_batches([len(ids) for ids in features.token_ids], batch_size):
+            scores = self._run([features.token_ids[i] for i in batch], [features.segment_ids[i] for i in batch])
+            for i, row in zip(batch, scores, strict=True):
+                out[i] = self._label(row) if cls else self._entities(examples[i], features.first_pieces[i],
+                                                                      row[:len(features.token_ids[i])])
         return out
 
-    def _run(self, features: Features) -> np.ndarray:
-        ids, segments = pad(features.token_ids), pad(features.segment_ids)
+    def _run(self, token_ids: list[list[int]], segment_ids: list[list[int]]) -> np.ndarray:
+        ids, segments = pad(token_ids), pad(segment_ids)
         with self._lock:
             return np.array(self.run_model(ids, segments))  # a copy: the request reuses its output buffer
 
-    def _cls(self, examples: list[ClassificationExample]) -> list[dict]:
-        probabilities = self._run(encode_classification(self.tokenizer, examples, None, self.info["maxlen"], "input"))
+    def _label(self, probabilities: np.ndarray) -> dict:
         names = self.labels.labels
-        return [{"label": names[int(np.argmax(p))],
-                 "probabilities": {label: round(float(v), 6) for label, v in zip(names, p, strict=True)}}
-                for p in probabilities]
+        return {"label": names[int(np.argmax(probabilities))],
+                "probabilities": {label: round(float(v), 6) for label, v in zip(names, probabilities, strict=True)}}
 
-    def _ner(self, examples: list) -> list[dict]:
-        features = encode_ner(self.tokenizer, examples, None, self.info["maxlen"], bool(self.info["crf"]), "input")
-        out = []
-        for example, ids, firsts, scores in zip(examples, features.token_ids, features.first_pieces,
-                                                self._run(features), strict=True):
-            scores = scores[:len(ids)]
-            tags = viterbi(scores, self.trans) if self.trans is not None else np.argmax(scores, axis=-1)
-            out.append({"entities": entity_rows(example.text, decode_ner(tags, firsts, example.offsets, self.labels))})
-        return out
+    def _entities(self, example, first_pieces: list[int], scores: np.ndarray) -> dict:
+        tags = viterbi(scores, self.trans) if self.trans is not None else np.argmax(scores, axis=-1)
+        return {"entities": entity_rows(example.text, decode_ner(tags, first_pieces, example.offsets, self.labels))}
