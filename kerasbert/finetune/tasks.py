@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import os
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -37,15 +38,22 @@ from kerasbert.text.tokenizer import Tokenizer
 __all__ = ["TASKS", "ClassificationTask", "NerTask", "Task", "get_task", "predict_batches"]
 
 
+_INFERENCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> (input spec, its graph function)
+
+
 def _inference(model, spec):
     """``model``'s inference call; on TensorFlow one graph function for every batch size and length, since
     TensorFlow fuses the matmuls with their bias and activation only in a graph, and a function traced per
-    batch shape would retrace for each batch."""
+    batch shape would retrace for each batch. It is kept per model, so repeated calls trace once."""
     if keras.backend.backend() != "tensorflow":
         return lambda inputs: model(inputs, training=False)
     import tensorflow as tf
 
-    return tf.function(lambda inputs: model(inputs, training=False), input_signature=[spec])
+    kept = _INFERENCE.get(model)
+    if kept is None or kept[0] != spec:
+        kept = spec, tf.function(lambda inputs: model(inputs, training=False), input_signature=[spec])
+        _INFERENCE[model] = kept
+    return kept[1]
 
 
 def predict_batches(model, dataset, verbose: int = 0) -> list[np.ndarray]:
