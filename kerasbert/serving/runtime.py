@@ -30,6 +30,7 @@ __all__ = ["MODEL_FILES", "PortableExport", "length_batches", "load_runtime", "p
 
 MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}
 INSTALL = {"onnx": "onnxruntime", "openvino": "openvino"}
+LENGTH_STEP = 8
 
 
 def viterbi(emissions: np.ndarray, trans: np.ndarray) -> np.ndarray:
@@ -66,9 +67,15 @@ def length_batches(lengths: Sequence[int], batch_size: int, slack: float = 1.25)
     return batches
 
 
-def pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
-    """Rows of ids right-padded with 0 to the longest, as int32."""
-    out = np.zeros((len(rows), max(len(row) for row in rows)), np.int32)
+def pad(rows: Sequence[Sequence[int]], multiple: int = 1) -> np.ndarray:
+    """Rows of ids right-padded with 0 to the longest, rounded up to ``multiple``, as int32.
+
+    Example:
+    >>> pad([[2, 5, 3], [2, 3]], multiple=4).tolist()
+    [[2, 5, 3, 0], [2, 3, 0, 0]]
+    """
+    longest = max(len(row) for row in rows)
+    out = np.zeros((len(rows), -(-longest // multiple) * multiple), np.int32)
     for i, row in enumerate(rows):
         out[i, :len(row)] = row
     return out
@@ -137,7 +144,9 @@ class PortableExport:
         return out
 
     def _run(self, token_ids: list[list[int]], segment_ids: list[list[int]]) -> np.ndarray:
-        ids, segments = pad(token_ids), pad(segment_ids)
+        # lengths rounded up to LENGTH_STEP: a runtime keeps compiled kernels per input shape, and fewer shapes
+        # keep that memory bounded
+        ids, segments = pad(token_ids, LENGTH_STEP), pad(segment_ids, LENGTH_STEP)
         with self._lock:
             return np.array(self.run_model(ids, segments))  # a copy: the request reuses its output buffer
 
