@@ -44,7 +44,7 @@ def _function(model):
     spec = [tf.TensorSpec([None, None], tf.int32, name="token_ids"),
             tf.TensorSpec([None, None], tf.int32, name="segment_ids")]
     return tf.function(lambda ids, segments: {"output": model([ids, segments], training=False)},
-                       input_signature=spec), spec
+                       input_signature=spec)
 
 
 def _erfc(ctx, node, name, args) -> None:
@@ -96,7 +96,7 @@ def to_onnx(model, path: str, int8: bool = False) -> None:
     """
     _require("tf2onnx", "to write ONNX")
     target = path + ".fp32" if int8 else path
-    _tf2onnx(_function(model)[0], target)
+    _tf2onnx(_function(model), target)
     if int8:
         quantization = _require("onnxruntime.quantization", "to quantize ONNX to int8")
         quantization.quantize_dynamic(target, path, weight_type=quantization.QuantType.QInt8)
@@ -112,7 +112,7 @@ def to_openvino(model, path: str, calibration: Sequence[tuple[np.ndarray, np.nda
         calibration: sequence of ``(token_ids, segment_ids)``, each ``[1, length]``, or None for float32.
     """
     openvino = _require("openvino", "to write OpenVINO")
-    converted = openvino.convert_model(_function(model)[0].get_concrete_function())
+    converted = openvino.convert_model(_function(model).get_concrete_function())
     if calibration is not None:
         nncf = _require("nncf", "to quantize OpenVINO to int8")
         logger.info("quantizing to int8 on %d calibration examples", len(calibration))

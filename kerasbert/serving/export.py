@@ -104,9 +104,14 @@ def _served(model, tokenizer, labels: list[str], vocab: list[str], task: str, cr
                     "ids": module.serve_ids.get_concrete_function()}
 
 
+def vocab_checksum(path: str) -> str:
+    """The SHA-256 of a vocabulary file, as ``kerasbert-export.json`` records it."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool) -> dict:
-    with open(run.file("vocab.txt"), "rb") as f:
-        checksum = hashlib.sha256(f.read()).hexdigest()
+    checksum = vocab_checksum(run.file("vocab.txt"))
     metrics = run.read_json("metrics.json") if os.path.isfile(run.file("metrics.json")) else {}
     return {"format": fmt, "int8": int8, "task": args.task, "crf": bool(args.crf), "pairs": args.text_b is not None,
             "labels": labels, "maxlen": maxlen, "lowercase": bool(args.lowercase), "vocab_sha256": checksum,

@@ -7,13 +7,12 @@ same rows as `kerasbert.predict` does for a run folder.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Sequence
 
 from kerasbert.errors import ConfigError, fail
-from kerasbert.serving.export import EXPORT_INFO
+from kerasbert.serving.export import EXPORT_INFO, vocab_checksum
 from kerasbert.serving.runtime import MODEL_FILES, PortableExport
 
 __all__ = ["Export", "open_export", "predict_export"]
@@ -79,8 +78,7 @@ def _open_portable(path: str, info: dict) -> PortableExport:
         if not os.path.isfile(os.path.join(path, name)):
             raise fail(ConfigError, path, f"an {info['format']} export with {name}", "no such file",
                        "export the run again")
-    with open(os.path.join(path, "vocab.txt"), "rb") as f:
-        checksum = hashlib.sha256(f.read()).hexdigest()
+    checksum = vocab_checksum(os.path.join(path, "vocab.txt"))
     if checksum != info.get("vocab_sha256"):
         raise fail(ConfigError, os.path.join(path, "vocab.txt"), "the vocabulary the model was exported with "
                    f"(sha256 {str(info.get('vocab_sha256'))[:12]}...)", f"another one (sha256 {checksum[:12]}...)",
