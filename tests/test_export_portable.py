@@ -21,7 +21,7 @@ from kerasbert.cli import main
 from kerasbert.finetune.demo_data import write_demo_data
 from kerasbert.serving.export import EXPORT_INFO, export
 from kerasbert.serving.exported import open_export, predict_export
-from kerasbert.serving.runtime import PortableExport, viterbi
+from kerasbert.serving.runtime import LENGTH_STEP, PortableExport, row_chunks, viterbi
 from kerasbert.serving.server import _open, make_app
 
 pytestmark = pytest.mark.slow  # trains two small models and converts them
@@ -128,6 +128,27 @@ def test_int8_exports_stay_close_to_float32(exports, name, fmt):
     assert _scalars(info["dev"]).keys() == _scalars(info["dev_run"]).keys() and metric in info["dev"]
     assert info["dev_run"] == exports[name, fmt, False][1]["dev_run"]  # the run's, whatever the export
     assert abs(info["dev"][metric] - info["dev_run"][metric]) <= 0.1
+
+
+# ------------------------------------------------------------------------------------------- shapes
+def test_row_chunks_are_powers_of_two_padding_at_most_a_quarter():
+    for rows in range(1, 300):
+        sizes = row_chunks(rows)
+        assert all(size & (size - 1) == 0 for size in sizes), rows
+        assert rows <= sum(sizes) <= rows + rows // 4, rows
+        assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == len(sizes), rows  # each at most once
+    assert [row_chunks(n) for n in (1, 5, 7, 17, 23, 32)] == [[1], [4, 1], [8], [16, 1], [16, 8], [32]]
+
+
+def test_the_runtime_meets_few_shapes_and_answers_as_row_by_row(exports):
+    ner = open_export(exports["ner-crf", "openvino", False][0])
+    shapes, run_model = [], ner.run_model
+    ner.run_model = lambda ids, segments: shapes.append(ids.shape) or run_model(ids, segments)
+    texts = [TEXTS[i % len(TEXTS)][: 3 + i % 17] for i in range(23)]  # 23 rows of 3 to 19 characters
+    together = ner.predict([{"text": text} for text in texts], batch_size=32)
+    assert {rows for rows, _ in shapes} <= {1, 2, 4, 8, 16, 32} and len(shapes) >= 2
+    assert all(length % LENGTH_STEP == 0 for _, length in shapes)
+    assert together == [ner.predict([{"text": text}])[0] for text in texts]
 
 
 # ------------------------------------------------------------------------------------------- viterbi

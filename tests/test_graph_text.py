@@ -1,11 +1,8 @@
 """GraphTokenizer against kerasbert's Tokenizer: ids, segments and character offsets, in and out of a SavedModel.
 
-The reference is ``Tokenizer.encode`` (bert4keras's ids) and ``Tokenizer.rematch`` (its offsets). rematch
-cannot be the reference for a text holding a character that the Rust normalizer and rematch's Python
-normalization treat differently (a private-use character, which Rust drops and Python keeps; a combining mark
-newer than the Rust tables, which Python strips when lower-casing and Rust keeps): it finds no match and raises.
-For those texts each piece's span is checked by normalizing it. rematch also indexes ``text.lower()``, one
-character longer than the text for each 'İ', so its positions are mapped back to the text's.
+The reference is ``Tokenizer.encode`` (bert4keras's ids) and ``Tokenizer.rematch`` (its offsets); each
+piece's span, normalized, must also be the piece. rematch indexes ``text.lower()``, one character longer than
+the text for each 'İ', so its positions are mapped back to the text's.
 """
 
 from __future__ import annotations
@@ -20,13 +17,12 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from tokenizers.normalizers import BertNormalizer
 
 from kerasbert.finetune.demo_data import write_demo_data
 from kerasbert.serving.graph_text import SCALARS, GraphTokenizer
 from kerasbert.text.ner_readers import read_conll
 from kerasbert.text.readers import read_classification
-from kerasbert.text.tokenizer import WORD_MAXLEN, Tokenizer, _normalize_char
+from kerasbert.text.tokenizer import WORD_MAXLEN, Tokenizer, normalize
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 CHINESE = "我爱北京天安门今天气很好们去公园吧中国人民银行发布了新的数据"
@@ -119,37 +115,26 @@ def _assert_offsets(reference: Tokenizer, lower: bool, texts: list[str], starts:
                     first_piece: int = 1):
     """Each piece's span equals rematch's (in the text's positions) where rematch can place it; and each span,
     normalized, is the piece."""
-    normalize = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=lower,
-                               lowercase=lower).normalize_str
-    placed = 0
     for i, text in enumerate(texts):
         tokens = reference.tokenize(text)
-        prepared = _lowered_chars(text, lower and "\u03a3" in text)  # as Tokenizer._prepare
-        position = [k for k, ch in enumerate(_lowered_chars(text, lower)) for _ in ch]  # rematch's index -> the text's
+        lowered = _lowered_chars(text, lower)  # the final sigma by the whole text's context
+        position = [k for k, ch in enumerate(lowered) for _ in ch]  # rematch's index -> the text's
         pieces = [(j, tokens[j - first_piece + 1]) for j in range(first_piece, len(starts[i]))
                   if starts[i][j] >= 0 and j - first_piece + 1 < len(tokens) - 1]
         for j, token in pieces:
-            span = normalize("".join(prepared[starts[i][j]:ends[i][j]])).replace(" ", "")
+            span = normalize("".join(lowered[starts[i][j]:ends[i][j]]), lower).replace(" ", "")
             assert span == token.removeprefix("##"), (text, j, token, span)
-        try:
-            spans = reference.rematch(text, tokens)
-        except ValueError:
-            assert any(normalize(ch).strip(" ") != _normalize_char(ch.lower() if lower else ch, lower)
-                       and normalize(ch) != " " for ch in text), f"rematch fails on {text!r}"
-            continue
+        spans = reference.rematch(text, tokens)
         for j, token in pieces:
             expected = spans[j - first_piece + 1]
             assert (starts[i][j], ends[i][j]) == (position[expected[0]], position[expected[-1]] + 1), (text, token)
-        placed += 1
-    return placed
 
 
 @pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
 def test_generated_sentences(lower):
     reference, out = _assert_ids(VOCAB, lower, 32, SENTENCES)
     assert sum(n == 32 for n in out["lengths"].numpy()) > 500  # many rows are cut
-    placed = _assert_offsets(reference, lower, SENTENCES, out["starts"].numpy(), out["ends"].numpy())
-    assert placed > 4000
+    _assert_offsets(reference, lower, SENTENCES, out["starts"].numpy(), out["ends"].numpy())
 
 
 @pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
@@ -209,38 +194,33 @@ def test_offsets_convention():
 
 @pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
 def test_every_code_point(lower):
-    """The tables reproduce BertNormalizer and BertPreTokenizer on each of the 1,112,064 Unicode scalar values,
-    each between two ``x`` (the reference's NFD would reorder adjacent combining marks: see the next test)."""
+    """The tables reproduce `normalize` on each of the 1,112,064 Unicode scalar values, each between two ``x``
+    (the reference's NFD would reorder adjacent combining marks: see the next test)."""
     chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     texts = ["x".join(chars[i:i + 1000]) for i in range(0, len(chars), 1000)]
-    texts += ["\u03a3 " + text for text in texts] if lower else []  # the capital-sigma table
     vocab = ["x", "##x", *SPECIALS]
     graph = GraphTokenizer(vocab, lowercase=lower, maxlen=5000)
-    normalize = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=lower,
-                               lowercase=lower).normalize_str
     values, source, codes = graph._normalized(tf.constant(texts))
     got = tf.RaggedTensor.from_value_rowids(values, tf.gather(codes.value_rowids(), source), len(texts)).to_list()
-    expected = [[ord(ch) for ch in normalize(text.lower() if lower and "\u03a3" in text else text)] for text in texts]
-    assert got == expected
+    assert got == [[ord(ch) for ch in normalize(text, lower)] for text in texts]
     _assert_ids(vocab, lower, 5000, texts)
-    assert len(SCALARS) == len(chars) - 1  # all but the probes' separator
+    assert len(SCALARS) == len(chars)
 
 
 def test_combining_marks_keep_their_order():
-    """The one known difference: with lower-casing, the reference's NFD sorts adjacent combining marks that it
-    does not strip (newer than its tables) by combining class; the graph keeps them in input order. Ids only
-    differ for a vocabulary holding such marks."""
+    """The one known difference: with lower-casing, the reference's NFD sorts adjacent combining characters that
+    it does not strip (spacing marks with a combining class) by that class; the graph keeps them in input order.
+    Ids only differ for a vocabulary holding such marks."""
     text = "x\U0001d16d\U0001d165"  # MUSICAL SYMBOL COMBINING AUGMENTATION DOT (226), COMBINING STEM (216)
     graph = GraphTokenizer(["x", "##x", *SPECIALS], lowercase=True, maxlen=8)
     values, _, _ = graph._normalized(tf.constant([text]))
     assert values.numpy().tolist() == [ord(ch) for ch in text]
-    reference = BertNormalizer(lowercase=True).normalize_str(text)
-    assert [ord(ch) for ch in reference] == [ord("x"), 0x1D165, 0x1D16D]
+    assert [ord(ch) for ch in normalize(text, lowercase=True)] == [ord("x"), 0x1D165, 0x1D16D]
     _assert_ids(["x", "##x", *SPECIALS], True, 8, [text])
 
 
 def test_final_sigma_by_context():
-    """A capital sigma lower-cases by Python's Final_Sigma rule (Tokenizer lower-cases such texts in Python):
+    """A capital sigma lower-cases by Python's Final_Sigma rule (Tokenizer lower-cases the whole text in Python):
     every context of two characters each side, from cased, case-ignorable and other characters."""
     around = ["", "A", "1", " ", ".", "'", ":", "\u00ad", "\u02b0", "\u0301", "\u03a3"]
     texts = [f"x{a}{b}\u03a3{c}{d}y" for a in around for b in around for c in around for d in around[::3]]
@@ -248,9 +228,8 @@ def test_final_sigma_by_context():
     graph = GraphTokenizer(vocab, lowercase=True, maxlen=32)
     values, source, codes = graph._normalized(tf.constant(texts))
     got = tf.RaggedTensor.from_value_rowids(values, tf.gather(codes.value_rowids(), source), len(texts)).to_list()
-    normalize = BertNormalizer(lowercase=True).normalize_str
-    assert got == [[ord(ch) for ch in normalize(text.lower())] for text in texts]
-    assert sum("\u03c2" in normalize(text.lower()) for text in texts) > 1000  # both forms occur
+    assert got == [[ord(ch) for ch in normalize(text, lowercase=True)] for text in texts]
+    assert sum("\u03c2" in normalize(text, lowercase=True) for text in texts) > 1000  # both forms occur
     _assert_ids(vocab, True, 32, texts)
 
 

@@ -3,16 +3,14 @@
 A SavedModel that takes raw text must tokenize without kerasbert (TF Serving loads TensorFlow and
 tensorflow-text ops only), so :class:`GraphTokenizer` redoes :class:`kerasbert.text.tokenizer.Tokenizer` in
 graph ops and gives the same ids. Its normalization is data, not code: at construction it asks the reference
-normalizer (``tokenizers``' ``BertNormalizer``) what each of the 1,112,064 Unicode scalar values becomes, and
-asks ``BertPreTokenizer`` which characters split words, then stores the answers as sorted code point ranges that
-``tf.searchsorted`` reads. The graph thus agrees with the reference for every character, whatever Unicode
-version each library was built with (the Rust tables keep unassigned characters, drop private-use ones and strip
-only the nonspacing marks they know). ``tf_text.FastWordpieceTokenizer`` then splits each word into pieces.
+(`kerasbert.text.tokenizer.normalize`, Python's Unicode tables) what each of the 1,112,064 Unicode scalar values
+becomes, then stores the answers as sorted code point ranges that ``tf.searchsorted`` reads. The graph thus
+agrees with the reference for every character, whatever Unicode version the graph's own ops know; a space in
+the normalized text ends a word. ``tf_text.FastWordpieceTokenizer`` then splits each word into pieces.
 
 Offsets count code points of the input itself; ``Tokenizer.rematch`` counts in ``text.lower()``, which is one
-longer for each 'İ', and cannot place a piece holding a character that Rust and Python normalize differently (a
-private-use character inside a word). Known differences in ids, both outside real text: the reference's NFD
-reorders runs of combining marks that it does not strip (marks newer than its tables, in lower-case mode) by
+longer for each 'İ'. Known differences in ids, both outside real text: the reference's NFD reorders runs of
+combining characters that it does not strip (spacing marks with a combining class, in lower-case mode) by
 combining class, where the graph keeps their order; and invalid UTF-8, which Python strings cannot hold, is read
 as one U+FFFD (dropped) per bad sequence.
 """
@@ -28,29 +26,19 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kerasbert.errors import ConfigError, fail
-from kerasbert.text.tokenizer import SPECIAL_TOKENS, WORD_MAXLEN, load_vocab
+from kerasbert.text.tokenizer import SPECIAL_TOKENS, WORD_MAXLEN, load_vocab, normalize_character
 
 KEEP, DROP, PAD, SPELL = 0, 1, 2, 3  # a character normalizes to itself, nothing, " c ", or a spelled-out string
-SPACE, PUNCT, OTHER = 0, 1, 2  # the pre-tokenizer: word break, a word of its own, part of a word
 PLAIN, IGNORABLE, CASED = 0, 1, 2  # Python's Final_Sigma context: case-ignorable and cased characters
-CAPITAL_SIGMA, SEPARATOR = 0x3A3, "|"  # "|" normalizes to itself, so it separates the probes of one call
+CAPITAL_SIGMA = 0x3A3
 NO_OFFSET = -1  # the start and end of [CLS], [SEP] and padding
-SCALARS = np.array([c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and chr(c) != SEPARATOR])
-
-
-def _per_character(normalize, chars: list[str]) -> list[str]:
-    """``normalize`` of each character, in one call: the normalizer maps characters one by one."""
-    out = normalize(SEPARATOR.join(chars)).split(SEPARATOR)
-    if len(out) != len(chars):
-        raise RuntimeError(f"probing the normalizer: {len(out)} outputs for {len(chars)} characters")
-    return out
+SCALARS = np.array([c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF])
 
 
 def _ranges(values: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
     """Sorted starts of the runs of equal rows in ``(values, *columns)`` over all code points, and each run's row."""
     full = np.zeros((1 + len(columns), 0x110000), np.int32)
     full[:, SCALARS] = np.stack([values, *columns])
-    full[:, ord(SEPARATOR)] = full[:, ord(SEPARATOR) - 1]  # "|" is KEEP / PUNCT like its neighbour "{"
     change = np.concatenate([[True], (full[:, 1:] != full[:, :-1]).any(axis=0)])
     starts = np.flatnonzero(change).astype(np.int32)
     return (starts, *full[:, starts])
@@ -58,52 +46,23 @@ def _ranges(values: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
 
 @functools.lru_cache(maxsize=2)
 def _normalization(lowercase: bool) -> dict[str, np.ndarray]:
-    """What ``BertNormalizer`` makes of each character, as ranges; with ``lowercase`` also the table for texts
-    holding a capital sigma, which the reference lower-cases in Python first (``Tokenizer._prepare``)."""
-    from tokenizers.normalizers import BertNormalizer
-
-    normalize = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=lowercase,
-                               lowercase=lowercase).normalize_str
+    """What `normalize_character` makes of each character, as ranges of kinds (``starts``, ``kinds``,
+    ``deltas``) and the spelled-out strings (``spelled``, ``spelled_splits``); the first two are a capital
+    sigma's, not final and final (Python's ``str.lower`` decides by the context, `_sigma_context`)."""
     chars = [chr(c) for c in SCALARS]
-    spelled: list[str] = [normalize("\u03c3"), normalize("\u03c2")]  # a capital sigma, not final and final
-    tables, plain = {}, _per_character(normalize, chars)
-    for name in ("plain", "sigma") if lowercase else ("plain",):
-        outs = list(plain)
-        if name == "sigma":  # Python's lower() first: only the characters it changes normalize differently
-            lowered = [i for i, ch in enumerate(chars) if ch.lower() != ch]
-            for i, out in zip(lowered, _per_character(normalize, [chars[i].lower() for i in lowered]), strict=True):
-                outs[i] = out
-        kind, entry = np.full(len(chars), KEEP, np.int32), SCALARS.astype(np.int32)  # entry - code point: 0
-        for i in [i for i, (ch, out) in enumerate(zip(chars, outs, strict=True)) if out != ch]:
-            kind[i] = DROP if not outs[i] else PAD if outs[i] == f" {chars[i]} " else SPELL
-            if kind[i] == SPELL:
-                entry[i] = len(spelled)
-                spelled.append(outs[i])
-        starts, kinds, deltas = _ranges(kind, entry - SCALARS)  # consecutive spellings share a run
-        tables.update({f"{name}_starts": starts, f"{name}_kinds": kinds, f"{name}_deltas": deltas})
+    outs = [normalize_character(ch, lowercase) for ch in chars]
+    spelled = [normalize_character("\u03c3", lowercase), normalize_character("\u03c2", lowercase)]
+    kind, entry = np.full(len(chars), KEEP, np.int32), SCALARS.astype(np.int32)  # entry - code point: 0
+    for i in [i for i, (ch, out) in enumerate(zip(chars, outs, strict=True)) if out != ch]:
+        kind[i] = DROP if not outs[i] else PAD if outs[i] == f" {chars[i]} " else SPELL
+        if kind[i] == SPELL:
+            entry[i] = len(spelled)
+            spelled.append(outs[i])
+    starts, kinds, deltas = _ranges(kind, entry - SCALARS)  # consecutive spellings share a run
     codes = [[ord(ch) for ch in out] for out in spelled]
-    tables["spelled"] = np.array([c for code in codes for c in code], np.int32)
-    tables["spelled_splits"] = np.cumsum([0] + [len(code) for code in codes]).astype(np.int32)
-    return tables
-
-
-@functools.lru_cache(maxsize=1)
-def _word_classes() -> tuple[np.ndarray, np.ndarray]:
-    """``BertPreTokenizer``'s class of each character (SPACE, PUNCT or OTHER), as ranges.
-
-    Each character is probed between two ``x``: a word character joins them, a punctuation mark stands alone
-    and a space is in no word.
-    """
-    from tokenizers.pre_tokenizers import BertPreTokenizer
-
-    probe = "x" + "x".join(chr(c) for c in SCALARS) + "x"
-    covered, alone = np.zeros(len(probe), bool), np.zeros(len(probe), bool)
-    for _, (start, end) in BertPreTokenizer().pre_tokenize_str(probe):
-        covered[start:end] = True
-        alone[start] = end - start == 1
-    at = 2 * np.arange(len(SCALARS)) + 1
-    classes = np.where(~covered[at], SPACE, np.where(alone[at], PUNCT, OTHER))
-    return _ranges(classes)
+    return {"starts": starts, "kinds": kinds, "deltas": deltas,
+            "spelled": np.array([c for code in codes for c in code], np.int32),
+            "spelled_splits": np.cumsum([0] + [len(code) for code in codes]).astype(np.int32)}
 
 
 @functools.lru_cache(maxsize=1)
@@ -193,8 +152,7 @@ class GraphTokenizer(tf.Module):
         tokens = _vocab_list(vocab)
         self.lowercase, self.maxlen, self.vocab_size = bool(lowercase), maxlen, len(tokens)
         self._unk, self._cls, self._sep = (tokens.index(token) for token in SPECIAL_TOKENS[1:])
-        self._tables = {**_normalization(self.lowercase), **dict(zip(("class_starts", "classes"), _word_classes(),
-                                                                     strict=True))}
+        self._tables = dict(_normalization(self.lowercase))
         if self.lowercase:
             self._tables.update(zip(("context_starts", "contexts"), _sigma_context(), strict=True))
         # A word of more than WORD_MAXLEN characters is [UNK]; the op's byte limit must not cut shorter words.
@@ -251,15 +209,10 @@ class GraphTokenizer(tf.Module):
         t = {name: tf.constant(value) for name, value in self._tables.items()}
         codes = tf.strings.unicode_decode(texts, "UTF-8", errors="replace")
         chars, rows = codes.flat_values, codes.value_rowids()
-        kind = _lookup(t["plain_starts"], t["plain_kinds"], chars)
-        entry = chars + _lookup(t["plain_starts"], t["plain_deltas"], chars)
-        if self.lowercase:  # a text with a capital sigma: Python's lower() first, final sigma by context
-            sigmas = tf.math.unsorted_segment_sum(tf.cast(tf.equal(chars, CAPITAL_SIGMA), tf.int32), rows,
-                                                  codes.nrows())
-            sigma_row = tf.gather(sigmas > 0, rows)
-            kind = tf.where(sigma_row, _lookup(t["sigma_starts"], t["sigma_kinds"], chars), kind)
-            entry = tf.where(sigma_row, chars + _lookup(t["sigma_starts"], t["sigma_deltas"], chars), entry)
-            is_sigma = sigma_row & tf.equal(chars, CAPITAL_SIGMA)
+        kind = _lookup(t["starts"], t["kinds"], chars)
+        entry = chars + _lookup(t["starts"], t["deltas"], chars)
+        if self.lowercase:  # a capital sigma: final or not by its context, as Python's lower() decides
+            is_sigma = tf.equal(chars, CAPITAL_SIGMA)
             kind = tf.where(is_sigma, SPELL, kind)
             entry = tf.where(is_sigma, tf.cast(self._final_sigma(chars, rows, t), tf.int32), entry)
         entry = tf.where(tf.equal(kind, SPELL), entry, 0)
@@ -291,14 +244,12 @@ class GraphTokenizer(tf.Module):
 
     def _pieces(self, texts: tf.Tensor) -> dict[str, tf.Tensor]:
         """Word-piece ids and character spans of a batch, flat in row order, and ``count``, pieces per row."""
-        t = {name: tf.constant(self._tables[name]) for name in ("class_starts", "classes")}
         value, source, codes = self._normalized(texts)
         rows = tf.gather(codes.value_rowids(), source)
         position = source - tf.cast(tf.gather(codes.row_starts(), rows), tf.int32)  # in the text, in characters
-        kind = _lookup(t["class_starts"], t["classes"], value)
-        joins = tf.concat([[False], tf.equal(kind[:-1], OTHER) & tf.equal(rows[:-1], rows[1:])], 0)
-        begins = tf.not_equal(kind, SPACE) & (tf.equal(kind, PUNCT) | ~joins)  # the first character of a word
-        keep = tf.not_equal(kind, SPACE)
+        keep = tf.not_equal(value, ord(" "))  # normalized, only a space ends a word
+        joins = tf.concat([[False], keep[:-1] & tf.equal(rows[:-1], rows[1:])], 0)
+        begins = keep & ~joins  # the first character of a word
         word = tf.boolean_mask(tf.cumsum(tf.cast(begins, tf.int64)) - 1, keep)
         value, position = tf.boolean_mask(value, keep), tf.boolean_mask(position, keep)
         words = tf.RaggedTensor.from_value_rowids(value, word, tf.reduce_sum(tf.cast(begins, tf.int64)),

@@ -26,7 +26,7 @@ from kerasbert.text.pipeline import (
 from kerasbert.text.readers import ClassificationExample, LabelSet
 from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["MODEL_FILES", "PortableExport", "length_batches", "load_runtime", "pad", "viterbi"]
+__all__ = ["MODEL_FILES", "PortableExport", "length_batches", "load_runtime", "pad", "row_chunks", "viterbi"]
 
 MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}
 INSTALL = {"onnx": "onnxruntime", "openvino": "openvino"}
@@ -65,6 +65,27 @@ def length_batches(lengths: Sequence[int], batch_size: int, slack: float = 1.25)
             batches.append([])
         batches[-1].append(i)
     return batches
+
+
+def row_chunks(rows: int) -> list[int]:
+    """The batch sizes, each a power of two, that ``rows`` rows run as: the largest power of two that fits, again
+    and again, except that a rest within a quarter of the next power of two is padded up to it.
+
+    A runtime keeps compiled kernels for every input shape it meets; powers of two (with lengths rounded to
+    `LENGTH_STEP`) keep those shapes, and so the server's memory, few and bounded.
+
+    Example:
+    >>> row_chunks(23), row_chunks(31), row_chunks(6)
+    ([16, 8], [32], [4, 2])
+    """
+    sizes: list[int] = []
+    while rows > 0:
+        power = 1 << (rows.bit_length() - 1)
+        if power == rows or 2 * power - rows <= rows // 4:
+            return [*sizes, power if power == rows else 2 * power]
+        sizes.append(power)
+        rows -= power
+    return sizes
 
 
 def pad(rows: Sequence[Sequence[int]], multiple: int = 1) -> np.ndarray:
@@ -144,11 +165,18 @@ class PortableExport:
         return out
 
     def _run(self, token_ids: list[list[int]], segment_ids: list[list[int]]) -> np.ndarray:
-        # lengths rounded up to LENGTH_STEP: a runtime keeps compiled kernels per input shape, and fewer shapes
-        # keep that memory bounded
-        ids, segments = pad(token_ids, LENGTH_STEP), pad(segment_ids, LENGTH_STEP)
-        with self._lock:
-            return np.array(self.run_model(ids, segments))  # a copy: the request reuses its output buffer
+        # shapes from a small set (`row_chunks`, lengths rounded up to LENGTH_STEP) bound the runtime's kernels
+        # a chunk is filled up with copies of its last row: rows of another range would move the scales of a
+        # dynamically quantized model
+        out, begin = [], 0
+        for size in row_chunks(len(token_ids)):
+            real = min(size, len(token_ids) - begin)
+            chunk = [begin + i for i in range(real)] + [begin + real - 1] * (size - real)
+            ids, segments = (pad([rows[i] for i in chunk], LENGTH_STEP) for rows in (token_ids, segment_ids))
+            with self._lock:  # a copy of the real rows: the request reuses its output buffer
+                out.append(np.array(self.run_model(ids, segments)[:real]))
+            begin += size
+        return np.concatenate(out)
 
     def _label(self, probabilities: np.ndarray) -> dict:
         names = self.labels.labels

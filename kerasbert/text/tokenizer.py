@@ -1,9 +1,11 @@
-"""BERT's WordPiece tokenizer on the Rust ``tokenizers`` library, with bert4keras's interface and ids.
+"""BERT's WordPiece tokenizer with bert4keras's interface and ids, its word pieces found by the Rust ``tokenizers``.
 
 :class:`Tokenizer` gives the ids bert4keras 0.11.5's ``Tokenizer`` gives (``tests/test_tokenizer.py``
 checks this against bert4keras itself): Chinese characters one per token, accents stripped when
 lower-casing, control characters dropped, unknown words ``[UNK]``, and a pair truncated from the end
-of the longer sequence. ``encode_batch`` runs the Rust batch encoder, the fast path.
+of the longer sequence. `normalize` prepares the text with Python's own Unicode tables, as bert4keras does
+(the Rust library's normalizer drops private-use and unassigned characters and has tables of another Unicode
+version); the Rust ``WordPiece`` model splits the words. ``encode_batch`` runs its batch encoder, the fast path.
 
 ``load_vocab`` reads a BERT ``vocab.txt`` and can shrink it the way bert4keras does: drop the
 multi-character pieces that hold a CJK character or a punctuation mark (the BERT tokenizer
@@ -21,8 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from tokenizers import Tokenizer as _RustTokenizer
 from tokenizers.models import WordPiece
-from tokenizers.normalizers import BertNormalizer
-from tokenizers.pre_tokenizers import BertPreTokenizer
+from tokenizers.pre_tokenizers import WhitespaceSplit
 
 from kerasbert.errors import ConfigError, fail
 
@@ -132,6 +133,63 @@ def _read_vocab(path: str) -> dict[str, int]:
     return token_dict
 
 
+def _spaced(ch: str, strip_marks: bool) -> str:
+    """One character of a text that `normalize` has lower-cased and decomposed: a punctuation mark or CJK character
+    between spaces (a word of its own), a space one space, a control character (and with ``strip_marks`` a
+    nonspacing mark) nothing, anything else itself."""
+    category = unicodedata.category(ch)
+    if strip_marks and category == "Mn":
+        return ""
+    if is_punctuation(ch) or is_cjk(ch):
+        return f" {ch} "
+    if category == "Zs" or ch in " \t\n\r":
+        return " "
+    if ch in "\x00\ufffd" or category in ("Cc", "Cf"):
+        return ""
+    return " " if ch.isspace() else ch  # a line or paragraph separator: str.split() breaks words there too
+
+
+class _CharTable(dict):
+    """A ``str.translate`` table of `_spaced`, filled as characters are first met."""
+
+    def __init__(self, strip_marks: bool) -> None:
+        super().__init__()
+        self.strip_marks = strip_marks
+
+    def __missing__(self, code: int) -> str:
+        self[code] = out = _spaced(chr(code), self.strip_marks)
+        return out
+
+
+_TABLES = {True: _CharTable(strip_marks=True), False: _CharTable(strip_marks=False)}
+
+
+def normalize(text: str, lowercase: bool) -> str:
+    """``text`` as BERT's tokenizer sees it before word pieces: with ``lowercase`` lower-cased, decomposed (NFD)
+    and stripped of nonspacing marks; control characters dropped; each punctuation mark and CJK character
+    between spaces. The words are then what lies between spaces. Python's Unicode tables, as bert4keras's.
+
+    Example:
+    >>> normalize("Héllo, 北京!", lowercase=True).split()
+    ['hello', ',', '北', '京', '!']
+    """
+    if lowercase:
+        text = unicodedata.normalize("NFD", text.lower())
+    return text.translate(_TABLES[lowercase])
+
+
+def normalize_character(ch: str, lowercase: bool) -> str:
+    """`normalize` of one character alone, not kept in the shared tables (to probe every character at once).
+
+    Example:
+    >>> normalize_character("É", lowercase=True), normalize_character("，", lowercase=False)
+    ('e', ' ， ')
+    """
+    if lowercase:
+        ch = unicodedata.normalize("NFD", ch.lower())
+    return "".join(_spaced(c, lowercase) for c in ch)
+
+
 def _is_special(token: str) -> bool:
     """``[CLS]``, ``[SEP]``, ``[UNK]``...: bracketed tokens, skipped by ``decode`` and ``rematch``."""
     return len(token) > 1 and token[0] == "[" and token[-1] == "]"
@@ -229,9 +287,7 @@ class Tokenizer:
             token_dict[token] for token in SPECIAL_TOKENS)
         self._token_mask_id = token_dict.get("[MASK]")
         self._rust = _RustTokenizer(WordPiece(token_dict, unk_token="[UNK]", max_input_chars_per_word=WORD_MAXLEN))
-        self._rust.normalizer = BertNormalizer(clean_text=True, handle_chinese_chars=True,
-                                               strip_accents=do_lower_case, lowercase=do_lower_case)
-        self._rust.pre_tokenizer = BertPreTokenizer()
+        self._rust.pre_tokenizer = WhitespaceSplit()  # the input is `normalize`d: words are between spaces
 
     @property
     def vocab_size(self) -> int:
@@ -260,13 +316,10 @@ class Tokenizer:
         An unknown word stays whole (normalized), as bert4keras keeps it, so that ``rematch`` finds it;
         ``token_to_id`` maps it to [UNK].
         """
-        text = self._prepare(text)
+        text = normalize(text, self._do_lower_case)
         encoding = self._rust.encode(text, add_special_tokens=False)
-        tokens = encoding.tokens
-        for i, index in enumerate(encoding.ids):
-            if index == self._token_unk_id:
-                start, end = encoding.offsets[i]
-                tokens[i] = self._rust.normalizer.normalize_str(text[start:end]).strip()
+        tokens = [text[start:end] if index == self._token_unk_id else token
+                  for token, index, (start, end) in zip(encoding.tokens, encoding.ids, encoding.offsets, strict=True)]
         tokens = ["[CLS]", *tokens, "[SEP]"]
         return tokens if maxlen is None or len(tokens) <= maxlen else tokens[:max(maxlen - 1, 0)] + tokens[-1:]
 
@@ -302,7 +355,8 @@ class Tokenizer:
             raise fail(ConfigError, "encode_batch: seconds", f"{len(firsts)} texts, as many as firsts",
                        f"{len(seconds)} texts")
         start, end = [self._token_start_id], [self._token_end_id]
-        texts = [self._prepare(text) for text in texts]
+        lower = self._do_lower_case
+        texts = [normalize(text, lower) for text in texts]
         pieces = []
         for i in range(0, len(texts), BATCH_CHUNK):  # bounded chunks: faster than one huge call
             encodings = self._rust.encode_batch_fast(texts[i:i + BATCH_CHUNK], add_special_tokens=False)
@@ -338,7 +392,7 @@ class Tokenizer:
         >>> tokenizer.encode_words([["abc", "\u200b", "ab"]])
         [[[4, 5], [1], [4]]]
         """
-        sentences = [[self._prepare(word) for word in words] for words in sentences]
+        sentences = [[normalize(word, self._do_lower_case) for word in words] for words in sentences]
         result = []
         for i in range(0, len(sentences), BATCH_CHUNK):
             chunk = sentences[i:i + BATCH_CHUNK]
@@ -362,13 +416,9 @@ class Tokenizer:
         >>> [text[a:b] for a, b in tokenizer.split_words(text)]
         ['Héllo', ',', '北', '京', '!']
         """
-        prepared = self._prepare(text)
-        encoding = self._rust.encode(prepared if len(prepared) == len(text) else text, add_special_tokens=False)
-        words: dict[int, list[int]] = {}
-        for word, (start, end) in zip(encoding.word_ids, encoding.offsets, strict=True):
-            span = words.setdefault(word, [start, end])
-            span[0], span[1] = min(span[0], start), max(span[1], end)
-        return [(start, end) for start, end in words.values()]
+        pieces = [normalize(ch, self._do_lower_case) for ch in text]
+        source = [i for i, piece in enumerate(pieces) for _ in piece]  # the character each output one came from
+        return [(source[word.start()], source[word.end() - 1] + 1) for word in re.finditer(r"\S+", "".join(pieces))]
 
     def decode(self, ids: Sequence[int], tokens: Sequence[str] | None = None) -> str:
         """Readable text of ``ids`` (special tokens dropped, ## pieces joined), as bert4keras decodes."""
@@ -417,13 +467,8 @@ class Tokenizer:
         """Ids of a text between [CLS] and [SEP]; ids of a token list as it is."""
         if not isinstance(text, str):
             return self.tokens_to_ids(text)
-        ids = self._rust.encode(self._prepare(text), add_special_tokens=False).ids
+        ids = self._rust.encode(normalize(text, self._do_lower_case), add_special_tokens=False).ids
         return [self._token_start_id, *ids, self._token_end_id]
-
-    def _prepare(self, text: str) -> str:
-        """Lower-case a text holding a capital sigma in Python, which writes a word-final one as 'ς' as
-        bert4keras does (the Rust normalizer lower-cases one character at a time and writes 'σ')."""
-        return text.lower() if self._do_lower_case and "Σ" in text else text
 
     @staticmethod
     def _assemble(first: list[int], second: list[int] | None,
