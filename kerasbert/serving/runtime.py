@@ -69,7 +69,8 @@ def length_batches(lengths: Sequence[int], batch_size: int, slack: float = 1.25)
 
 def row_chunks(rows: int) -> list[int]:
     """The batch sizes, each a power of two, that ``rows`` rows run as: the largest power of two that fits, again
-    and again, except that a rest within a quarter of the next power of two is padded up to it.
+    and again, except that a rest that needs at most a quarter more rows to reach the next power of two is
+    filled up to it.
 
     A runtime keeps compiled kernels for every input shape it meets; powers of two (with lengths rounded to
     `LENGTH_STEP`) keep those shapes, and so the server's memory, few and bounded.
