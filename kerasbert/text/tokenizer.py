@@ -133,18 +133,27 @@ def _read_vocab(path: str) -> dict[str, int]:
     return token_dict
 
 
+def _decomposed(text: str, lowercase: bool) -> str:
+    """``text`` lower-cased and decomposed (NFD) with ``lowercase``, else as it is."""
+    return unicodedata.normalize("NFD", text.lower()) if lowercase else text
+
+
+def _is_dropped(ch: str, strip_marks: bool) -> bool:
+    """A character the tokenizer drops (unless it counts as a space first): NUL, U+FFFD, a control or format
+    character, and with ``strip_marks`` a nonspacing mark (an accent after NFD)."""
+    category = unicodedata.category(ch)
+    return ch in "\x00\ufffd" or category in ("Cc", "Cf") or strip_marks and category == "Mn"
+
+
 def _spaced(ch: str, strip_marks: bool) -> str:
     """One character of a text that `normalize` has lower-cased and decomposed: a punctuation mark or CJK character
-    between spaces (a word of its own), a space one space, a control character (and with ``strip_marks`` a
-    nonspacing mark) nothing, anything else itself."""
-    category = unicodedata.category(ch)
-    if strip_marks and category == "Mn":
-        return ""
+    between spaces (a word of its own), a space one space, a dropped character (`_is_dropped`) nothing, anything
+    else itself."""
     if is_punctuation(ch) or is_cjk(ch):
         return f" {ch} "
-    if category == "Zs" or ch in " \t\n\r":
+    if ch in " \t\n\r" or unicodedata.category(ch) == "Zs":
         return " "
-    if ch in "\x00\ufffd" or category in ("Cc", "Cf"):
+    if _is_dropped(ch, strip_marks):
         return ""
     return " " if ch.isspace() else ch  # a line or paragraph separator: str.split() breaks words there too
 
@@ -173,9 +182,7 @@ def normalize(text: str, lowercase: bool) -> str:
     >>> normalize("Héllo, 北京!", lowercase=True).split()
     ['hello', ',', '北', '京', '!']
     """
-    if lowercase:
-        text = unicodedata.normalize("NFD", text.lower())
-    return text.translate(_TABLES[lowercase])
+    return _decomposed(text, lowercase).translate(_TABLES[lowercase])
 
 
 def normalize_character(ch: str, lowercase: bool) -> str:
@@ -185,9 +192,7 @@ def normalize_character(ch: str, lowercase: bool) -> str:
     >>> normalize_character("É", lowercase=True), normalize_character("，", lowercase=False)
     ('e', ' ， ')
     """
-    if lowercase:
-        ch = unicodedata.normalize("NFD", ch.lower())
-    return "".join(_spaced(c, lowercase) for c in ch)
+    return "".join(_spaced(c, lowercase) for c in _decomposed(ch, lowercase))
 
 
 def _is_special(token: str) -> bool:
@@ -196,10 +201,9 @@ def _is_special(token: str) -> bool:
 
 
 def _normalize_char(ch: str, lower: bool) -> str:
-    """One character as the tokenizer sees it: lower-cased and accent-stripped, control characters dropped."""
-    if lower:
-        ch = "".join(c for c in unicodedata.normalize("NFD", ch.lower()) if unicodedata.category(c) != "Mn")
-    return "".join(c for c in ch if c not in "\x00\ufffd" and unicodedata.category(c) not in ("Cc", "Cf"))
+    """One character as `rematch` sees it: lower-cased and accent-stripped, control characters dropped (spaces and
+    punctuation stay as they are, unlike `normalize_character`)."""
+    return "".join(c for c in _decomposed(ch, lower) if not _is_dropped(c, lower))
 
 
 def _pair_lengths(first: int, second: int, budget: int) -> tuple[int, int]:
