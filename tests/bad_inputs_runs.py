@@ -1,0 +1,10 @@
+"""Bad inputs of run folders, ``train``, ``--resume``, ``evaluate`` and ``predict`` on a run: rows of the catalogue
+in ``tests/test_bad_inputs.py``."""
+
+from __future__ import annotations
+
+from bad_input_kit import Case
+
+
+def rows() -> list[Case]:
+    return []
