@@ -29,6 +29,7 @@ from collections.abc import Callable, MutableMapping, Sequence
 from kerasbert.errors import ConfigError, KerasBertError, ModelError, fail
 from kerasbert.finetune.args import SCHEDULES, TASK_NAMES, TASK_OPTIONS, TrainArgs
 from kerasbert.finetune.demo_data import DEMO_TRAINING
+from kerasbert.log import start_tensorflow
 
 HEAD_SPECS = "cls:N, tagging:K, tagging:K:crf, mlm or nsp"
 
@@ -40,6 +41,7 @@ class Command:
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    tensorflow: Callable[[argparse.Namespace], bool] = lambda args: True  # whether running it starts TensorFlow
 
 
 # ------------------------------------------------------------------------------------------- summary
@@ -394,7 +396,8 @@ COMMANDS: dict[str, Command] = {
                        _summary_arguments, _run_summary),
     "train": Command("fine-tune on a classification or NER dataset into a run folder", _train_arguments, _run_train),
     "evaluate": Command("score a run's model on a labelled file", _evaluate_arguments, _run_evaluate),
-    "predict": Command("predict raw texts with a run's model", _predict_arguments, _run_predict),
+    "predict": Command("predict raw texts with a run's model", _predict_arguments, _run_predict,
+                       lambda args: args.model is None),
     "prepare": Command("tokenize a large dataset (a file or a glob) once into TFRecord shards, streaming it",
                        _prepare_arguments, _run_prepare),
     "export": Command("export a run's model for serving: a SavedModel that takes raw text", _export_arguments,
@@ -451,10 +454,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit:  # argparse exits on --help and on usage errors
         return int(exit.code or 0)
-    if not args.debug:
-        quiet_tensorflow()
+    command = COMMANDS[args.command]
     try:
-        return COMMANDS[args.command].run(args)
+        if not args.debug:
+            quiet_tensorflow()
+            if command.tensorflow(args):
+                start_tensorflow()
+        return command.run(args)
     except KerasBertError as error:
         if args.debug:
             traceback.print_exc()
