@@ -25,6 +25,8 @@ TASK_NAMES = ("cls", "ner")  # kerasbert.finetune.tasks.TASKS
 SCHEDULES = ("cosine", "linear", "constant")  # kerasbert.finetune.optimizers.WarmupSchedule.DECAYS
 CRF_LR_MULTIPLIER = 1000.0  # kerasbert.modeling.crf.CRF_LR_MULTIPLIER
 TASK_OPTIONS = ("text", "text_b", "label", "scheme", "strict", "crf", "bilstm_units", "dropout", "crf_lr_multiplier")
+PATH_FIELDS = ("train", "dev", "config", "checkpoint", "vocab")  # the inputs a run folder names
+RELATIVE = "relative_to_run"  # the key of args.json that holds the inputs' paths relative to the run folder
 
 
 @dataclasses.dataclass
@@ -98,10 +100,11 @@ class TrainArgs:
                 continue
             if not isinstance(getattr(self, name), int) or getattr(self, name) < low:
                 raise fail(ConfigError, "--" + name.replace("_", "-"), f"an int >= {low}", repr(getattr(self, name)))
-        for name, low, high in (("lr", 0, 1), ("warmup", 0, 1), ("weight_decay", 0, 1), ("layerwise_lr_decay", 0, 1)):
-            value = getattr(self, name)
-            if not low <= value <= high or (name in ("lr", "layerwise_lr_decay") and value == 0):
-                raise fail(ConfigError, "--" + name.replace("_", "-"), f"a number in ({low}, {high}]", repr(value))
+        for name in ("lr", "warmup", "weight_decay", "layerwise_lr_decay"):
+            value, zero = getattr(self, name), name in ("warmup", "weight_decay")  # 0: no warmup, plain Adam
+            if not (0 <= value <= 1 and (zero or value > 0)):
+                raise fail(ConfigError, "--" + name.replace("_", "-"), f"a number in {'[' if zero else '('}0, 1]",
+                           repr(value))
         for name in ("max_steps", "save_every", "bilstm_units"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -113,14 +116,74 @@ class TrainArgs:
         if not (isinstance(self.crf_lr_multiplier, (int, float)) and self.crf_lr_multiplier > 0):
             raise fail(ConfigError, "--crf-lr-multiplier", "a number > 0", repr(self.crf_lr_multiplier))
 
+    def inputs(self) -> dict[str, str]:
+        """The paths this run reads, by option (``--train``, ``--dev``, ...); a preset name is no path."""
+        found = {f"--{name}": getattr(self, name) for name in PATH_FIELDS if getattr(self, name) is not None}
+        if "--config" in found and not os.path.exists(found["--config"]):
+            del found["--config"]  # a preset
+        return found
+
+    def to_saved(self, run_dir: str) -> dict:
+        """``args.json``: these arguments with every input path absolute, and relative to ``run_dir`` under
+        ``relative_to_run``, so the run folder works from any working directory and after the folders around
+        it were moved together."""
+        values = dataclasses.asdict(self)
+        values["out"] = os.path.abspath(run_dir)
+        relative = {}
+        for option, path in self.inputs().items():
+            name = option[2:]
+            values[name] = os.path.abspath(path)
+            relative[name] = os.path.relpath(values[name], values["out"])
+        return {**values, RELATIVE: relative}
+
     @classmethod
-    def saved(cls, values: dict) -> "TrainArgs":
-        """The arguments a run folder's ``args.json`` holds; one without ``crf_lr_multiplier`` trained its CRF
-        at 1, and its saved transitions are stored for that."""
-        return cls(**{"crf_lr_multiplier": 1.0, **values})
+    def saved(cls, values: dict, run_dir: str | None = None) -> TrainArgs:
+        """The arguments a run folder's ``args.json`` holds, each input path as it is found now: absolute, or,
+        when nothing is there any more, relative to ``run_dir`` (the folder was moved). One without
+        ``crf_lr_multiplier`` trained its CRF at 1, and its saved transitions are stored for that.
+
+        Raises:
+            ConfigError: ``values`` is not an object, lacks ``task`` or ``train``, or has a key this version
+                does not know (a run written by a newer kerasbert).
+        """
+        where = os.path.join(run_dir, "args.json") if run_dir is not None else "args.json"
+        if not isinstance(values, dict):
+            raise fail(ConfigError, where, "a JSON object", type(values).__name__)
+        values = dict(values)
+        relative = values.pop(RELATIVE, {})
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = [key for key in values if key not in known]
+        if unknown or not isinstance(relative, dict):
+            key = unknown[0] if unknown else RELATIVE
+            raise fail(ConfigError, where, "the keys of TrainArgs", f"the unknown key {key!r}" if unknown else
+                       f"{RELATIVE} = {relative!r}", "a newer kerasbert wrote this run: upgrade kerasbert to read it")
+        missing = [key for key in ("task", "train") if key not in values]
+        if missing:
+            raise fail(ConfigError, where, f"the key {missing[0]!r}", "none", "train the run again")
+        if run_dir is not None:
+            values["out"] = run_dir
+            for name, path in relative.items():
+                values[name] = _found(values.get(name), os.path.join(run_dir, str(path)))
+        return cls(**{"crf_lr_multiplier": 1.0, "out": "", **values})
 
     def make_task(self) -> Task:
         """The `kerasbert.finetune.tasks.Task` these arguments describe."""
         from kerasbert.finetune.tasks import get_task
 
         return get_task(self.task, **{name: getattr(self, name) for name in TASK_OPTIONS})
+
+
+def _exists(path: str) -> bool:
+    """Something is at ``path``: a file or folder, a checkpoint prefix's files, or a glob's matches."""
+    import glob
+
+    pattern = any(char in path for char in "*?[")  # `kerasbert.finetune.streaming.is_glob`
+    return os.path.exists(path) or bool(glob.glob(glob.escape(path) + ".*") or (pattern and glob.glob(path)))
+
+
+def _found(absolute: str | None, relative: str) -> str | None:
+    """``absolute`` while something is there, else ``relative`` (normalized) if something is there instead."""
+    relative = os.path.normpath(relative)
+    if absolute is not None and not _exists(absolute) and _exists(relative):
+        return relative
+    return absolute

@@ -17,25 +17,40 @@ Layout of ``kerasbert train ... --out RUN``::
 Every file is written to a temporary name (``.tmp-*``) and renamed; the state folder is swapped in whole
 (``state`` -> ``state.old``, then the new one -> ``state``), so after ``kill -9`` the folder holds the last
 complete state. A resumed run first removes the temporaries a kill left.
+
+``args.json`` names each input (``train``, ``dev``, ``config``, ``checkpoint``, ``vocab``) by its absolute path
+and, under ``relative_to_run``, relative to the run folder: a run is read from any working directory, and
+after the run and its data were moved together the relative path finds them.
+
+``--overwrite`` replaces a run folder whole (the new one's first files are written beside it and swapped in),
+and only a run folder: one with ``args.json`` that holds nothing but the files above (and ``eval-*.json``,
+written by ``kerasbert evaluate``), and none of the command's inputs.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
+import fnmatch
 import io
 import json
 import os
-import shutil
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kerasbert.errors import ConfigError, fail
-from kerasbert.files import atomic_path, remove_temporaries, replace_folder, write_text
+from kerasbert.files import TEMPORARY, atomic_path, remove_temporaries, replace_folder, write_text
 from kerasbert.text.readers import LabelSet, read_text
 
-__all__ = ["Run", "State"]
+__all__ = ["RUN_FILES", "Run", "State"]
+
+RUN_FILES = ("args.json", "labels.json", "bert_config.json", "vocab.txt", "model.keras", "history.csv", "curves.png",
+             "metrics.json", "confusion.png", "per_type.txt", "state", "state.old", "google", "eval-*.json",
+             TEMPORARY + "*")  # what kerasbert writes in a run folder: what --overwrite may remove
+_DAMAGED = "the saved state is damaged: start the run over with --overwrite instead of --resume"
 
 
 @dataclass
@@ -49,6 +64,31 @@ class State:
     best: float | None = None
     best_epoch: int | None = None
     finished: bool = False
+
+    @classmethod
+    def read(cls, path: str) -> State:
+        """The state saved in ``path`` (a ``state.json``); a ConfigError naming the key when it is damaged or
+        written by a newer kerasbert."""
+        try:
+            values = json.loads(read_text(path))
+        except ValueError as error:
+            raise fail(ConfigError, path, "JSON", f"invalid JSON ({error})", _DAMAGED) from None
+        if not isinstance(values, dict):
+            raise fail(ConfigError, path, "a JSON object", type(values).__name__, _DAMAGED)
+        kinds = {"epoch": int, "step": int, "global_step": int, "history": list, "best": (int, float, type(None)),
+                 "best_epoch": (int, type(None)), "finished": bool}
+        for key, value in values.items():
+            if key not in kinds:
+                raise fail(ConfigError, path, f"the keys {sorted(kinds)}", f"the unknown key {key!r}",
+                           "a newer kerasbert wrote this run: upgrade kerasbert to resume it")
+            if not isinstance(value, kinds[key]) or (kinds[key] is int and (isinstance(value, bool) or value < 0)):
+                raise fail(ConfigError, path, f"{key} of type {_kind_name(kinds[key])}", repr(value)[:80], _DAMAGED)
+        return cls(**values)
+
+
+def _kind_name(kind) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join("null" if k is type(None) else "int >= 0" if k is int else k.__name__ for k in kinds)
 
 
 def check_writable(path: str, what: str) -> None:
@@ -76,21 +116,37 @@ class Run:
         return os.path.join(self.path, name)
 
     # ------------------------------------------------------------------ creating
-    def check_new(self, overwrite: bool) -> None:
-        """Fail on a non-empty folder unless ``overwrite``; called before anything is written."""
+    def check_new(self, overwrite: bool, inputs: dict[str, str] | None = None) -> None:
+        """Fail on a non-empty folder unless ``overwrite``, and with ``overwrite`` on a folder that is not a run
+        or holds one of ``inputs`` (paths by option); called before anything is written."""
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise fail(ConfigError, f"--out {self.path}", "a folder", "a file")
         check_writable(self.path, "--out")
-        if os.path.isdir(self.path) and os.listdir(self.path) and not overwrite:
+        entries = sorted(os.listdir(self.path)) if os.path.isdir(self.path) else []
+        if entries and not overwrite:
             raise fail(ConfigError, f"--out {self.path}", "a new or empty run folder",
-                       f"a folder with {len(os.listdir(self.path))} entries",
+                       f"a folder with {len(entries)} entries",
                        "pass --resume to continue that run or --overwrite to start it over")
+        if not entries:
+            return
+        folder = os.path.realpath(self.path)
+        for option, path in (inputs or {}).items():
+            if os.path.commonpath([folder, os.path.realpath(path)]) == folder:
+                raise fail(ConfigError, f"--overwrite {self.path}", "a run folder that holds none of the inputs",
+                           f"{option} {path} in it", "move the input out of it, or train into another --out")
+        strangers = [name for name in entries if not any(fnmatch.fnmatch(name, known) for known in RUN_FILES)]
+        if strangers or "args.json" not in entries:
+            raise fail(ConfigError, f"--overwrite {self.path}", "a kerasbert run folder (args.json and the files "
+                       "`kerasbert train` writes)", f"{strangers[0]}, which kerasbert did not write" if strangers
+                       else "no args.json", "remove what you want gone yourself, or train into another --out")
 
-    def create(self, overwrite: bool) -> None:
-        """Make the folder, emptying it first when ``overwrite``."""
-        if overwrite and os.path.isdir(self.path):
-            shutil.rmtree(self.path)
-        os.makedirs(self.path, exist_ok=True)
+    def create(self, write: Callable[[Run], None]) -> None:
+        """Write the run's first files with ``write`` (given a staging `Run` beside the folder), then swap them
+        in whole for whatever the folder held (`kerasbert.files.replace_folder`)."""
+        folder = os.path.realpath(self.path)
+        old = os.path.join(os.path.dirname(folder), f"{TEMPORARY}old-{os.path.basename(folder)}")
+        with replace_folder(folder, old) as staging:
+            write(Run(staging))
 
     # ------------------------------------------------------------------ small files
     def write_json(self, name: str, value) -> None:
@@ -157,7 +213,7 @@ class Run:
         with replace_folder(self.file("state"), self.file("state.old")) as staging:
             np.savez(os.path.join(staging, "variables.npz"), **arrays)
             with open(os.path.join(staging, "state.json"), "w", encoding="utf-8") as out:
-                json.dump(state.__dict__, out, ensure_ascii=False)
+                json.dump(dataclasses.asdict(state), out, ensure_ascii=False)
                 out.flush()
                 os.fsync(out.fileno())
 
@@ -173,18 +229,40 @@ class Run:
         raise fail(ConfigError, f"--resume {self.path}", "a run folder with a saved state", "no state/",
                    "nothing to resume: start it over, with --overwrite instead of --resume")
 
+    def check_state(self) -> State:
+        """The saved state, read and checked (``state.json`` and the index of ``variables.npz``) before any data
+        is read or model built."""
+        folder = self.state_folder()
+        state = State.read(os.path.join(folder, "state.json"))
+        with self._variables(folder) as arrays:
+            arrays.files  # noqa: B018 (reads the zip's index)
+        return state
+
+    def _variables(self, folder: str):
+        """``variables.npz`` of a state folder, opened; a ConfigError when it is missing or not a whole zip."""
+        path = os.path.join(folder, "variables.npz")
+        try:
+            return np.load(path)
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+            raise fail(ConfigError, path, "a whole variables.npz", f"{type(error).__name__}: {error}"[:200],
+                       _DAMAGED) from None
+
     def load_state(self, model, optimizer) -> State:
         """Restore the variables saved by `save_state` into ``model`` and ``optimizer``; return the state."""
         folder = self.state_folder()
-        with open(os.path.join(folder, "state.json"), encoding="utf-8") as handle:
-            state = State(**json.load(handle))
+        state = State.read(os.path.join(folder, "state.json"))
         optimizer.build(model.trainable_variables)
-        with np.load(os.path.join(folder, "variables.npz")) as arrays:
+        path = os.path.join(folder, "variables.npz")
+        with self._variables(folder) as arrays:
             for prefix, variables in (("model", model.variables), ("optimizer", optimizer.variables)):
                 saved = sum(key.startswith(prefix + "/") for key in arrays.files)
                 if saved != len(variables):
-                    raise fail(ConfigError, f"{folder}/variables.npz", f"{len(variables)} {prefix} variables",
+                    raise fail(ConfigError, path, f"{len(variables)} {prefix} variables",
                                f"{saved}", "resume with the arguments of the original run")
                 for i, variable in enumerate(variables):
-                    variable.assign(arrays[f"{prefix}/{i}"])
+                    try:
+                        variable.assign(arrays[f"{prefix}/{i}"])
+                    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+                        raise fail(ConfigError, path, f"{prefix}/{i} of shape {tuple(variable.shape)}",
+                                   f"{type(error).__name__}: {error}"[:200], _DAMAGED) from None
         return state

@@ -139,7 +139,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
             or a glob of such files, or a folder written by ``kerasbert prepare``: streamed, never whole.
         out: str. the run folder; must be new or empty unless ``resume`` or ``overwrite``.
         resume: bool. continue the run in ``out`` from its saved state, with its saved arguments.
-        overwrite: bool. empty ``out`` first.
+        overwrite: bool. replace the run in ``out`` (only a run folder that holds none of the inputs).
         verbose: int. 0 silent, 1 progress bars and logs.
         callbacks: more Keras callbacks for ``fit`` (after kerasbert's own, which saves state and scores dev).
         **options: the other `TrainArgs` fields (``dev``, ``config``, ``checkpoint``, ``vocab``, ``epochs``,
@@ -157,7 +157,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
     strategy = make_strategy(args.strategy)  # before any other TensorFlow work (multi-worker configures it)
     chief = is_chief(strategy)
     if chief and not resume:
-        source.check_new(overwrite)
+        source.check_new(overwrite, args.inputs())
     # non-chief workers write to a temporary folder, removed at the end (the TF multi-worker guide)
     run = source if chief else Run(_temporary_folder("kerasbert-worker-"))
     the_task = args.make_task()
@@ -172,7 +172,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         if chief:
             source.remove_temporaries()
     elif chief:
-        _write_run_files(run, args, inputs, overwrite)
+        _write_run_files(run, args, inputs)
     keeper = EpochKeeper(run, state, _dev_scorer(model, the_task, args, inputs, chief), monitor, args.save_every,
                          args.max_steps)
     _fit(model, strategy, args, inputs, state, [keeper, *callbacks], steps_per_epoch, verbose)
@@ -191,11 +191,13 @@ def _resumed_args(source: Run, task: str | None, overwrite: bool) -> TrainArgs:
     if overwrite:
         raise fail(ConfigError, "--overwrite", "either --resume or --overwrite", "both",
                    "--resume continues the run, --overwrite starts it over")
-    args = TrainArgs.saved(source.read_json("args.json"))
+    args = TrainArgs.saved(source.read_json("args.json"), source.path)
     if task and task != args.task:
         raise fail(ConfigError, "--task", f"{args.task}, the task of the run {source.path}", task,
                    "leave --task out to resume, or train the new task into another --out")
-    source.state_folder()
+    source.check_state()
+    if os.path.isfile(source.file("vocab.txt")):
+        args.vocab = source.file("vocab.txt")  # the run's copy: the vocabulary its model was trained with
     return args
 
 
@@ -286,13 +288,17 @@ def _buckets(model, strategy) -> bool:
     return bool(model.jit_compile) and not is_multiworker(strategy)
 
 
-def _write_run_files(run: Run, args: TrainArgs, inputs: _Inputs, overwrite: bool) -> None:
-    """The run folder's fixed files: arguments, labels, config and vocabulary."""
-    run.create(overwrite)
-    run.write_json("args.json", dataclasses.asdict(args))
-    inputs.labels.save(run.file("labels.json"))
-    run.write_json("bert_config.json", inputs.config.to_dict())
-    copy_file(args.vocab, run.file("vocab.txt"))
+def _write_run_files(run: Run, args: TrainArgs, inputs: _Inputs) -> None:
+    """The run folder's fixed files (arguments, labels, config and vocabulary), swapped in whole for what
+    ``--out`` held (`Run.create`; `Run.check_new` made sure that was a run and held no input)."""
+
+    def write(staging: Run) -> None:
+        staging.write_json("args.json", args.to_saved(run.path))
+        inputs.labels.save(staging.file("labels.json"))
+        staging.write_json("bert_config.json", inputs.config.to_dict())
+        copy_file(args.vocab, staging.file("vocab.txt"))
+
+    run.create(write)
 
 
 def _dev_scorer(model, the_task: Task, args: TrainArgs, inputs: _Inputs, chief: bool):
@@ -331,11 +337,18 @@ def _fit(model, strategy, args: TrainArgs, inputs: _Inputs, state: State, callba
         data = train_data(global_batch, state.epoch, state.step)
         if loop is not None:
             fit_epoch(model, strategy, data, loop, state.epoch, train_step)
-        else:
-            model.fit(data, epochs=state.epoch + 1, initial_epoch=state.epoch, validation_data=dev_data,
-                      callbacks=callbacks, verbose=1 if verbose else 0, shuffle=False)
+        else:  # one epoch a call (its own data order), counted "Epoch k/N"
+            model.fit(data, epochs=args.epochs, initial_epoch=state.epoch, validation_data=dev_data,
+                      callbacks=[*callbacks, _OneEpoch()], verbose=1 if verbose else 0, shuffle=False)
         state.finished = bool(args.max_steps and state.global_step >= args.max_steps)
     state.finished = True
+
+
+class _OneEpoch(keras.callbacks.Callback):
+    """Ends ``fit`` after the epoch it started, so ``fit(epochs=N, initial_epoch=k)`` trains epoch k alone."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.model.stop_training = True
 
 
 def _bucketed(train_data, maxlen: int):
@@ -415,20 +428,25 @@ def _finish(run, args, the_task, inputs: _Inputs, state, monitor) -> dict:
 def load_run(run_dir: str):
     """A run folder's ``(Run, TrainArgs, Task, Tokenizer, LabelSet, best model)``."""
     run = Run(run_dir)
-    args = TrainArgs.saved(run.read_json("args.json"))
+    args = TrainArgs.saved(run.read_json("args.json"), run.path)
     the_task = args.make_task()
     tokenizer = Tokenizer(run.file("vocab.txt"), do_lower_case=args.lowercase)
     return run, args, the_task, tokenizer, run.labels(), run.load_model()
 
 
-def evaluate(run_dir: str, data: str, batch_size: int | None = None, verbose: int = 1) -> dict:
-    """Score the run's model on a labelled file in the training format; writes ``eval-<file>.json``.
+def evaluate(run_dir: str, data: str | None = None, batch_size: int | None = None, verbose: int = 1) -> dict:
+    """Score the run's model on a labelled file in the training format (None: the run's dev file); writes
+    ``eval-<file>.json``.
 
     Returns:
         dict. cls: ``accuracy``, ``macro_f1``, ``per_label``, ``confusion``; ner: micro/macro
         ``precision``/``recall``/``f1`` and ``per_type`` (entity level, on character spans).
     """
     run, args, the_task, tokenizer, labels, model = load_run(run_dir)
+    if data is None and args.dev is None:
+        raise fail(ConfigError, "--data", "a labelled file", "none, and the run had no --dev",
+                   f"pass the file to score {run_dir} on")
+    data = args.dev if data is None else data
     examples = the_task.read(data, labels)
     features = the_task.encode(tokenizer, examples, labels, args.maxlen, data)
     predictions = the_task.predict(model, features, examples, labels, batch_size or args.batch_size, verbose)
