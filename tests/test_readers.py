@@ -109,7 +109,19 @@ def test_utf8_bom_is_dropped(tmp_path):
 
 def test_missing_field(tmp_path):
     path = write(tmp_path, "train.tsv", "a\tpos\nb\n")
-    with pytest.raises(DataError, match=f"^{path}:2: expected column 1, found 1 columns. check the text"):
+    with pytest.raises(DataError, match=rf"^{path}:2: expected 2 columns \(the label in column 1, counting from 0\), "
+                       r"found 1 column \('b'\). check the text"):
+        read_classification(path)
+    path = write(tmp_path, "pairs.tsv", "a\tb\tpos\nc\td\n")
+    with pytest.raises(DataError, match=rf"^{path}:2: expected 3 columns \(the label in column 2, counting from 0\), "
+                       r"found 2 columns\. check"):
+        read_classification(path, text_b=1)
+    path = write(tmp_path, "commas.tsv", "很好,pos\n很差,neg\n")
+    with pytest.raises(DataError, match=r"found 1 column \('很好,pos'\)\. the line has commas but no tab: name a "
+                       r"comma-separated file \.csv$"):
+        read_classification(path)
+    path = write(tmp_path, "tabs.csv", "很好\tpos\n")
+    with pytest.raises(DataError, match=r"the line has tabs but is read as CSV: name a tab-separated file \.tsv$"):
         read_classification(path)
     path = write(tmp_path, "train.jsonl", '{"text": "a", "label": "x"}\n\n{"text": "b"}\n')
     with pytest.raises(DataError, match=rf"^{path}:3: expected field 'label', found keys \['text'\]"):
@@ -117,6 +129,79 @@ def test_missing_field(tmp_path):
     path = write(tmp_path, "train.csv", "sentence,label\na,b\n")
     with pytest.raises(DataError, match=rf"^{path}:1: expected a column 'text' in the header, found columns"):
         read_classification(path, text="text", label="label")
+
+
+def test_header_read_by_position_is_skipped_and_logged(tmp_path, caplog):
+    path = write(tmp_path, "train.csv", "text,label\n很好,pos\n很差,neg\n还行,pos\n")
+    with caplog.at_level(logging.WARNING, logger="kerasbert"):
+        examples = read_classification(path)
+    assert [(e.text, e.label, e.line) for e in examples] == [("很好", "pos", 2), ("很差", "neg", 3), ("还行", "pos", 4)]
+    assert caplog.messages == [f"{path}:1: 'text', 'label' read as a header, not as an example: its label 'label' is "
+                               "no other line's label and it names columns; name the fields to say so (--text-field "
+                               "text --label-field label)"]
+    path = write(tmp_path, "pairs.tsv", "问题\tQuestion 2\t标签\na\tb\t1\nc\td\t0\n")
+    with caplog.at_level(logging.WARNING, logger="kerasbert"):
+        pairs = read_classification(path, text_b=1)
+    assert pairs == [ClassificationExample("a", "1", "b"), ClassificationExample("c", "0", "d")]
+    assert caplog.messages[-1].endswith("(--text-field 问题 --text-b-field 'Question 2' --label-field 标签)")
+    path = write(tmp_path, "header.tsv", "sentence\tlabel\n")
+    with pytest.raises(DataError, match=f"^{path}: expected at least one example, found only a header"):
+        read_classification(path)
+
+
+def test_first_row_that_is_an_example_is_kept(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="kerasbert"):
+        path = write(tmp_path, "a.tsv", "text\tpos\nlabel\tneg\nx\tpos\n")   # its label occurs again
+        assert [e.text for e in read_classification(path)] == ["text", "label", "x"]
+        path = write(tmp_path, "b.tsv", "这部电影讲了什么？\t中性\n很好\tpos\n")   # not name-like: a sentence
+        assert [e.label for e in read_classification(path)] == ["中性", "pos"]
+        path = write(tmp_path, "c.csv", "text,label\n很好,pos\n")   # told: no header
+        assert [e.label for e in read_classification(path, header=False)] == ["label", "pos"]
+        assert caplog.messages == []
+        path = write(tmp_path, "d.tsv", "好看\t中性\n很好\tpos\n很差\tpos\n")   # name-like, a label seen once
+        assert [e.label for e in read_classification(path)] == ["中性", "pos", "pos"]
+    assert caplog.messages == [f"{path}:1: '好看', '中性' read as an example, though its label '中性' is no other "
+                               "line's label; if this line names the columns, name the fields (--text-field 好看 "
+                               "--label-field 中性)"]
+
+
+def test_header_by_name_or_told(tmp_path):
+    path = write(tmp_path, "train.tsv", "review\tpolarity\n好\t1\n坏\t0\n")
+    assert [e.label for e in read_classification(path, text="review", label="polarity")] == ["1", "0"]
+    assert [e.label for e in read_classification(path, header=True)] == ["1", "0"]
+
+
+@pytest.mark.parametrize("row, found", [
+    ('{"text": "好", "label": ["pos"]}', r"expected field 'label' to be one label \(a string or a number\), found a "
+                                        r"list \['pos'\]\. one label a line"),
+    ('{"text": "好", "label": {"name": "pos"}}',
+     r"expected field 'label' to be one label .*, found an object \{'name': 'pos'\}"),
+    ('{"text": "好", "label": null}', r"expected field 'label' to be one label .*, found null\. write the label"),
+    ('{"text": "好", "label": ""}', r"expected a label in field 'label', found an empty label\. give the example"),
+    ('{"text": null, "label": "pos"}', r"expected field 'text' to be a string, found null\. write the text as a "
+                                       r"JSON string$"),
+    ('{"text": 7, "label": "pos"}', r"expected field 'text' to be a string, found a number 7"),
+    ('["好", "pos"]', r"expected field 'text', found a row of 2 values without names"),
+])
+def test_jsonl_field_of_the_wrong_type(tmp_path, row, found):
+    path = write(tmp_path, "train.jsonl", '{"text": "很好", "label": "pos"}\n' + row + "\n")
+    with pytest.raises(DataError, match=f"^{path}:2: {found}"):
+        read_classification(path)
+
+
+def test_jsonl_numbers_and_bools_are_labels(tmp_path):
+    path = write(tmp_path, "train.jsonl", '{"text": "好", "label": 1}\n{"text": "坏", "label": 0}\n')
+    assert [e.label for e in read_classification(path)] == ["1", "0"]
+    path = write(tmp_path, "flags.jsonl", '{"text": "好", "label": true}\n{"text": "坏", "label": false}\n')
+    assert [e.label for e in read_classification(path)] == ["True", "False"]
+
+
+@pytest.mark.parametrize("content, line", [("很好\tpos\n很差\t\n", 2), ("很好\t \n很差\tneg\n", 1),
+                                           ("很好,pos\n很差,\n", 2)])
+def test_empty_label_is_an_error(tmp_path, content, line):
+    path = write(tmp_path, "train.csv" if "," in content else "train.tsv", content)
+    with pytest.raises(DataError, match=f"^{path}:{line}: expected a label in column 1, found an empty label"):
+        read_classification(path)
 
 
 def test_bad_json_line_and_header_only(tmp_path):

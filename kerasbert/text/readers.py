@@ -17,13 +17,16 @@ Example:
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kerasbert.errors import DataError, fail
 from kerasbert.files import write_text
+from kerasbert.log import logger
 
 Field = int | str
 
@@ -232,18 +235,88 @@ def _column(key: Field | None, names: list[str], path: str) -> Field | None:
     return names.index(key)
 
 
-def get_field(row: list | dict, key: Field, where: str) -> str:
-    """One field of a row: a column index or a column name / JSON key."""
-    if isinstance(row, dict) and key in row and row[key] is not None:
-        return str(row[key])
+ROLES = {"text": "the text", "text_b": "the second text", "label": "the label"}
+
+
+def get_field(row: list | dict, key: Field, where: str, role: str = "text") -> str:
+    """One field of a row as a string: a column index, or a column name / JSON key.
+
+    Args:
+        row: list or dict. a row's columns, or a JSONL line's value.
+        key: int or str. the column index or the JSON key.
+        where: str. ``path:line``, for messages.
+        role: str. ``"text"``, ``"text_b"`` or ``"label"``: what the field holds. A JSON text must be a
+            string; a JSON label a string, a number or a bool (written as in the file), never null or a
+            list; a label is never empty.
+
+    Returns:
+        str. the field.
+
+    Example:
+    >>> get_field(["很好", "pos"], 1, "train.tsv:1", "label")
+    'pos'
+    >>> get_field({"text": "好", "label": ["pos"]}, "label", "train.jsonl:1", "label")
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.DataError: train.jsonl:1: expected field 'label' to be one label (a string or a number), \
+found a list ['pos']. one label a line: the cls task reads one label per example
+    """
     if isinstance(row, list) and isinstance(key, int) and -len(row) <= key < len(row):
-        return str(row[key])
-    if isinstance(row, list | dict):
-        found = f"{len(row)} columns" if isinstance(row, list) else f"keys {sorted(map(str, row))}"
-    else:  # a JSON line holding null, a number or a string: no keys to list
-        found = f"a JSON {type(row).__name__}"
-    what = f"column {key}" if isinstance(key, int) else f"field {key!r}"
-    raise fail(DataError, where, what, found, "check the text / text_b / label arguments")
+        value = row[key]
+    elif isinstance(row, dict) and key in row:
+        value = _json_field(row[key], key, where, role)
+    else:
+        raise _missing_field(row, key, where, role)
+    if role == "label" and not value.strip():
+        what = f"column {key}" if isinstance(key, int) else f"field {key!r}"
+        raise fail(DataError, where, f"a label in {what}", "an empty label", "give the example its label or remove it")
+    return value
+
+
+def _json_field(value: object, key: Field, where: str, role: str) -> str:
+    """A JSONL field's value as a string, or the DataError of a value of the wrong JSON type."""
+    if isinstance(value, str):
+        return value
+    if role == "label" and isinstance(value, int | float | bool):
+        return str(value)
+    expected = "one label (a string or a number)" if role == "label" else "a string"
+    found = "null" if value is None else f"{_JSON_TYPES.get(type(value), type(value).__name__)} {value!r}"
+    hint = ("one label a line: the cls task reads one label per example" if isinstance(value, list | dict)
+            and role == "label" else f"write {ROLES[role]} as a JSON string")
+    raise fail(DataError, where, f"field {key!r} to be {expected}", found, hint)
+
+
+_JSON_TYPES = {list: "a list", dict: "an object", int: "a number", float: "a number", bool: "a bool"}
+
+
+def _missing_field(row: object, key: Field, where: str, role: str) -> DataError:
+    """The DataError of a row that has no field ``key``."""
+    if isinstance(row, dict):
+        return fail(DataError, where, f"field {key!r}", f"keys {sorted(map(str, row))}",
+                    "check the text / text_b / label arguments")
+    if not isinstance(row, list):  # a JSON line holding null, a number or a string: no keys to list
+        return fail(DataError, where, f"field {key!r}", f"a JSON {type(row).__name__}",
+                    "each line must be a JSON object")
+    if not isinstance(key, int):
+        return fail(DataError, where, f"field {key!r}", f"a row of {len(row)} values without names",
+                    "a JSONL line is a JSON object; a TSV/CSV file with a header needs header=True")
+    needed = key + 1 if key >= 0 else -key
+    columns = "column" if len(row) == 1 else "columns"
+    shown = _shorten(row[0] if len(row) == 1 else "")
+    return fail(DataError, where, f"{needed} columns ({ROLES[role]} in column {key}, counting from 0)",
+                f"{len(row)} {columns}" + (f" ({shown!r})" if shown else ""), _columns_hint(row))
+
+
+def _shorten(cell: str, width: int = 40) -> str:
+    return cell if len(cell) <= width else cell[:width] + "..."
+
+
+def _columns_hint(row: list[str]) -> str:
+    if len(row) == 1 and "\t" in row[0]:
+        return "the line has tabs but is read as CSV: name a tab-separated file .tsv"
+    if len(row) == 1 and "," in row[0]:
+        return "the line has commas but no tab: name a comma-separated file .csv"
+    return "check the text / text_b / label arguments (--text-field, --text-b-field, --label-field)"
 
 
 def read_classification(path: str, text: Field | None = None, label: Field | None = None,
@@ -257,7 +330,9 @@ def read_classification(path: str, text: Field | None = None, label: Field | Non
         label: int or str. the label's column. Defaults: 1 (or 2 with ``text_b``), or ``"label"``.
         text_b: int, str or None. the second text's column, for pairs.
         fmt: str or None. ``"tsv"``, ``"csv"`` or ``"jsonl"``, overriding the extension.
-        header: bool or None. whether the first row names the columns; default: when a field is a name.
+        header: bool or None. whether the first row names the columns. None: yes when a field is given by
+            name; with fields by position, yes when the first row names columns (see `COLUMN_NAMES`) and its
+            label is no other row's label, which is logged, as is a first example whose label occurs only once.
         labels: LabelSet or None. the training label set: labels not in it are a :class:`DataError`.
 
     Returns:
@@ -298,21 +373,70 @@ def iter_classification(path: str, text: Field | None = None, label: Field | Non
     jsonl = fmt == "jsonl"
     text = ("text" if jsonl else 0) if text is None else text
     label = ("label" if jsonl else (1 if text_b is None else 2)) if label is None else label
-    if header is None:
-        header = not jsonl and any(isinstance(key, str) for key in (text, label, text_b))
-    rows = file_rows(path, fmt)
-    if header:
+    keys = {"text": text, "text_b": text_b, "label": label}
+    rows, skipped = file_rows(path, fmt), None
+    if header or (header is None and not jsonl and any(isinstance(key, str) for key in keys.values())):
         names = next(rows)[1]
         text, label, text_b = (_column(key, names, path) for key in (text, label, text_b))
+    elif header is None and not jsonl:
+        rows, skipped = _after_header(rows, path, fmt, keys)
     count, label_type = 0, _LabelType(label)
     for line, row in rows:
+        if skipped and not count:
+            logger.warning(skipped)
         count += 1
         where = f"{path}:{line}"
-        second = None if text_b is None else get_field(row, text_b, where)
+        first, second = get_field(row, text, where), None if text_b is None else get_field(row, text_b, where, "text_b")
+        value = get_field(row, label, where, "label")
         label_type.check(row, line, where)
-        yield ClassificationExample(get_field(row, text, where), get_field(row, label, where), second, line)
+        yield ClassificationExample(first, value, second, line)
     if not count:
         raise fail(DataError, path, "at least one example", "only a header")
+
+
+# Column names that mark a first row as a header (compared in lower case).
+COLUMN_NAMES = frozenset({
+    "text", "texts", "text_a", "text_b", "text1", "text2", "sentence", "sentence1", "sentence2", "sentences",
+    "review", "content", "comment", "query", "question", "q1", "q2", "title", "document", "doc", "input",
+    "label", "labels", "class", "category", "target", "sentiment", "polarity", "tag", "intent", "topic", "y",
+    "文本", "句子", "内容", "评论", "问题", "标题", "标签", "类别", "分类", "情感", "类型"})
+_NAME = re.compile(r"[^\W\d][\w .\-]{0,31}")  # a letter, then up to 31 letters, digits, spaces, _ . -
+
+
+def _after_header(rows: Iterator[tuple[int, list[str]]], path: str, fmt: str,
+                  keys: dict[str, Field | None]) -> tuple[Iterator[tuple[int, list[str]]], str | None]:
+    """The rows of a TSV/CSV file read by position, without its first row when that row is a header.
+
+    The first row is a header when it has column names (each field name-like, one of them in
+    `COLUMN_NAMES`) and its label is no other row's label. The rows then start after it, and the returned
+    message says so, for the log. A first row whose label occurs nowhere else but that names no known column
+    stays an example, and the log says how to read it as a header.
+    """
+    first = next(rows, None)
+    if first is None:
+        return rows, None
+    line, row = first
+    used = {role: key for role, key in keys.items() if key is not None}
+    if not all(isinstance(key, int) and -len(row) <= key < len(row) and _NAME.fullmatch(row[key].strip())
+               for key in used.values()) or _label_elsewhere(path, fmt, row[keys["label"]], keys["label"]):
+        return itertools.chain([first], rows), None
+    names = {role: row[key].strip() for role, key in used.items()}  # a name holds no quote: see _NAME
+    flags = " ".join(f"--{role.replace('_', '-')}-field " + (f"'{name}'" if " " in name else name)
+                     for role, name in names.items())
+    cells = ", ".join(repr(row[key]) for key in used.values())
+    unique = f"its label {row[keys['label']]!r} is no other line's label"
+    if any(row[key].strip().lower() in COLUMN_NAMES for key in used.values()):
+        return rows, (f"{path}:{line}: {cells} read as a header, not as an example: {unique} and it names "
+                      f"columns; name the fields to say so ({flags})")
+    logger.warning("%s:%d: %s read as an example, though %s; if this line names the columns, name the fields "
+                   "(%s)", path, line, cells, unique, flags)
+    return itertools.chain([first], rows), None
+
+
+def _label_elsewhere(path: str, fmt: str, label: str, key: int) -> bool:
+    """Whether a row after the first of ``path`` has the label ``label`` in column ``key``."""
+    rows = itertools.islice(file_rows(path, fmt), 1, None)
+    return any(-len(row) <= key < len(row) and row[key] == label for _, row in rows)
 
 
 class _LabelType:
