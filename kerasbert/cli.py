@@ -171,7 +171,8 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
                      help="tf.distribute strategy; --batch-size is per replica (default: auto)")
     run = parser.add_argument_group("run folder")
     run.add_argument("--resume", action="store_true", help="continue the run in --out with its saved arguments")
-    run.add_argument("--overwrite", action="store_true", help="empty --out first")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace the run in --out (a run folder holding none of the inputs)")
     run.add_argument("--export-google-checkpoint", action="store_true",
                      help="also write the fine-tuned encoder as a Google checkpoint in OUT/google")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -208,14 +209,14 @@ def _print_scores(scores: dict | None, title: str) -> None:
 # ------------------------------------------------------------------------------------------- evaluate, predict
 def _evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="a run folder written by `kerasbert train`")
-    parser.add_argument("--data", required=True, help="a labelled file in the training format")
+    parser.add_argument("--data", help="a labelled file in the training format (default: the run's dev file)")
     parser.add_argument("--batch-size", type=int)
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
     from kerasbert.finetune.training import evaluate
 
-    _print_scores(evaluate(args.run, args.data, args.batch_size), f"{args.data}:")
+    _print_scores(evaluate(args.run, args.data, args.batch_size), f"{args.data or 'dev'}:")
     return 0
 
 
