@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from kerasbert.errors import ConfigError
@@ -124,3 +125,26 @@ def test_bad_arguments(vocab_path):
         tokenizer.encode("hello", maxlen=0)
     with pytest.raises(ConfigError, match="seconds"):
         tokenizer.encode_batch(["a", "b"], ["a"])
+    with pytest.raises(ConfigError, match=r'padding: expected False, True, "longest" or "max_length" with maxlen, '
+                                          "found 'max_length' without maxlen"):
+        tokenizer.encode_batch(["a"], padding="max_length")
+    with pytest.raises(ConfigError, match="padding: .*found 'left'"):
+        tokenizer.encode_batch(["a"], padding="left")
+
+
+def test_encode_batch_padded_is_sequence_padding_of_the_rows(vocab_path):
+    from kerasbert.compat.snippets import sequence_padding
+
+    tokenizer = Tokenizer(vocab_path)
+    firsts, seconds = TEXTS["chinese"] + TEXTS["english"], TEXTS["mixed"] * 2
+    for args in ((firsts,), (firsts, seconds)):
+        rows = tokenizer.encode_batch(*args, maxlen=20)
+        longest = max(map(len, rows[0]))
+        for padding, length in ((True, longest), ("longest", longest), ("max_length", 20)):
+            padded = tokenizer.encode_batch(*args, maxlen=20, padding=padding)
+            for array, unpadded in zip(padded, rows, strict=True):
+                assert array.dtype == np.int32 and array.shape == (len(firsts), length)
+                np.testing.assert_array_equal(array, sequence_padding(unpadded, length))
+    token_ids, segment_ids = tokenizer.encode_batch([], padding=True)
+    assert token_ids.shape == segment_ids.shape == (0, 0)
+    assert tokenizer.encode_batch(["hello"], padding=False) == ([[2, VOCAB.index("hello"), 3]], [[0, 0, 0]])

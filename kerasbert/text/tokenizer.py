@@ -21,6 +21,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 from tokenizers import Tokenizer as _RustTokenizer
 from tokenizers.models import WordPiece
 from tokenizers.pre_tokenizers import WhitespaceSplit
@@ -226,6 +227,14 @@ def _cut(ids: list[int], length: int) -> list[int]:
     return ids if len(ids) <= length else ids[:length - 1] + ids[-1:]
 
 
+def _padded(rows: list[list[int]], length: int) -> np.ndarray:
+    """``rows`` as one int32 array ``[len(rows), length]``, padded with 0."""
+    array = np.zeros((len(rows), length), np.int32)
+    for i, row in enumerate(rows):
+        array[i, :len(row)] = row
+    return array
+
+
 def folder_lower_case(path: str | os.PathLike) -> bool:
     """``do_lower_case`` from the ``tokenizer_config.json`` in a folder or beside a vocabulary (Hugging Face
     folders have one); True when there is none.
@@ -342,18 +351,33 @@ class Tokenizer:
         ids = self._full_ids(first)
         return self._assemble(ids, None if second is None else self._full_ids(second), maxlen)
 
-    def encode_batch(self, firsts: Sequence[str], seconds: Sequence[str] | None = None,
-                     maxlen: int | None = None) -> tuple[list[list[int]], list[list[int]]]:
+    def encode_batch(self, firsts: Sequence[str], seconds: Sequence[str] | None = None, maxlen: int | None = None,
+                     padding: bool | str = False) -> tuple[list[list[int]], list[list[int]]] | tuple[np.ndarray, ...]:
         """``encode`` of many texts (or pairs) at once with the Rust batch encoder: the fast path.
 
+        Args:
+            firsts: list of str. the texts.
+            seconds: list of str or None. the second texts of pairs.
+            maxlen: int or None. the most ids of a row, cut as ``encode`` cuts.
+            padding: bool or str. False: one unpadded list per row. True or ``"longest"``: two int32 arrays
+                ``[rows, longest row]`` padded with 0, ready for ``model.predict`` (Hugging Face's
+                ``padding=True``, bert4keras's ``sequence_padding``). 0 is [PAD] in BERT vocabularies and the
+                token id kerasbert's models mask. ``"max_length"``: arrays ``[rows, maxlen]``.
+
         Returns:
-            ``(token_ids, segment_ids)``, two lists with one unpadded list of int per row.
+            ``(token_ids, segment_ids)``: two lists with one list of int per row, or two arrays.
 
         Example:
         >>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"])})
         >>> tokenizer.encode_batch(["a b", "b"], ["a", "a a a"], maxlen=5)
         ([[2, 4, 3, 4, 3], [2, 5, 3, 4, 3]], [[0, 0, 0, 1, 1], [0, 0, 0, 1, 1]])
+        >>> token_ids, segment_ids = tokenizer.encode_batch(["a b", "b"], padding=True)
+        >>> token_ids.tolist(), token_ids.dtype.name
+        ([[2, 4, 5, 3], [2, 5, 3, 0]], 'int32')
         """
+        if padding not in (False, True, "longest", "max_length") or (padding == "max_length" and maxlen is None):
+            raise fail(ConfigError, "encode_batch: padding", 'False, True, "longest" or "max_length" with maxlen',
+                       repr(padding) + (" without maxlen" if padding == "max_length" else ""))
         texts = list(firsts) + list(seconds or [])
         if seconds is not None and len(seconds) != len(firsts):
             raise fail(ConfigError, "encode_batch: seconds", f"{len(firsts)} texts, as many as firsts",
@@ -368,7 +392,11 @@ class Tokenizer:
         n = len(firsts)
         pairs = zip(pieces[:n], pieces[n:] if seconds is not None else [None] * n, strict=True)
         rows = [self._assemble(first, second, maxlen) for first, second in pairs]
-        return [row[0] for row in rows], [row[1] for row in rows]
+        token_ids, segment_ids = [row[0] for row in rows], [row[1] for row in rows]
+        if not padding:
+            return token_ids, segment_ids
+        length = maxlen if padding == "max_length" else max(map(len, token_ids), default=0)
+        return _padded(token_ids, length), _padded(segment_ids, length)
 
     def truncate(self, token_ids: Sequence[int], segment_ids: Sequence[int],
                  maxlen: int) -> tuple[list[int], list[int]]:
