@@ -2,8 +2,76 @@
 
 from __future__ import annotations
 
-from bad_input_kit import Case
+import json
+
+from kerasbert.errors import ConfigError, DataError
+from kerasbert.finetune.tasks import get_task
+from kerasbert.text.ner_readers import read_span_jsonl
+from kerasbert.text.readers import read_classification
+from kerasbert.text.tokenizer import Tokenizer
+
+from bad_input_kit import Case, cls_data, prepare_cli, train_cli
+
+
+def _write(content: str, name: str = "train.tsv"):
+    return lambda tmp, _: cls_data(tmp, content, name)
+
+
+def _read(name: str):
+    return lambda tmp: get_task("cls").read(str(tmp / name))
+
+
+def _prep(name: str, *extra: str, task: str = "cls"):
+    return lambda tmp: prepare_cli(tmp, name, *extra, task=task)
+
+
+def _jsonl(*rows: dict) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def _pad_without_maxlen(tmp):
+    return Tokenizer(str(tmp / "vocab.txt")).encode_batch(["很好"], padding="max_length")
 
 
 def rows() -> list[Case]:
-    return []
+    good = {"text": "很好", "label": "pos"}
+    return [
+        Case("data-jsonl-label-a-list", _write(_jsonl(good, {"text": "很差", "label": ["neg"]}), "train.jsonl"),
+             _read("train.jsonl"), DataError, ("train.jsonl:2", "'label'", "one label", "a list ['neg']"), ("out",),
+             _prep("train.jsonl")),
+        Case("data-jsonl-label-an-object", _write(_jsonl({"text": "很差", "label": {"name": "neg"}}), "train.jsonl"),
+             _read("train.jsonl"), DataError, ("train.jsonl:1", "'label'", "an object"), ("out",),
+             _prep("train.jsonl")),
+        Case("data-jsonl-label-null", _write(_jsonl(good, {"text": "很差", "label": None}), "train.jsonl"),
+             _read("train.jsonl"), DataError, ("train.jsonl:2", "'label'", "found null"), ("out",),
+             _prep("train.jsonl")),
+        Case("data-jsonl-text-null", _write(_jsonl({"text": None, "label": "pos"}), "train.jsonl"),
+             _read("train.jsonl"), DataError, ("train.jsonl:1", "'text'", "a string", "found null"), ("out",),
+             _prep("train.jsonl")),
+        Case("data-jsonl-text-a-number", _write(_jsonl(good, {"text": 7, "label": "neg"}), "train.jsonl"),
+             _read("train.jsonl"), DataError, ("train.jsonl:2", "'text'", "a string", "a number 7"), ("out",),
+             _prep("train.jsonl")),
+        Case("data-jsonl-label-empty", _write(_jsonl(good, {"text": "很差", "label": ""}), "train.jsonl"),
+             _read("train.jsonl"), DataError, ("train.jsonl:2", "'label'", "empty label"), ("out",),
+             _prep("train.jsonl")),
+        Case("data-tsv-label-empty", _write("很好\tpos\n很差\t\n"), _read("train.tsv"), DataError,
+             ("train.tsv:2", "a label in column 1", "empty label"), ("out",), _prep("train.tsv")),
+        Case("data-csv-label-blank", _write("很好,pos\n很差, \n", "train.csv"), _read("train.csv"), DataError,
+             ("train.csv:2", "a label in column 1", "empty label"), ("out",), _prep("train.csv")),
+        Case("data-tsv-label-empty-train", _write("很好\tpos\n很差\t\n"), _read("train.tsv"), DataError,
+             ("train.tsv:2", "empty label"), ("out",), lambda tmp: train_cli(tmp)),
+        Case("data-tsv-one-column-with-commas", _write("很好,pos\n很差,neg\n"), _read("train.tsv"), DataError,
+             ("train.tsv:1", "expected 2 columns", "label in column 1", "found 1 column ('很好,pos')", ".csv"),
+             ("out",), _prep("train.tsv")),
+        Case("data-pairs-tsv-two-columns", _write("很好\t好\tpos\n很差\tneg\n"),
+             lambda tmp: read_classification(str(tmp / "train.tsv"), text_b=1), DataError,
+             ("train.tsv:2", "expected 3 columns", "label in column 2", "found 2 columns"), ("out",),
+             _prep("train.tsv", "--text-b-field", "1")),
+        Case("data-csv-only-a-header-by-position", _write("text,label\n", "train.csv"), _read("train.csv"), DataError,
+             ("train.csv", "only a header"), ("out",), _prep("train.csv")),
+        Case("spans-text-null", _write(_jsonl({"text": None, "entities": []}), "train.jsonl"),
+             lambda tmp: read_span_jsonl(str(tmp / "train.jsonl")), DataError, ("train.jsonl:1", "'text'", "null"),
+             ("out",), _prep("train.jsonl", task="ner")),
+        Case("tokenizer-padding-max_length-without-maxlen", _write("很好\tpos\n"), _pad_without_maxlen, ConfigError,
+             ("padding", "max_length", "without maxlen")),
+    ]
