@@ -135,6 +135,7 @@ def test_header_read_by_position_is_skipped_and_logged(tmp_path, caplog):
     path = write(tmp_path, "train.csv", "text,label\n很好,pos\n很差,neg\n还行,pos\n")
     with caplog.at_level(logging.WARNING, logger="kerasbert"):
         examples = read_classification(path)
+        assert read_classification(path) == examples   # read again (training reads twice): logged once
     assert [(e.text, e.label, e.line) for e in examples] == [("很好", "pos", 2), ("很差", "neg", 3), ("还行", "pos", 4)]
     assert caplog.messages == [f"{path}:1: 'text', 'label' read as a header, not as an example: its label 'label' is "
                                "no other line's label and it names columns; name the fields to say so (--text-field "

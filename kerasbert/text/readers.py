@@ -383,7 +383,7 @@ def iter_classification(path: str, text: Field | None = None, label: Field | Non
     count, label_type = 0, _LabelType(label)
     for line, row in rows:
         if skipped and not count:
-            logger.warning(skipped)
+            _warn_once(path, skipped)
         count += 1
         where = f"{path}:{line}"
         first, second = get_field(row, text, where), None if text_b is None else get_field(row, text_b, where, "text_b")
@@ -428,9 +428,21 @@ def _after_header(rows: Iterator[tuple[int, list[str]]], path: str, fmt: str,
     if any(row[key].strip().lower() in COLUMN_NAMES for key in used.values()):
         return rows, (f"{path}:{line}: {cells} read as a header, not as an example: {unique} and it names "
                       f"columns; name the fields to say so ({flags})")
-    logger.warning("%s:%d: %s read as an example, though %s; if this line names the columns, name the fields "
-                   "(%s)", path, line, cells, unique, flags)
+    _warn_once(path, f"{path}:{line}: {cells} read as an example, though {unique}; if this line names the columns, "
+                     f"name the fields ({flags})")
     return itertools.chain([first], rows), None
+
+
+_WARNED: set[tuple] = set()
+
+
+def _warn_once(path: str, message: str) -> None:
+    """Log ``message`` about ``path`` once for each version of the file, though training reads a file twice."""
+    stat = os.stat(path)
+    key = (message, stat.st_size, stat.st_mtime_ns)
+    if key not in _WARNED:
+        _WARNED.add(key)
+        logger.warning(message)
 
 
 def _label_elsewhere(path: str, fmt: str, label: str, key: int) -> bool:
