@@ -11,22 +11,23 @@ each on the model's ``tf.function``. Int8:
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 
-__all__ = ["CALIBRATION", "OPSET", "to_onnx", "to_openvino", "write_portable"]
+__all__ = ["CALIBRATION", "OPSET", "require", "to_onnx", "to_openvino", "write_portable"]
 
 OPSET = 17
 CALIBRATION = 300
 INSTALL = {"tf2onnx": "tf2onnx", "onnxruntime": "onnxruntime", "openvino": "openvino", "nncf": "nncf"}
 
 
-def _require(module: str, what: str):
+def require(module: str, what: str):
     """Import ``module``, or a ConfigError saying which extra installs it."""
     import importlib
 
@@ -83,6 +84,25 @@ def _tf2onnx(function, path: str) -> None:
     utils.save_protobuf(path, graph.make_model("kerasbert"))
 
 
+@contextlib.contextmanager
+def _without_preprocessing_advice() -> Iterator[None]:
+    """Hold back ONNX Runtime's advice to pre-process a model before quantizing it (logged as a warning on the root
+    logger at every quantization): its shape inference pass is for convolutional models, and a user of the export
+    can do nothing about it. Every other record passes."""
+    import logging
+
+    def advice(record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (message.startswith("Please consider") and "pre-processing before quantization" in message)
+
+    root = logging.getLogger()
+    root.addFilter(advice)
+    try:
+        yield
+    finally:
+        root.removeFilter(advice)
+
+
 def to_onnx(model, path: str, int8: bool = False) -> None:
     """Write ``model`` (inputs ``token_ids``, ``segment_ids``, int32 ``[batch, length]``) to the ONNX file ``path``.
 
@@ -94,12 +114,13 @@ def to_onnx(model, path: str, int8: bool = False) -> None:
     >>> os.path.getsize(path) > 0
     True
     """
-    _require("tf2onnx", "to write ONNX")
+    require("tf2onnx", "to write ONNX")
     target = path + ".fp32" if int8 else path
     _tf2onnx(_function(model), target)
     if int8:
-        quantization = _require("onnxruntime.quantization", "to quantize ONNX to int8")
-        quantization.quantize_dynamic(target, path, weight_type=quantization.QuantType.QInt8)
+        quantization = require("onnxruntime.quantization", "to quantize ONNX to int8")
+        with _without_preprocessing_advice():
+            quantization.quantize_dynamic(target, path, weight_type=quantization.QuantType.QInt8)
         os.remove(target)
 
 
@@ -111,10 +132,10 @@ def to_openvino(model, path: str, calibration: Sequence[tuple[np.ndarray, np.nda
         path: str. the ``.xml`` file to write.
         calibration: sequence of ``(token_ids, segment_ids)``, each ``[1, length]``, or None for float32.
     """
-    openvino = _require("openvino", "to write OpenVINO")
+    openvino = require("openvino", "to write OpenVINO")
     converted = openvino.convert_model(_function(model).get_concrete_function())
     if calibration is not None:
-        nncf = _require("nncf", "to quantize OpenVINO to int8")
+        nncf = require("nncf", "to quantize OpenVINO to int8")
         logger.info("quantizing to int8 on %d calibration examples", len(calibration))
         converted = nncf.quantize(converted, nncf.Dataset(list(calibration)), model_type=nncf.ModelType.TRANSFORMER,
                                   subset_size=len(calibration))
@@ -123,8 +144,11 @@ def to_openvino(model, path: str, calibration: Sequence[tuple[np.ndarray, np.nda
 
 def _calibration(loaded: tuple, info: dict, path: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
     """Up to ``CALIBRATION`` examples of ``path`` (default: the run's training file, else its dev file), encoded."""
-    _, args, the_task, tokenizer, labels, _ = loaded
-    candidates = [path] if path is not None else [p for p in (args.train, args.dev) if p and os.path.isfile(p)]
+    from kerasbert.serving.export import data_file
+
+    run, args, the_task, tokenizer, labels, _ = loaded
+    candidates = [path] if path is not None else [p for p in (data_file(run, args.train), data_file(run, args.dev))
+                                                  if p]
     if not candidates or not os.path.isfile(candidates[0]):
         found = repr(path) if path is not None else f"neither the training file {args.train!r} nor a dev file"
         raise fail(ConfigError, "--calibration", "a data file in the training format, to calibrate int8", found,
@@ -135,9 +159,11 @@ def _calibration(loaded: tuple, info: dict, path: str | None) -> list[tuple[np.n
             for ids, segments in zip(features.token_ids, features.segment_ids, strict=True)]
 
 
-def write_portable(folder: str, loaded: tuple, info: dict, calibration: str | None = None) -> None:
+def write_portable(folder: str, loaded: tuple, info: dict, calibration: str | None = None,
+                   dev: str | None = None) -> None:
     """An OpenVINO or ONNX export of a loaded run (``load_run``'s tuple) into ``folder``; fills ``info``'s
-    ``crf_transitions`` and, when the run has a dev file, ``dev`` with the export's own dev score."""
+    ``crf_transitions`` and ``dev`` with the export's own score on the dev file ``dev`` (``{}`` without one, and
+    ``dev_unscored`` saying why)."""
     import shutil
 
     from kerasbert.modeling.crf import crf_layers
@@ -152,9 +178,11 @@ def write_portable(folder: str, loaded: tuple, info: dict, calibration: str | No
         to_onnx(model, path, int8=info["int8"])
     else:
         to_openvino(model, path, _calibration(loaded, info, calibration) if info["int8"] else None)
-    if args.dev and os.path.isfile(args.dev):
-        examples = the_task.read(args.dev, labels)
+    if dev is not None:
+        examples = the_task.read(dev, labels)
         predictions = PortableExport(folder, info).predict_examples(examples)
         info["dev"] = the_task.score(examples, predictions, labels)
     else:
         info["dev"] = {}
+        info["dev_unscored"] = (f"the run's dev file {args.dev!r} is not there, nor in the run folder" if args.dev
+                                else "the run was trained without a dev file")

@@ -16,7 +16,11 @@ signatures:
   (``probabilities``, or ``tag_ids`` per piece for a tagger).
 
 Beside the model, ``kerasbert-export.json`` records the task, labels, maximum length, vocabulary checksum,
-source run, format and the exported model's dev score.
+source run, format, precision and the exported model's dev score.
+
+An OpenVINO or ONNX export scores itself on the run's dev file. One that loses more than `LOSS_BOUND` of the
+run's dev score (int8 or bf16 can) is not published: it is kept aside beside the target, and export fails naming
+it, unless the caller accepts the loss.
 """
 
 from __future__ import annotations
@@ -25,12 +29,15 @@ import hashlib
 import json
 import os
 
-from kerasbert.errors import ConfigError, fail
+from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.files import publish_folder
 from kerasbert.log import logger
 
 EXPORT_INFO = "kerasbert-export.json"
 FORMATS = ("saved_model", "openvino", "onnx")
+# the most dev score an export may lose against its run: (metric, bound) by task
+LOSS_BOUND = {"cls": ("accuracy", 0.005), "ner": ("f1", 0.01)}
+REJECTED = ".rejected"  # the suffix of an export kept aside for its loss
 
 
 def _entities(text, tag_ids, token_ids, starts, ends, lengths, vocab, labels) -> dict:
@@ -110,26 +117,72 @@ def vocab_checksum(path: str) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool) -> dict:
+def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, precision: str) -> dict:
     checksum = vocab_checksum(run.file("vocab.txt"))
     metrics = run.read_json("metrics.json") if os.path.isfile(run.file("metrics.json")) else {}
-    return {"format": fmt, "int8": int8, "task": args.task, "crf": bool(args.crf), "pairs": args.text_b is not None,
-            "labels": labels, "maxlen": maxlen, "lowercase": bool(args.lowercase), "vocab_sha256": checksum,
-            "source_run": os.path.abspath(run.path), "dev": metrics.get("dev", {}), "dev_run": metrics.get("dev", {})}
+    return {"format": fmt, "int8": int8, "precision": precision, "task": args.task, "crf": bool(args.crf),
+            "pairs": args.text_b is not None, "labels": labels, "maxlen": maxlen, "lowercase": bool(args.lowercase),
+            "vocab_sha256": checksum, "source_run": os.path.abspath(run.path), "dev": metrics.get("dev", {}),
+            "dev_run": metrics.get("dev", {})}
 
 
-def _check_arguments(out: str, format: str, int8: bool) -> None:
+def _check_arguments(out: str, format: str, int8: bool, precision: str) -> None:
     if format not in FORMATS:
         raise fail(ConfigError, "--format", " or ".join(FORMATS), repr(format))
     if int8 and format == "saved_model":
         raise fail(ConfigError, "--int8", "--format onnx or openvino", "--format saved_model",
                    "int8 models are written for ONNX Runtime and OpenVINO")
+    if precision != "f32":
+        from kerasbert.serving.convert import require
+        from kerasbert.serving.runtime import PRECISIONS, check_precision
+
+        if precision in PRECISIONS and format != "openvino":
+            raise fail(ConfigError, f"--precision {precision}", "--format openvino", f"--format {format}",
+                       "bfloat16 is OpenVINO's choice on CPUs with AMX or avx512_bf16")
+        if precision in PRECISIONS:
+            require("openvino", "to run bf16")
+        check_precision("--precision" + (f" {precision}" if precision in PRECISIONS else ""), precision,
+                        "use --precision f32 (the default)")
     if os.path.exists(out):
         raise fail(ConfigError, out, "a new export folder", "something already there", "pick another path")
 
 
+def data_file(run, path: str | None) -> str | None:
+    """A data file the run names (``args.json``), found as given, else inside the run folder; None if neither."""
+    if not path:
+        return None
+    for candidate in (path, os.path.join(run.path, path), os.path.join(run.path, os.path.basename(path))):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def loss_over_bound(info: dict) -> str | None:
+    """What an export loses against its run beyond `LOSS_BOUND`, as words, or None when within it (or unscored).
+
+    Example:
+    >>> loss_over_bound({"task": "cls", "dev": {"accuracy": 0.7867}, "dev_run": {"accuracy": 1.0}})
+    'dev accuracy 0.7867 against the run's 1.0000 (-0.2133, bound 0.005)'
+    """
+    metric, bound = LOSS_BOUND[info["task"]]
+    mine, theirs = info["dev"].get(metric), info["dev_run"].get(metric)
+    if mine is None or theirs is None or theirs - mine <= bound + 1e-9:
+        return None
+    return f"dev {metric} {mine:.4f} against the run's {theirs:.4f} ({mine - theirs:+.4f}, bound {bound:g})"
+
+
+def _set_aside(staging: str, out: str) -> str:
+    """Move a rejected export from ``staging`` to the first free ``OUT.rejected`` (``OUT.rejected-2``, ...)."""
+    kept, n = os.path.abspath(out) + REJECTED, 1
+    while os.path.exists(kept if n == 1 else f"{kept}-{n}"):
+        n += 1
+    kept = kept if n == 1 else f"{kept}-{n}"
+    os.replace(staging, kept)
+    return kept
+
+
 def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "saved_model", int8: bool = False,
-           calibration: str | None = None) -> dict:
+           calibration: str | None = None, precision: str = "f32", accept_loss: bool = False) -> dict:
     """Export the best model of a ``kerasbert train`` run folder for serving.
 
     Args:
@@ -140,10 +193,16 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "sa
         int8: bool. openvino or onnx: quantize the matrix products to int8; the export's dev score is measured.
         calibration: str or None. openvino int8: a data file in the training format whose first examples
             calibrate the quantization; default: the run's training file, else its dev file.
+        precision: str. openvino: ``"f32"``, or ``"bf16"`` on a CPU with bfloat16 units, for what is not int8.
+        accept_loss: bool. publish an export that loses more than `LOSS_BOUND` of the run's dev score.
 
     Returns:
         dict. what ``kerasbert-export.json`` records; ``dev`` is the exported model's dev score (for onnx and
-        openvino, measured on the export itself), ``dev_run`` the run's.
+        openvino, measured on the export itself; ``{}`` with ``dev_unscored`` saying why when it could not be),
+        ``dev_run`` the run's.
+
+    Raises:
+        ModelError: the export lost more than `LOSS_BOUND`; it is kept at ``OUT.rejected``, which the message names.
 
     Example:
     >>> import tempfile
@@ -160,21 +219,32 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "sa
     from kerasbert.modeling.config import resolve_config
 
     out = os.fspath(out)
-    _check_arguments(out, format, int8)
+    _check_arguments(out, format, int8, precision)
     loaded = load_run(os.fspath(run_dir))
     run, args, labels = loaded[0], loaded[1], loaded[4]
     maxlen = args.maxlen or min(128, resolve_config(run.file("bert_config.json")).max_position_embeddings)
-    info = _info(run, args, labels.labels, maxlen, format, int8)
+    info = _info(run, args, labels.labels, maxlen, format, int8, precision)
+    kind = format + (" int8" if int8 else "") + (f" {precision}" if precision != "f32" else "")
     with publish_folder(out) as staging:
         if format == "saved_model":
             _write_saved_model(staging, loaded, maxlen)
         else:
             from kerasbert.serving.convert import write_portable
 
-            write_portable(staging, loaded, info, calibration)
+            write_portable(staging, loaded, info, calibration, data_file(run, args.dev))
         with open(os.path.join(staging, EXPORT_INFO), "w", encoding="utf-8") as f:
             f.write(json.dumps(info, ensure_ascii=False, indent=1) + "\n")
-    logger.info("exported %s (%s, %s%s) to %s", run.path, args.task, format, " int8" if int8 else "", out)
+        loss = loss_over_bound(info) if format != "saved_model" else None
+        if loss and not accept_loss:
+            kept = _set_aside(staging, out)
+            raise fail(ModelError, out, f"a {kind} export within the bound of the run's dev score", loss,
+                       f"not published; kept at {kept}: pass --accept-loss to publish such an export, or export "
+                       "without --int8/--precision bf16")
+    if loss:
+        logger.warning("%s: published with its loss (--accept-loss): %s", out, loss)
+    if info.get("dev_unscored"):
+        logger.warning("%s: could not score the export: %s", out, info["dev_unscored"])
+    logger.info("exported %s (%s, %s) to %s", run.path, args.task, kind, out)
     return info
 
 

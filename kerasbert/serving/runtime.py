@@ -26,11 +26,40 @@ from kerasbert.text.pipeline import (
 from kerasbert.text.readers import ClassificationExample, LabelSet
 from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["MODEL_FILES", "PortableExport", "length_batches", "load_runtime", "pad", "row_chunks", "viterbi"]
+__all__ = ["MODEL_FILES", "PRECISIONS", "PortableExport", "check_precision", "cpu_has_bf16", "length_batches",
+           "load_runtime", "openvino_config", "pad", "row_chunks", "viterbi"]
 
 MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}
 INSTALL = {"onnx": "onnxruntime", "openvino": "openvino"}
 LENGTH_STEP = 8
+PRECISIONS = ("f32", "bf16")  # what OpenVINO runs the operations that are not int8 in
+
+
+def openvino_config(precision: str = "f32") -> dict:
+    """OpenVINO's CPU settings for an export: latency first, and the precision pinned, since OpenVINO would
+    otherwise run a float32 model in bfloat16 on a CPU with AMX or avx512_bf16 units.
+
+    Example:
+    >>> openvino_config()
+    {'PERFORMANCE_HINT': 'LATENCY', 'INFERENCE_PRECISION_HINT': 'f32'}
+    """
+    return {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": precision}
+
+
+def cpu_has_bf16() -> bool:
+    """Whether OpenVINO finds bfloat16 units (AMX, avx512_bf16) on this CPU."""
+    import openvino
+
+    return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+def check_precision(what: str, precision: str, hint: str = "export the run again with --precision f32") -> None:
+    """A ConfigError, blaming ``what``, unless this CPU runs ``precision`` (one of `PRECISIONS`)."""
+    if precision not in PRECISIONS:
+        raise fail(ConfigError, what, " or ".join(PRECISIONS), repr(precision))
+    if precision == "bf16" and not cpu_has_bf16():
+        raise fail(ConfigError, what, "a CPU with bfloat16 units (AMX or avx512_bf16)",
+                   "none in OpenVINO's CPU capabilities", hint)
 
 
 def viterbi(emissions: np.ndarray, trans: np.ndarray) -> np.ndarray:
@@ -103,8 +132,9 @@ def pad(rows: Sequence[Sequence[int]], multiple: int = 1) -> np.ndarray:
     return out
 
 
-def load_runtime(fmt: str, path: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """A function ``(token_ids, segment_ids) -> output`` running the model file ``path`` in ``fmt``'s runtime."""
+def load_runtime(fmt: str, path: str, precision: str = "f32") -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """A function ``(token_ids, segment_ids) -> output`` running the model file ``path`` in ``fmt``'s runtime;
+    OpenVINO runs what is not int8 in ``precision`` (`PRECISIONS`), ONNX Runtime in float32."""
     try:
         if fmt == "onnx":
             import onnxruntime
@@ -114,9 +144,12 @@ def load_runtime(fmt: str, path: str) -> Callable[[np.ndarray, np.ndarray], np.n
             return lambda ids, segments: session.run(None, {names[0]: ids, names[1]: segments})[0]
         import openvino
 
-        compiled = openvino.Core().compile_model(path, "CPU", {"PERFORMANCE_HINT": "LATENCY"})
+        check_precision(path, precision)
+        compiled = openvino.Core().compile_model(path, "CPU", openvino_config(precision))
         request = compiled.create_infer_request()
         return lambda ids, segments: request.infer([ids, segments])[compiled.output(0)]
+    except ConfigError:
+        raise
     except ImportError as e:
         raise fail(ConfigError, path, f"{INSTALL[fmt]}, to run a {fmt} export", f"{type(e).__name__}: {e}",
                    f'pip install "kerasbert[serve]" (or pip install {INSTALL[fmt]})') from None
@@ -137,7 +170,8 @@ class PortableExport:
         self.path, self.info = path, info
         self.labels = LabelSet(info["labels"])
         self.tokenizer = Tokenizer(os.path.join(path, "vocab.txt"), do_lower_case=bool(info["lowercase"]))
-        self.run_model = load_runtime(info["format"], os.path.join(path, MODEL_FILES[info["format"]]))
+        self.run_model = load_runtime(info["format"], os.path.join(path, MODEL_FILES[info["format"]]),
+                                      info.get("precision", "f32"))
         self.trans = np.asarray(info["crf_transitions"], np.float64) if info.get("crf") else None
         self._lock = threading.Lock()  # an OpenVINO infer request serves one call at a time
 
