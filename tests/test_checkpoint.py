@@ -89,8 +89,8 @@ def test_vocab_mismatch_names_layer_shapes_and_hint(tmp_path):
     with pytest.raises(CheckpointError) as info:
         load_google_checkpoint(model, str(tmp_path))
     assert str(info.value) == (f"Embedding-Token expects [128, 32], checkpoint has [300, 32] (bert/embeddings/"
-                               f"word_embeddings in {tmp_path}/bert_model.ckpt): vocab_size in bert_config.json "
-                               "does not match this checkpoint")
+                               f"word_embeddings in {tmp_path}/bert_model.ckpt): the model's vocab_size does not "
+                               "match this checkpoint; build the model from the checkpoint's own bert_config.json")
     np.testing.assert_array_equal(model.get_layer("Embedding-Norm").gamma.numpy(), before)  # nothing assigned
 
 

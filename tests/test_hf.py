@@ -140,7 +140,11 @@ def test_shards_and_bert_prefixless_legacy_names_give_the_same_numbers(folders, 
     for got, want in zip(outputs(sharded, batch), reference, strict=True):
         np.testing.assert_array_equal(got, want)
     report = load_checkpoint(build_transformer_model(sharded, verbose=False), sharded, verbose=False)
-    assert report.unused == [n for n in sorted(hf_tensors(google)) if n.startswith(("bert.pooler", "cls."))]
+    # the log and the report name the file's own names: pooler.dense.*, not bert.pooler.dense.*
+    assert report.unused == [n for n in names if n.startswith(("pooler.", "cls."))]
+    assert "pooler.dense.bias" in report.unused and "bert.pooler.dense.bias" not in report.unused
+    assert report.loaded[0] == ("embeddings.word_embeddings.weight", (128, 32))
+    assert ("encoder.layer.0.output.LayerNorm.gamma", (32,)) in report.loaded
 
 
 def test_a_folder_with_both_formats_reads_safetensors_and_says_so(folders, tmp_path, caplog):
@@ -284,7 +288,8 @@ def test_a_config_that_does_not_match_the_weights_names_the_value(folders, tmp_p
     folder, google = folders["tiny"]
     wrong = write_hf_folder(str(tmp_path / "wrong"), dict(helpers.TINY, vocab_size=100), hf_tensors(google))
     with pytest.raises(CheckpointError, match=r"Embedding-Token expects \[100, 32\], checkpoint has \[128, 32\] .*"
-                                              "vocab_size in config.json does not match this checkpoint"):
+                                              "the model's vocab_size does not match this checkpoint; build "
+                                              "the model from the checkpoint's own config.json"):
         build_transformer_model(wrong, wrong, verbose=False)
 
 

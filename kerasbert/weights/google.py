@@ -30,10 +30,9 @@ GOOGLE = Format(
     # training state in fine-tuned checkpoints
     skip=re.compile(r"(/adam_[mv]|/Adam(_1)?|/Momentum|/LAMB(_1)?)$|^(global_step|good_steps|bad_steps|"
                     r"loss_scale|current_loss_scale)$"),
-    hints={name: f"{key} in bert_config.json does not match this checkpoint" for name, key in (
-        ("word_embeddings", "vocab_size"), ("output_bias", "vocab_size"),
-        ("position_embeddings", "max_position_embeddings"), ("token_type_embeddings", "type_vocab_size"),
-        ("intermediate/", "intermediate_size"), ("/output/dense/kernel", "intermediate_size"))},
+    hints={"word_embeddings": "vocab_size", "output_bias": "vocab_size",
+           "position_embeddings": "max_position_embeddings", "token_type_embeddings": "type_vocab_size",
+           "intermediate/": "intermediate_size", "/output/dense/kernel": "intermediate_size"},
 )
 
 

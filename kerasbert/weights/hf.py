@@ -33,10 +33,9 @@ HF = Format(
     vocab_rows=frozenset({"bert.embeddings.word_embeddings.weight", "cls.predictions.bias"}),
     # buffers, and the MLM decoder, whose weight is the word embeddings and whose bias is cls.predictions.bias
     skip=re.compile(r"position_ids$|^cls\.predictions\.decoder\.(weight|bias)$"),
-    hints={name: f"{key} in config.json does not match this checkpoint" for name, key in (
-        ("word_embeddings", "vocab_size"), ("predictions.bias", "vocab_size"),
-        ("position_embeddings", "max_position_embeddings"), ("token_type_embeddings", "type_vocab_size"),
-        ("intermediate.", "intermediate_size"), (".output.dense.weight", "intermediate_size"))},
+    hints={"word_embeddings": "vocab_size", "predictions.bias": "vocab_size",
+           "position_embeddings": "max_position_embeddings", "token_type_embeddings": "type_vocab_size",
+           "intermediate.": "intermediate_size", ".output.dense.weight": "intermediate_size"},
     optional=frozenset({"CLS-Dense", "Tagging-Dense"}),
 )
 
@@ -58,6 +57,41 @@ def canonical_name(name: str) -> str:
     return re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name))
 
 
+def _json(path: str, expected: str):
+    """The JSON in ``path``; a CheckpointError when it is not JSON (or nests too deep to read)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (ValueError, RecursionError) as e:
+        raise fail(CheckpointError, path, expected, f"{type(e).__name__}: {str(e)[:80]}") from None
+
+
+def _shards(path: str) -> list[str]:
+    """The shard files a sharded index lists, in order, each inside the index's folder."""
+    expected = 'JSON with a "weight_map" from tensor names to shard files'
+    weight_map = _json(path, expected)
+    weight_map = weight_map.get("weight_map") if isinstance(weight_map, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise fail(CheckpointError, path, expected, f"a weight_map of type {type(weight_map).__name__}",
+                   "download the checkpoint again")
+    wrong = next(((k, v) for k, v in weight_map.items() if not isinstance(v, str) or not v), None)
+    if wrong is not None:
+        raise fail(CheckpointError, f"{path}: weight_map", "shard file names", f"{wrong[1]!r:.40} for {wrong[0]!r:.60}",
+                   "download the checkpoint again")
+    folder = os.path.realpath(os.path.dirname(path))
+    shards = []
+    for shard in dict.fromkeys(weight_map.values()):
+        full = os.path.realpath(os.path.join(folder, shard))
+        if os.path.isabs(shard) or os.path.dirname(full) != folder:
+            raise fail(CheckpointError, f"{path}: weight_map", "shard files in the folder of the index",
+                       f"{shard!r:.80}", "refusing to read a file outside the checkpoint's folder")
+        if not os.path.isfile(full):
+            raise fail(CheckpointError, os.path.join(os.path.dirname(path), shard),
+                       f"a shard listed in {os.path.basename(path)}", "no such file", "download the checkpoint again")
+        shards.append(os.path.join(os.path.dirname(path), shard))
+    return shards
+
+
 def weight_files(path: str) -> list[str]:
     """The weight files of a folder, a file or an index, resolved to the files to read (shards in order)."""
     if os.path.isdir(path):
@@ -70,21 +104,7 @@ def weight_files(path: str) -> list[str]:
         path = os.path.join(path, present[0])
     if not os.path.isfile(path):
         raise fail(CheckpointError, path, "a weights file", "no such file")
-    if not path.endswith(".index.json"):
-        return [path]
-    try:
-        with open(path, encoding="utf-8") as f:
-            weight_map = json.load(f)["weight_map"]
-    except (ValueError, KeyError, TypeError):
-        raise fail(CheckpointError, path, 'JSON with a "weight_map" from names to shard files',
-                   "something else") from None
-    folder = os.path.dirname(path)
-    shards = [os.path.join(folder, shard) for shard in dict.fromkeys(weight_map.values())]
-    for shard in shards:
-        if not os.path.isfile(shard):
-            raise fail(CheckpointError, shard, f"a shard listed in {os.path.basename(path)}", "no such file",
-                       "download the checkpoint again")
-    return shards
+    return _shards(path) if path.endswith(".index.json") else [path]
 
 
 def is_hf_checkpoint(path: str | os.PathLike) -> bool:
@@ -96,77 +116,121 @@ def is_hf_checkpoint(path: str | os.PathLike) -> bool:
 
 
 class HFCheckpoint:
-    """Hugging Face weights as a `kerasbert.weights.table.Source`: names made canonical, shards merged."""
+    """Hugging Face weights as a `kerasbert.weights.table.Source`: names made canonical, shards merged.
+
+    Opening reads the names and shapes only (safetensors headers, the pickles of ``.bin`` files); `get` reads one
+    tensor's bytes.
+    """
 
     def __init__(self, path: str | os.PathLike):
+        from kerasbert.weights.torch_pickle import TorchFile
+
         self.path = os.fspath(path)
         self._where: dict[str, tuple[str, str]] = {}  # canonical name -> (file, name in the file)
         self._shapes: dict[str, tuple[int, ...]] = {}
-        self._arrays: dict[str, dict[str, np.ndarray]] = {}  # a .bin file is read whole, once
-        self._headers: dict[str, tuple[dict[str, dict], int]] = {}  # a safetensors file's header, read once
+        self._files: dict[str, SafetensorsFile | TorchFile] = {}
         for file in weight_files(self.path):
-            for name, shape in self._file_shapes(file).items():
+            self._files[file] = SafetensorsFile(file) if file.endswith(".safetensors") else TorchFile(file)
+            for name, shape in self._files[file].shapes().items():
                 key = canonical_name(name)
                 if key not in self._where or name == key:
                     self._where[key], self._shapes[key] = (file, name), shape
 
-    def _file_shapes(self, file: str) -> dict[str, tuple[int, ...]]:
-        if file.endswith(".safetensors"):
-            self._headers[file] = _safetensors_header(file)
-            tensors, _ = self._headers[file]
-            return {name: tuple(info["shape"]) for name, info in tensors.items()}
-        return {name: tuple(value.shape) for name, value in self._torch_arrays(file).items()}
-
-    def _torch_arrays(self, file: str) -> dict[str, np.ndarray]:
-        if file not in self._arrays:
-            from kerasbert.weights.torch_pickle import read_torch_state_dict
-
-            self._arrays[file] = read_torch_state_dict(file)
-        return self._arrays[file]
-
     def shapes(self) -> dict[str, tuple[int, ...]]:
         return dict(self._shapes)
 
+    def file_name(self, name: str) -> str:
+        """The name the file stores ``name`` under (``pooler.dense.weight`` for ``bert.pooler.dense.weight``)."""
+        return self._where[name][1]
+
     def get(self, name: str) -> np.ndarray:
         file, stored = self._where[name]
-        if not file.endswith(".safetensors"):
-            return self._torch_arrays(file)[stored]
-        tensors, start = self._headers[file]
-        if tensors[stored]["dtype"] == "BF16":  # NumPy has no bfloat16: widen to float32, exactly
-            return _bfloat16_as_float32(file, start, tensors[stored])
-        from safetensors import SafetensorError, safe_open
-
-        try:
-            with safe_open(file, framework="np") as f:
-                return f.get_tensor(stored)
-        except (SafetensorError, OSError, ValueError) as e:
-            raise fail(CheckpointError, file, f"a readable safetensors file with {stored}", f"{e}") from None
+        return self._files[file].get(stored)
 
 
-def _bfloat16_as_float32(file: str, start: int, info: dict) -> np.ndarray:
-    """A bfloat16 tensor of a safetensors file as float32: its 16 bits are the float32's upper half."""
-    begin, end = info["data_offsets"]
-    with open(file, "rb") as f:
-        f.seek(start + begin)
-        halves = np.frombuffer(f.read(end - begin), dtype="<u2")
-    return (halves.astype(np.uint32) << 16).view(np.float32).reshape(info["shape"])
+# safetensors dtype -> NumPy dtype of its little-endian bytes; BF16 and the float8 types are widened to float32
+_SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4",
+                       "I16": "<i2", "I8": "i1", "U8": "u1", "U16": "<u2", "U32": "<u4", "U64": "<u8", "BOOL": "?",
+                       "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
+MAX_HEADER = 100_000_000  # bytes of a safetensors header, the format's own limit
+MAX_RANK = 8
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    if name.startswith("float8"):
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+class SafetensorsFile:
+    """A safetensors file opened for reading: its header checked at once, a tensor's bytes read by `get`."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.tensors, self.start = _safetensors_header(path)
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        return {name: tuple(info["shape"]) for name, info in self.tensors.items()}
+
+    def get(self, name: str) -> np.ndarray:
+        """One tensor, native byte order; BF16, F8_E4M3 and F8_E5M2 as float32 (exactly)."""
+        info = self.tensors[name]
+        begin, end = info["data_offsets"]
+        data = bytearray(end - begin)
+        with open(self.path, "rb") as f:
+            f.seek(self.start + begin)
+            if f.readinto(data) != len(data):
+                raise fail(CheckpointError, self.path, f"the {len(data)} bytes of {name}", "the end of the file",
+                           "the file is truncated: download it again")
+        array = np.frombuffer(data, _numpy_dtype(_SAFETENSORS_DTYPES[info["dtype"]])).reshape(info["shape"])
+        if info["dtype"] == "BF16":  # NumPy has no bfloat16: its 16 bits are the upper half of a float32
+            return (array.astype(np.uint32) << 16).view(np.float32)
+        if info["dtype"].startswith("F8_"):
+            return array.astype(np.float32)
+        return array.astype(array.dtype.newbyteorder("="), copy=False)
+
+
+def _checked_entry(info) -> str:
+    """What is wrong with one tensor entry of a safetensors header, or "" when nothing is."""
+    if not isinstance(info, dict):
+        return f"an entry of type {type(info).__name__}"
+    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if dtype not in _SAFETENSORS_DTYPES:
+        return f"dtype {dtype!r:.40}, not one of {', '.join(_SAFETENSORS_DTYPES)}"
+    if not (isinstance(shape, list) and len(shape) <= MAX_RANK
+            and all(type(n) is int and 0 <= n < 1 << 40 for n in shape)):
+        return f"shape {shape!r:.60} (at most {MAX_RANK} sizes, each a natural number)"
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(n) is int for n in offsets)
+            and 0 <= offsets[0] <= offsets[1]):
+        return f"data_offsets {offsets!r:.60}, not [begin, end] as two integers"
+    size = int(np.prod(shape, dtype=object)) * _numpy_dtype(_SAFETENSORS_DTYPES[dtype]).itemsize
+    if offsets[1] - offsets[0] != size:
+        return f"data_offsets {offsets} spanning {offsets[1] - offsets[0]} bytes for {size} bytes of {dtype} {shape}"
+    return ""
 
 
 def _safetensors_header(file: str) -> tuple[dict[str, dict], int]:
-    """The tensors a safetensors file declares (name -> dtype, shape, offsets), checked against its size, and
-    where their data starts."""
+    """The tensors a safetensors file declares (name -> dtype, shape, offsets), each entry checked and the data
+    checked against the file's size, and where their data starts."""
     size = os.path.getsize(file)
     with open(file, "rb") as f:
         head = f.read(8)
         length = int.from_bytes(head, "little") if len(head) == 8 else -1
         try:
-            header = json.loads(f.read(length)) if 0 < length <= size - 8 else None
-        except ValueError:
+            header = json.loads(f.read(length)) if 0 < length <= min(size - 8, MAX_HEADER) else None
+        except (ValueError, RecursionError):
             header = None
     if not isinstance(header, dict):
         raise fail(CheckpointError, file, "a safetensors file (an 8-byte length, a JSON header, the data)",
                    f"{size} bytes that are not one", "download the file again")
     tensors = {name: info for name, info in header.items() if name != "__metadata__"}
+    for name, info in tensors.items():
+        wrong = _checked_entry(info)
+        if wrong:
+            raise fail(CheckpointError, f"{name} in {file}", "a safetensors entry: a dtype, a shape and "
+                       "data_offsets [begin, end]", wrong, "the file is damaged, or written by something else")
     end = max((info["data_offsets"][1] for info in tensors.values()), default=0)
     if 8 + length + end > size:
         raise fail(CheckpointError, file, f"{8 + length + end} bytes, as its header declares", f"{size} bytes",

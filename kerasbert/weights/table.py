@@ -27,7 +27,9 @@ Names = dict[tuple[str, str], "str | tuple[str, ...]"]
 
 
 class Source(Protocol):
-    """A checkpoint opened for reading: its path, its names with shapes, and one array by name."""
+    """A checkpoint opened for reading: its path, its names with shapes, and one array by name (read only when
+    asked for). A source whose file spells names otherwise than its table may add ``file_name(name)``, which the
+    log and the errors use."""
 
     path: str
 
@@ -48,7 +50,7 @@ class Format:
         transposed: callable. whether a file name is stored ``[out, in]``.
         vocab_rows: set of str. names with one row per vocabulary entry.
         skip: regex. training state and buffers that are skipped quietly, never reported as unused.
-        hints: dict. last part of a name -> which config value a shape mismatch on it points to.
+        hints: dict. part of a name -> the config key a shape mismatch on it points to.
         optional: set of str. layers filled only when the shapes match (a fine-tuned head of another size is
             reported, not an error).
     """
@@ -125,39 +127,64 @@ def expected_shape(entry: Entry, name: str, fmt: Format) -> tuple[int, ...]:
     return shape[::-1] if fmt.transposed(name) else shape
 
 
+def _config_hint(key: str, fmt: Format) -> str:
+    """The hint of a size the model and the checkpoint disagree on. The model may come from a preset, a dict or a
+    file, so the hint names the model's config and the checkpoint's own file, never a file the user did not give."""
+    return (f"the model's {key} does not match this checkpoint; build the model from the checkpoint's own "
+            f"{fmt.config_file}")
+
+
 def _mismatch_hint(name: str, expected: tuple[int, ...], found: tuple[int, ...], fmt: Format, hidden: int) -> str:
     """Which config value a shape mismatch points to: hidden_size when every differing axis is the model's
     hidden size, else the format's hint for the name (vocab_size, intermediate_size, ...)."""
     axes = [i for i, (a, b) in enumerate(zip(expected, found, strict=False)) if a != b]
     if len(expected) == len(found) and axes and all(expected[i] == hidden for i in axes):
-        return f"hidden_size in {fmt.config_file} does not match this checkpoint"
-    return next((h for key, h in fmt.hints.items() if key in name), "the config's sizes do not match")
+        return _config_hint("hidden_size", fmt)
+    key = next((key for part, key in fmt.hints.items() if part in name), None)
+    return _config_hint(key, fmt) if key else "the config's sizes do not match"
 
 
-def _checked(source: Source, name: str) -> np.ndarray:
-    """The file's variable ``name``; a CheckpointError when it holds no floating-point numbers."""
+def _checked(source: Source, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The file's variable ``name``, read once its shape is known to fit; a CheckpointError when it holds no
+    floating-point numbers or not the shape the file declared."""
     value = source.get(name)
     if value.dtype.kind != "f" and value.dtype.name != "bfloat16":
-        raise fail(CheckpointError, f"{name} in {source.path}", "float values", f"dtype {value.dtype.name}",
-                   "the file is not a BERT checkpoint, or was written wrongly")
+        raise fail(CheckpointError, f"{_file_name(source, name)} in {source.path}", "float values",
+                   f"dtype {value.dtype.name}", "the file is not a BERT checkpoint, or was written wrongly")
+    if tuple(value.shape) != shape:
+        raise fail(CheckpointError, f"{_file_name(source, name)} in {source.path}", f"the declared shape {shape}",
+                   f"{tuple(value.shape)}", "the file is damaged")
     return value
 
 
-def _read(source: Source, entry: Entry, fmt: Format, keep_tokens, hidden: int) -> np.ndarray:
-    """Read, check and transform the file's variables of one entry into the model weight's value."""
+def _file_name(source: Source, name: str) -> str:
+    """The name ``source`` stores ``name`` under (a bare BertModel file has no ``bert.`` prefix)."""
+    return source.file_name(name) if hasattr(source, "file_name") else name
+
+
+def _check_shapes(source: Source, entry: Entry, fmt: Format, available: dict, keep_tokens, hidden: int) -> None:
+    """Check the shapes the file declares for one entry against the model, before anything is read."""
+    for name in entry.names:
+        shape, expected = tuple(available[name]), expected_shape(entry, name, fmt)
+        if name in fmt.vocab_rows and keep_tokens is not None:
+            if max(keep_tokens) >= shape[0]:
+                raise fail(CheckpointError, "keep_tokens", f"ids below the checkpoint's vocabulary {shape[0]}",
+                           f"max id {max(keep_tokens)}",
+                           f"{_file_name(source, name)} in {source.path} has {shape[0]} rows")
+            shape = (len(keep_tokens), *shape[1:])
+        if shape != expected:
+            hint = _mismatch_hint(name, expected, shape, fmt, hidden)
+            raise CheckpointError(f"{entry.layer} expects {list(expected)}, checkpoint has {list(shape)} "
+                                  f"({_file_name(source, name)} in {source.path}): {hint}")
+
+
+def _read(source: Source, entry: Entry, fmt: Format, available: dict, keep_tokens) -> np.ndarray:
+    """Read and transform the file's variables of one entry (shapes already checked) into the model weight."""
     parts = []
     for name in entry.names:
-        value = _checked(source, name)
-        expected = expected_shape(entry, name, fmt)
+        value = _checked(source, name, tuple(available[name]))
         if name in fmt.vocab_rows and keep_tokens is not None:
-            if max(keep_tokens) >= value.shape[0]:
-                raise fail(CheckpointError, "keep_tokens", f"ids below the checkpoint's vocabulary {value.shape[0]}",
-                           f"max id {max(keep_tokens)}", f"{name} in {source.path} has {value.shape[0]} rows")
             value = value[np.asarray(keep_tokens)]
-        if tuple(value.shape) != expected:
-            hint = _mismatch_hint(name, expected, tuple(value.shape), fmt, hidden)
-            raise CheckpointError(f"{entry.layer} expects {list(expected)}, checkpoint has {list(value.shape)} "
-                                  f"({name} in {source.path}): {hint}")
         parts.append(value.T if fmt.transposed(name) else value)
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
 
@@ -181,20 +208,24 @@ def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: S
         raise fail(CheckpointError, source.path, "every variable the model needs", f"{len(missing)} missing: "
                    + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""), _missing_hint(entries, absent, fmt))
     hidden = next((layer.output_dim for layer in all_layers(model) if layer.name == "Embedding-Token"), 0)
+    present = [e for e in entries if not absent & set(e.names) and id(e.variable) not in misfit]
+    for entry in present:  # every name and shape checked before any tensor is read
+        _check_shapes(source, entry, fmt, available, keep_tokens, hidden)
+    chosen = {id(e) for e in present}
     for entry in entries:
-        if absent & set(entry.names) or id(entry.variable) in misfit:
+        if id(entry) not in chosen:
             report.new.append((entry.variable.path, tuple(entry.variable.shape)))
             continue
-        assignments.append((entry.variable, _read(source, entry, fmt, keep_tokens, hidden)))
-        report.loaded.extend((n, tuple(available[n])) for n in entry.names)
+        assignments.append((entry.variable, _read(source, entry, fmt, available, keep_tokens)))
+        report.loaded.extend((_file_name(source, n), tuple(available[n])) for n in entry.names)
     for variable, value in assignments:
         variable.assign(value.astype(variable.dtype))
     covered = {id(e.variable) for e in entries}
     report.new.extend((v.path, tuple(v.shape)) for v in model.weights if id(v) not in covered)
-    used = {n for n, _ in report.loaded}
-    for name in sorted(available):
+    used = {n for e in present for n in e.names}
+    for name in sorted(available, key=lambda n: _file_name(source, n)):
         if name not in used:
-            (report.skipped if fmt.skip.search(name) else report.unused).append(name)
+            (report.skipped if fmt.skip.search(name) else report.unused).append(_file_name(source, name))
     if verbose:
         log_report(report)
     return report
@@ -210,7 +241,8 @@ def _missing_hint(entries: list[Entry], absent: set[str], fmt: Format) -> str:
     whole = {block(e) for e in entries} - {block(e) for e in entries if not set(e.names) <= absent}
     if hit and None not in hit and hit <= whole:
         layers = len({block(e) for e in entries} - {None})
-        return f"num_hidden_layers in {fmt.config_file} is {layers}, the checkpoint has {layers - len(hit)} layers"
+        return (f"the model's num_hidden_layers is {layers}, the checkpoint has {layers - len(hit)} layers; build the "
+                f"model from the checkpoint's own {fmt.config_file}")
     return "build without that head, or pass allow_missing=True to keep them newly initialized"
 
 
