@@ -33,6 +33,11 @@ ACTIVATIONS = {
 }
 # the sizes every config must give: no default fits a checkpoint of unknown shape
 REQUIRED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+# The largest value each size may take: far above every published BERT (vocabularies up to 250k tokens, hidden 4096,
+# 48 layers, 16384 positions), far below what a typo (10**12, 2**20) would ask to allocate.
+LIMITS = {"vocab_size": 1 << 22, "hidden_size": 1 << 15, "num_hidden_layers": 1 << 10, "num_attention_heads": 1 << 10,
+          "intermediate_size": 1 << 17, "max_position_embeddings": 1 << 20, "type_vocab_size": 1 << 16}
+MAX_WEIGHT_BYTES = 64 << 30  # float32 weights of the largest model a config may describe (16G parameters)
 
 
 @dataclasses.dataclass
@@ -117,8 +122,8 @@ class BertConfig:
         try:
             with open(path, encoding="utf-8-sig") as f:  # a BOM, as some editors write, is dropped
                 values = json.load(f)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise fail(ConfigError, path, "valid UTF-8 JSON", f"{type(e).__name__}: {e}") from None
+        except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise fail(ConfigError, path, "valid UTF-8 JSON", f"{type(e).__name__}: {str(e)[:120]}") from None
         return cls.from_dict(values, source=path)
 
     @classmethod
@@ -142,18 +147,48 @@ class BertConfig:
         if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) \
                 or self.type_vocab_size < 0:
             raise fail(ConfigError, f"{where}: type_vocab_size", "an integer >= 0", repr(self.type_vocab_size))
+        self._check_limits()
         if self.hidden_size % self.num_attention_heads:
             raise fail(ConfigError, f"{where}: num_attention_heads",
                        f"a divisor of hidden_size {self.hidden_size}", str(self.num_attention_heads),
                        "each head gets hidden_size / num_attention_heads dimensions")
-        if self.hidden_act not in ACTIVATIONS:
-            raise fail(ConfigError, f"{where}: hidden_act", f"one of {sorted(ACTIVATIONS)}", repr(self.hidden_act))
+        if not isinstance(self.hidden_act, str) or self.hidden_act not in ACTIVATIONS:
+            raise fail(ConfigError, f"{where}: hidden_act", f"one of {sorted(ACTIVATIONS)}",
+                       f"{self.hidden_act!r:.60}" if isinstance(self.hidden_act, str)
+                       else f"a {type(self.hidden_act).__name__} {self.hidden_act!r:.40}")
         for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or not 0 <= value < 1:
                 raise fail(ConfigError, f"{where}: {key}", "a number in [0, 1)", repr(value))
         if not isinstance(self.layer_norm_eps, (int, float)) or self.layer_norm_eps <= 0:
             raise fail(ConfigError, f"{where}: layer_norm_eps", "a positive number", repr(self.layer_norm_eps))
+
+    def weight_bytes(self) -> int:
+        """Bytes of the encoder's float32 weights (embeddings, blocks, pooler), from the sizes alone.
+
+        Example:
+        >>> BertConfig.from_preset("bert_base_chinese").weight_bytes() // 4
+        102267648
+        """
+        h, i = self.hidden_size, self.intermediate_size
+        embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size + 2) * h
+        block = 4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h  # attention, feed-forward, two LayerNorms
+        return 4 * (embeddings + self.num_hidden_layers * block + h * h + h)
+
+    def _check_limits(self) -> None:
+        """Refuse, before anything is allocated, a size beyond `LIMITS` or weights beyond `MAX_WEIGHT_BYTES`."""
+        need = _human_bytes(self.weight_bytes())
+        for key, limit in LIMITS.items():
+            if getattr(self, key) > limit:
+                raise fail(ConfigError, f"{self.source}: {key}", f"at most {limit}",
+                           f"{_short(getattr(self, key))}, a model that would need {need} of float32 weights",
+                           "is the value a typo?")
+        if self.weight_bytes() > MAX_WEIGHT_BYTES:
+            key = max(("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size"),
+                      key=lambda k: getattr(self, k) / LIMITS[k])
+            raise fail(ConfigError, f"{self.source}: {key}", f"sizes whose weights fit in "
+                       f"{_human_bytes(MAX_WEIGHT_BYTES)}", f"{key} {getattr(self, key)}, a model that would need "
+                       f"{need} of float32 weights", "is the value a typo?")
 
     # ---------------------------------------------------------------- derived
     @property
@@ -190,6 +225,26 @@ class BertConfig:
         return text
 
 
+def _short(value: int) -> str:
+    """An integer as written, or as ``1.00e+400`` when it has more than 15 digits."""
+    digits = str(value)
+    return digits if len(digits) <= 15 else f"{digits[0]}.{digits[1:3]}e+{len(digits) - 1}"
+
+
+def _human_bytes(count: int) -> str:
+    """``count`` bytes in GiB or TiB (or as a power of ten beyond a thousand TiB).
+
+    Example:
+    >>> _human_bytes(3 << 30), _human_bytes(10 ** 400)
+    ('3.0 GiB', '1.00e+400 bytes')
+    """
+    if count < 1 << 40:
+        return f"{count / (1 << 30):.1f} GiB"
+    if count < 1 << 50:
+        return f"{count / (1 << 40):.1f} TiB"
+    return f"{_short(count)} bytes"
+
+
 def preset_names() -> list[str]:
     """Names of the bundled presets in ``configs/``."""
     files = resources.files("kerasbert.configs").iterdir()
@@ -207,5 +262,8 @@ def resolve_config(config: "BertConfig | str | os.PathLike | dict | None") -> Be
     text = os.fspath(config)
     if text in preset_names() and not os.path.exists(text):
         return BertConfig.from_preset(text)
+    if not os.path.exists(text) and os.sep not in text and not text.endswith(".json"):
+        raise fail(ConfigError, "config", f"a config file or one of the presets {', '.join(preset_names())}",
+                   repr(text), "no file and no preset has that name")
     return BertConfig.from_json(text)
 

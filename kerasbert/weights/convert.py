@@ -3,11 +3,17 @@
 Both formats are tables from the same (layer, weight) keys (`kerasbert.weights.google.GOOGLE`,
 `kerasbert.weights.hf.HF`), so a conversion renames each variable through its key and transposes it where one
 format stores it ``[out, in]`` and the other does not: the numbers are copied bit for bit. The config
-(``bert_config.json`` <-> ``config.json``) and ``vocab.txt`` are written beside the weights.
+(``bert_config.json`` <-> ``config.json``), ``vocab.txt`` and the tokenizer's case (``tokenizer_config.json``)
+are written beside the weights.
+
+The config is read and checked first; then every variable's name and shape (from the file's header, nothing read
+yet) against the sizes it gives; only then is each variable read, one at a time. The embeddings and every encoder
+block must be there; the pre-training heads (pooler, MLM, NSP) are converted when present and listed when absent.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -16,56 +22,176 @@ import shutil
 import numpy as np
 
 from kerasbert.errors import CheckpointError, ConfigError, fail
-from kerasbert.files import publish_folder
+from kerasbert.files import TEMPORARY, atomic_path, publish_folder
 from kerasbert.log import logger
+from kerasbert.modeling.config import BertConfig
 from kerasbert.weights.checkpoint import checkpoint_format
 from kerasbert.weights.google import GOOGLE, TFCheckpoint, resolve_checkpoint, write_google_tensors
 from kerasbert.weights.hf import HF, SAFETENSORS, HFCheckpoint
+from kerasbert.weights.names import OPTIONAL_LAYERS, variable_shapes
 from kerasbert.weights.table import Format
 
 FORMATS = {"google": GOOGLE, "hf": HF}
 CONFIG_FILES = {"google": "bert_config.json", "hf": "config.json"}
-
-
-def _layer_count(names) -> int:
-    """How many encoder layers a checkpoint holds, from its names."""
-    found = {int(m.group(1)) for name in names if (m := re.search(r"layer[_.](\d+)[/.]", name))}
-    return max(found) + 1 if found else 0
-
-
-def _pairs(src: Format, dst: Format, layers: int) -> list[tuple[str, str]]:
-    """(source name, destination name) for every key both tables know, with ``{i}`` expanded."""
-    pairs = []
-    for key, names in src.names.items():
-        if key not in dst.names:
-            continue
-        src_names = names if isinstance(names, tuple) else (names,)
-        dst_names = dst.names[key] if isinstance(dst.names[key], tuple) else (dst.names[key],)
-        for i in range(layers) if "{i}" in key[0] else [""]:
-            pairs.extend((a.format(i=i), b.format(i=i)) for a, b in zip(src_names, dst_names, strict=True))
-    return list(dict.fromkeys(pairs))  # CLS-Dense and Tagging-Dense share HF's classifier names
+TOKENIZER_CONFIG = "tokenizer_config.json"
 
 
 def _folder_of(path: str) -> str:
     return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
 
 
-def _config(src_folder: str, to: str) -> dict:
-    """The source's config, with the keys the destination format expects."""
-    for name in ("config.json", "bert_config.json"):
-        path = os.path.join(src_folder, name)
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8") as f:
-                config = json.load(f)
-            break
-    else:
+def _config(src_folder: str, to: str) -> tuple[dict, BertConfig]:
+    """The source's config, with the keys the destination format expects, and its checked `BertConfig`."""
+    path = next((os.path.join(src_folder, name) for name in ("config.json", "bert_config.json")
+                 if os.path.isfile(os.path.join(src_folder, name))), None)
+    if path is None:
         raise fail(ConfigError, src_folder, "a bert_config.json or config.json beside the weights", "neither")
-    if config.get("model_type", "bert") != "bert":
-        raise fail(ConfigError, f"{path}: model_type", '"bert"', repr(config["model_type"]),
-                   "kerasbert converts BERT checkpoints only")
+    config = BertConfig.from_json(path)  # JSON, an object, BERT's keys, sane sizes: before any weight is read
+    with open(path, encoding="utf-8-sig") as f:
+        values = json.load(f)
     if to == "hf":
-        return {"architectures": ["BertForPreTraining"], "model_type": "bert", **config}
-    return {key: value for key, value in config.items() if key not in ("architectures", "model_type")}
+        return {"architectures": ["BertForPreTraining"], "model_type": "bert", **values}, config
+    return {key: value for key, value in values.items() if key not in ("architectures", "model_type")}, config
+
+
+def _lower_case(folder: str, frm: str) -> bool | None:
+    """The tokenizer's case: ``do_lower_case`` of ``tokenizer_config.json``, else the ``lowercase`` of
+    ``tokenizer.json``'s BERT normalizer, else, for a Google folder, its name (Google names its releases
+    ``cased_...`` and ``uncased_...``); None when none of them says."""
+    for name, read in ((TOKENIZER_CONFIG, lambda v: v.get("do_lower_case")),
+                       ("tokenizer.json", lambda v: (v.get("normalizer") or {}).get("lowercase"))):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    value = read(json.load(f))
+            except (ValueError, AttributeError, RecursionError):
+                raise fail(ConfigError, path, "a JSON object", "something else") from None
+            if value is not None and not isinstance(value, bool):
+                raise fail(ConfigError, f"{path}: do_lower_case", "true or false", repr(value))
+            if value is not None:
+                return value
+    if frm == "google":
+        base = os.path.basename(os.path.abspath(folder)).lower()
+        if re.search(r"(^|[_-])uncased([_-]|$)", base):
+            return True
+        if re.search(r"(^|[_-])cased([_-]|$)", base):
+            return False
+    return None
+
+
+def _tokenizer_config(folder: str, lower: bool | None) -> dict | None:
+    """The ``tokenizer_config.json`` to write: the source's (if any) with ``do_lower_case`` set."""
+    if lower is None:
+        return None
+    values = {"tokenizer_class": "BertTokenizer"}
+    path = os.path.join(folder, TOKENIZER_CONFIG)
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    return {**values, "do_lower_case": lower}
+
+
+def _file_shape(shape: tuple[int, ...], parts: int, transposed: bool) -> tuple[int, ...]:
+    """A kerasbert weight's shape as one of its ``parts`` file variables has it."""
+    shape = (*shape[:-1], shape[-1] // parts)
+    return shape[::-1] if transposed else shape
+
+
+def _plan(frm: Format, to: Format, config: BertConfig) -> list[tuple[str, str, str, tuple[int, ...]]]:
+    """(layer, source name, destination name, source shape) of every variable both formats know, ``{i}`` expanded
+    to the config's layers."""
+    shapes = variable_shapes(config.vocab_size, config.hidden_size, config.intermediate_size,
+                             config.max_position_embeddings, config.type_vocab_size)
+    plan = []
+    for key, names in frm.names.items():
+        if key not in to.names or key not in shapes or (key[0] == "Embedding-Segment" and not config.type_vocab_size):
+            continue
+        src = names if isinstance(names, tuple) else (names,)
+        dst = to.names[key] if isinstance(to.names[key], tuple) else (to.names[key],)
+        for i in range(config.num_hidden_layers) if "{i}" in key[0] else [""]:
+            for a, b in zip(src, dst, strict=True):
+                plan.append((key[0].format(i=i), a.format(i=i), b.format(i=i),
+                             _file_shape(shapes[key], len(src), frm.transposed(a.format(i=i)))))
+    return plan
+
+
+def _checked_plan(source, plan: list, frm: Format, config_file: str) -> list:
+    """The rows of ``plan`` the source holds, each shape checked; a CheckpointError for a file without BERT
+    variables, a variable of another shape, or a missing embedding or encoder variable."""
+    available = source.shapes()
+    present = [row for row in plan if row[1] in available]
+    if not present:
+        raise fail(CheckpointError, source.path, f"BERT variables ({plan[0][1]}, ...)",
+                   f"none among its {len(available)} variables", "is it a BERT checkpoint?")
+    for layer, name, _, shape in present:
+        if tuple(available[name]) != shape:
+            raise fail(CheckpointError, f"{name} in {source.path}", f"shape {list(shape)} (from {config_file})",
+                       f"{list(available[name])}", f"{layer}'s sizes in {config_file} do not match the weights")
+    missing = [name for layer, name, _, _ in plan if name not in available and layer not in OPTIONAL_LAYERS]
+    if missing:
+        raise fail(CheckpointError, source.path, "every embedding and encoder variable", f"{len(missing)} missing: "
+                   + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""),
+                   "the checkpoint is incomplete; nothing was written")
+    absent = sorted({layer for layer, name, _, _ in plan if name not in available})
+    if absent:
+        logger.info("%s has no %s: not converted", source.path, ", ".join(absent))
+    return present
+
+
+def _tensors(source, present: list, frm: Format, to: Format, dst_format: str) -> dict[str, np.ndarray]:
+    """Read, check and lay out each variable of ``present`` for the destination."""
+    tensors = {}
+    for _, a, b, shape in present:
+        value = source.get(a)
+        if value.dtype.kind != "f" or tuple(value.shape) != shape:
+            found = f"dtype {value.dtype.name}" if value.dtype.kind != "f" else f"shape {value.shape}"
+            raise fail(CheckpointError, f"{a} in {source.path}", f"float values of shape {shape}", found,
+                       "the file is not a BERT checkpoint, or was written wrongly")
+        if dst_format == "google":
+            value = value.astype(np.float32)  # Google checkpoints hold float32, as its readers expect
+        tensors[b] = np.ascontiguousarray(value.T if frm.transposed(a) != to.transposed(b) else value)
+    return tensors
+
+
+def _check_destination(dst: str, force: bool) -> None:
+    """Refuse a destination that is a file, under a file, or a folder with files (unless ``force``); remove the
+    staging folders a killed conversion into it left beside it."""
+    if os.path.exists(dst) and not os.path.isdir(dst):
+        raise fail(CheckpointError, dst, "an output folder", "a file", "pass a folder path")
+    parent = os.path.dirname(os.path.abspath(dst))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise fail(CheckpointError, dst, "an output folder", f"a path under the file {parent}", "pass a folder path")
+    if os.path.isdir(dst) and os.listdir(dst) and not force:
+        raise fail(CheckpointError, dst, "a new or empty output folder", "a folder with files",
+                   "pass --force to replace them")
+    beside = os.path.dirname(os.path.abspath(dst))
+    for stale in glob.glob(os.path.join(glob.escape(beside), f"{TEMPORARY}*-{glob.escape(os.path.basename(dst))}")):
+        if os.path.isdir(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+            logger.info("removed %s, left by a conversion that did not finish", stale)
+
+
+def _write(dst: str, to: str, tensors: dict, config: dict, src_folder: str, tokenizer: dict | None) -> None:
+    """The destination folder: weights, config, vocab.txt and tokenizer_config.json, published whole."""
+    vocab = os.path.join(src_folder, "vocab.txt")
+    with publish_folder(dst, last=CONFIG_FILES[to]) as staging:
+        if to == "hf":
+            from safetensors.numpy import save_file
+
+            with atomic_path(os.path.join(staging, SAFETENSORS)) as tmp:  # the mode every kerasbert file gets
+                save_file(tensors, tmp, metadata={"format": "pt"})
+        else:
+            write_google_tensors(tensors, os.path.join(staging, "bert_model.ckpt"))
+        with open(os.path.join(staging, CONFIG_FILES[to]), "w", encoding="utf-8") as f:
+            f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
+        if tokenizer is not None:
+            with open(os.path.join(staging, TOKENIZER_CONFIG), "w", encoding="utf-8") as f:
+                f.write(json.dumps(tokenizer, indent=2, sort_keys=True) + "\n")
+        if os.path.isfile(vocab):
+            shutil.copyfile(vocab, os.path.join(staging, "vocab.txt"))
 
 
 def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, to: str | None = None, *,
@@ -81,12 +207,17 @@ def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, to: str |
     Returns:
         The path of the weights written (the Google prefix, or ``model.safetensors``).
 
+    Raises:
+        ConfigError: the config beside the weights is missing, not JSON, not an object, or not a sane BERT config.
+        CheckpointError: the weights hold no BERT variable, lack an embedding or encoder variable, or one of another
+            shape or of no float type; or ``dst`` is a file, under a file, or a folder with files.
+
     Example:
     >>> import os, tempfile
-    >>> from kerasbert import build_transformer_model, save_google_checkpoint
+    >>> from kerasbert import BertConfig, build_transformer_model, save_google_checkpoint
     >>> folder = tempfile.mkdtemp()
     >>> prefix = save_google_checkpoint(build_transformer_model("tiny", verbose=False), folder)
-    >>> _ = open(os.path.join(folder, "bert_config.json"), "w").write('{"vocab_size": 128}')
+    >>> _ = BertConfig.from_preset("tiny").to_json(os.path.join(folder, "bert_config.json"))
     >>> os.path.basename(convert_checkpoint(prefix, os.path.join(folder, "hf")))
     'model.safetensors'
     """
@@ -95,35 +226,21 @@ def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, to: str |
     to = to or ("hf" if frm == "google" else "google")
     if to not in FORMATS:
         raise fail(ConfigError, "--to", "google or hf", repr(to))
-    if os.path.isdir(dst) and os.listdir(dst) and not force:
-        raise fail(CheckpointError, dst, "a new or empty output folder", "a folder with files",
-                   "pass --force to replace them")
+    _check_destination(dst, force)
+    folder = _folder_of(src)
+    config, checked = _config(folder, to)
+    tokenizer = _tokenizer_config(folder, _lower_case(folder, frm))
     source = HFCheckpoint(src) if frm == "hf" else TFCheckpoint(resolve_checkpoint(src))
-    available = source.shapes()
-    pairs = [(a, b) for a, b in _pairs(FORMATS[frm], FORMATS[to], _layer_count(available)) if a in available]
-    tensors = {}
-    for a, b in pairs:
-        value = source.get(a)
-        if to == "google" and value.dtype.kind == "f":
-            value = value.astype(np.float32)  # Google checkpoints hold float32, as its readers expect
-        tensors[b] = np.ascontiguousarray(value.T if FORMATS[frm].transposed(a) != FORMATS[to].transposed(b) else value)
-    used = {a for a, _ in pairs}
-    unused = [n for n in sorted(available) if n not in used and not FORMATS[frm].skip.search(n)]
+    present = _checked_plan(source, _plan(FORMATS[frm], FORMATS[to], checked), FORMATS[frm], CONFIG_FILES[frm])
+    used = {name for _, name, _, _ in present}
+    unused = [n for n in sorted(source.shapes()) if n not in used and not FORMATS[frm].skip.search(n)]
     if unused:
         logger.info("%d variables have no %s name and are not converted: %s", len(unused), to, ", ".join(unused))
-    config = _config(_folder_of(src), to)
-    vocab = os.path.join(_folder_of(src), "vocab.txt")
-    with publish_folder(dst, last=CONFIG_FILES[to]) as staging:
-        if to == "hf":
-            from safetensors.numpy import save_file
-
-            save_file(tensors, os.path.join(staging, SAFETENSORS), metadata={"format": "pt"})
-        else:
-            write_google_tensors(tensors, os.path.join(staging, "bert_model.ckpt"))
-        with open(os.path.join(staging, CONFIG_FILES[to]), "w", encoding="utf-8") as f:
-            f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
-        if os.path.isfile(vocab):
-            shutil.copyfile(vocab, os.path.join(staging, "vocab.txt"))
+    tensors = _tensors(source, present, FORMATS[frm], FORMATS[to], to)
+    _write(dst, to, tensors, config, folder, tokenizer)
+    if tokenizer is None:
+        logger.info("%s does not say the tokenizer's case: no %s written (kerasbert's Tokenizer then lower-cases)",
+                    folder, TOKENIZER_CONFIG)
     weights = os.path.join(dst, SAFETENSORS if to == "hf" else "bert_model.ckpt")
     logger.info("converted %s (%s, %d variables) to %s (%s)", src, frm, len(tensors), weights, to)
     return weights

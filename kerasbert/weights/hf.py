@@ -298,14 +298,15 @@ def save_hf_checkpoint(model, folder: str | os.PathLike, *, config: dict | None 
     """
     from safetensors.numpy import save_file
 
-    from kerasbert.files import publish_folder
+    from kerasbert.files import atomic_path, publish_folder
     from kerasbert.weights.table import model_tensors
 
     tensors = model_tensors(model, HF)
     config = {**config_of(model), **(dict(config) if config is not None else {})}
     config.setdefault("model_type", "bert")
     with publish_folder(folder) as staging:
-        save_file(tensors, os.path.join(staging, SAFETENSORS), metadata={"format": "pt"})
+        with atomic_path(os.path.join(staging, SAFETENSORS)) as tmp:  # the mode every kerasbert file gets
+            save_file(tensors, tmp, metadata={"format": "pt"})
         with open(os.path.join(staging, "config.json"), "w", encoding="utf-8") as f:
             f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
         if vocab is not None:

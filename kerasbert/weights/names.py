@@ -59,3 +59,31 @@ NAMES: dict[tuple[str, str], tuple] = {  # (layer, weight) -> (Google name(s) or
 }
 GOOGLE_NAMES = {key: google for key, (google, _) in NAMES.items() if google is not None}
 HF_NAMES = {key: hf for key, (_, hf) in NAMES.items()}
+
+# Layers a converted checkpoint may lack: the pre-training heads and a fine-tuned classifier. The embeddings and
+# every encoder block are required.
+OPTIONAL_LAYERS = frozenset({"Pooler-Dense", "NSP-Proba", "MLM-Dense", "MLM-Norm", "MLM-Bias", "CLS-Dense",
+                             "Tagging-Dense"})
+
+
+def variable_shapes(vocab: int, hidden: int, intermediate: int, positions: int, segments: int) -> dict:
+    """The shape of each (layer, weight) of the bert4keras-named graph, in kerasbert's layout (kernels
+    ``[in, out]``, Q/K/V fused), from the config's sizes; the classifier heads, whose size no config gives, are
+    left out.
+
+    Example:
+    >>> variable_shapes(128, 32, 64, 512, 2)[("Transformer-{i}-MultiHeadSelfAttention", "qkv_kernel")]
+    (32, 96)
+    """
+    h = hidden
+    shapes = {("Embedding-Token", "embeddings"): (vocab, h), ("Embedding-Segment", "embeddings"): (segments, h),
+              ("Embedding-Position", "embeddings"): (positions, h),
+              ("Transformer-{i}-MultiHeadSelfAttention", "qkv_kernel"): (h, 3 * h),
+              ("Transformer-{i}-MultiHeadSelfAttention", "qkv_bias"): (3 * h,),
+              ("Transformer-{i}-MultiHeadSelfAttention", "output_kernel"): (h, h),
+              ("Transformer-{i}-FeedForward", "intermediate_kernel"): (h, intermediate),
+              ("Transformer-{i}-FeedForward", "intermediate_bias"): (intermediate,),
+              ("Transformer-{i}-FeedForward", "output_kernel"): (intermediate, h),
+              ("Pooler-Dense", "kernel"): (h, h), ("NSP-Proba", "kernel"): (h, 2), ("NSP-Proba", "bias"): (2,),
+              ("MLM-Dense", "kernel"): (h, h), ("MLM-Bias", "bias"): (vocab,)}
+    return {key: shapes.get(key, (h,)) for key in NAMES if key[0] not in ("CLS-Dense", "Tagging-Dense")}
