@@ -33,6 +33,7 @@ def _run_example(name: str, tmp_path, *args: str) -> tuple[subprocess.CompletedP
                           env={**os.environ, "TMPDIR": str(scratch)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert os.path.isfile(run / "model.keras")
+    assert os.listdir(scratch) == []  # its demo data removed
     return proc, str(run)
 
 
