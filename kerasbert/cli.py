@@ -294,7 +294,7 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 DEMO_TEXTS = {"cls": ["这家餐厅的菜非常好吃，服务也很满意", "房间很脏，真的让人失望"],
-              "ner": ["张伟去年加入了华为公司", "李娜和王芳昨天去了上海"]}
+              "ner": ["张伟去年加入了华为公司", "李娜和王芳昨天去了北京"]}
 
 
 def _run_demo(args: argparse.Namespace) -> int:
