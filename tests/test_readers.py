@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kerasbert.errors import DataError
 from kerasbert.text import readers
@@ -164,6 +167,21 @@ def test_first_row_that_is_an_example_is_kept(tmp_path, caplog):
     assert caplog.messages == [f"{path}:1: '好看', '中性' read as an example, though its label '中性' is no other "
                                "line's label; if this line names the columns, name the fields (--text-field 好看 "
                                "--label-field 中性)"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["text", "很好", "Question 2", "a,b", "label"]),
+                               st.sampled_from(["label", "pos", "标签", "y", "neg"])), min_size=1, max_size=6),
+       order=st.randoms(use_true_random=False))
+def test_no_example_is_dropped_when_each_label_occurs_twice(rows, order):
+    rows = rows * 2
+    order.shuffle(rows)
+    folder = tempfile.mkdtemp()
+    for name, line in (("train.tsv", "{}\t{}\n"), ("train.csv", '"{}",{}\n')):
+        path = os.path.join(folder, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join(line.format(text, label) for text, label in rows))
+        assert [(e.text, e.label) for e in read_classification(path)] == rows
 
 
 def test_header_by_name_or_told(tmp_path):
