@@ -7,7 +7,7 @@ import json
 from kerasbert.errors import ConfigError, DataError
 from kerasbert.finetune.tasks import get_task
 from kerasbert.text.ner_readers import read_span_jsonl
-from kerasbert.text.readers import read_classification
+from kerasbert.text.readers import read_classification, read_texts
 from kerasbert.text.tokenizer import Tokenizer
 
 from bad_input_kit import Case, cls_data, prepare_cli, train_cli
@@ -72,6 +72,8 @@ def rows() -> list[Case]:
         Case("spans-text-null", _write(_jsonl({"text": None, "entities": []}), "train.jsonl"),
              lambda tmp: read_span_jsonl(str(tmp / "train.jsonl")), DataError, ("train.jsonl:1", "'text'", "null"),
              ("out",), _prep("train.jsonl", task="ner")),
+        Case("predict-input-text-null", _write(_jsonl({"text": "很好"}, {"text": None, "id": 2}), "in.jsonl"),
+             lambda tmp: read_texts(str(tmp / "in.jsonl")), DataError, ("in.jsonl:2", "'text'", "found null")),
         Case("tokenizer-padding-max_length-without-maxlen", _write("很好\tpos\n"), _pad_without_maxlen, ConfigError,
              ("padding", "max_length", "without maxlen")),
     ]
