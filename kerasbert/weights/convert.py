@@ -144,11 +144,11 @@ def _tensors(source, present: list, frm: Format, to: Format, dst_format: str) ->
     tensors = {}
     for _, a, b, shape in present:
         value = source.get(a)
-        if value.dtype.kind != "f" or tuple(value.shape) != shape:
-            found = f"dtype {value.dtype.name}" if value.dtype.kind != "f" else f"shape {value.shape}"
-            raise fail(CheckpointError, f"{a} in {source.path}", f"float values of shape {shape}", found,
+        if value.dtype.kind not in "fiu" or tuple(value.shape) != shape:  # numbers cross as they are; text cannot
+            found = f"dtype {value.dtype.name}" if value.dtype.kind not in "fiu" else f"shape {value.shape}"
+            raise fail(CheckpointError, f"{a} in {source.path}", f"numbers of shape {shape}", found,
                        "the file is not a BERT checkpoint, or was written wrongly")
-        if dst_format == "google":
+        if dst_format == "google" and value.dtype.kind == "f":
             value = value.astype(np.float32)  # Google checkpoints hold float32, as its readers expect
         tensors[b] = np.ascontiguousarray(value.T if frm.transposed(a) != to.transposed(b) else value)
     return tensors
