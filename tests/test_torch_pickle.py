@@ -6,6 +6,7 @@ the hostile and damaged files are built here, in pure Python.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import re
@@ -19,7 +20,9 @@ import numpy as np
 import pytest
 
 from kerasbert.errors import CheckpointError
-from kerasbert.weights.torch_pickle import MAGIC_NUMBER, PROTOCOL_VERSION, read_torch_state_dict
+from kerasbert.weights.torch_pickle import MAGIC_NUMBER, PROTOCOL_VERSION, TorchFile, read_torch_state_dict
+
+from bad_inputs_weights import state_dict_pickle, torch_zip
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "torch_files")
 SYS_INFO = {"protocol_version": PROTOCOL_VERSION, "little_endian": True,
@@ -211,3 +214,90 @@ def test_not_a_dict_of_tensors(tmp_path, state, found):
     with pytest.raises(CheckpointError, match=re.escape(f"{path}: expected a PyTorch state dict of tensors (weights "
                                                         f"only), found {found}")):
         read_torch_state_dict(path)
+
+
+# --------------------------------------------------------------------------- hostile views and sizes
+@pytest.mark.parametrize("shape, strides, found", [
+    ((16384, 16384), (0, 0), "a view of 268435456 elements"), ((1 << 20, 1 << 20), (0, 0), "1099511627776 elements"),
+    ((4, 2), (1 << 64, 1), f"found {1 << 64} (shape"), ((1 << 70, 1), (0, 1), f"found {1 << 70} (shape"),
+    ((1,) * 100, (1,) * 100, "found 100 dimensions"), ((1,) * 9, (1,) * 9, "found 9 dimensions")])
+def test_a_hostile_view_is_refused_when_the_file_opens(tmp_path, shape, strides, found):
+    path = torch_zip(tmp_path / "pytorch_model.bin", {"w": ("0", 1, 0, shape, strides)}, {"0": bytes(4)})
+    with pytest.raises(CheckpointError, match=rf"^{re.escape(str(path))}: expected tensor w .*{re.escape(found)}"):
+        TorchFile(path)
+
+
+def test_only_known_broadcast_buffers_repeat_elements(tmp_path):
+    tensors = {"bert.embeddings.position_ids": ("0", 4, 0, (1, 4), (0, 1)),
+               "embeddings.token_type_ids": ("0", 4, 0, (3, 4), (0, 1))}
+    path = torch_zip(tmp_path / "pytorch_model.bin", tensors, {"0": np.arange(4, dtype="<f4").tobytes()})
+    weights = read_torch_state_dict(path)
+    np.testing.assert_array_equal(weights["embeddings.token_type_ids"], np.tile(np.arange(4, dtype=np.float32), (3, 1)))
+    path = torch_zip(tmp_path / "other.bin", {"bert.pooler.ids": ("0", 4, 0, (3, 4), (0, 1))}, {"0": bytes(16)})
+    with pytest.raises(CheckpointError, match="expected tensor bert.pooler.ids of at most the 4 elements of its "
+                                              r"storage, found a view of 12 elements .* only a broadcast buffer"):
+        TorchFile(path)
+
+
+@pytest.mark.parametrize("shape, strides, offset", [((5, 3), (1, 5), 0), ((4, 2), (3, 1), 1), ((6, 1), (2, 1), 2),
+                                                    ((2, 3, 2), (0, 1, 3), 0), ((3,), (0,), 7)])
+def test_views_read_in_pieces_give_numpys_values(tmp_path, shape, strides, offset, monkeypatch):
+    import kerasbert.weights.torch_pickle as torch_pickle
+
+    monkeypatch.setattr(torch_pickle, "_PIECE", 1)  # as small as a piece can be: every row read on its own
+    storage = np.arange(16, dtype="<f4")
+    name = "x.position_ids"  # may repeat elements
+    for compression in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        path = torch_zip(tmp_path / f"{compression}.bin", {name: ("0", 16, offset, shape, strides)},
+                         {"0": storage.tobytes()}, compression)
+        expected = np.lib.stride_tricks.as_strided(storage[offset:], shape, [4 * s for s in strides])
+        np.testing.assert_array_equal(TorchFile(path).get(name), expected, strict=True)
+
+
+MEMORY_PROBE = r"""
+import json, sys
+from kerasbert.weights.torch_pickle import TorchFile
+
+def status_kib(key):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
+
+expected = {name: tuple(shape) for name, shape in json.loads(sys.argv[2]).items()}
+file = TorchFile(sys.argv[1])
+with open("/proc/self/clear_refs", "w") as f:  # the peak (VmHWM) starts again from the resident size now
+    f.write("5")
+baseline = status_kib("VmRSS")
+sums = {}
+for name, shape in file.shapes().items():
+    if expected.get(name) == shape:  # the loader's check: a name and shape it expects, else never read
+        sums[name] = float(file.get(name).sum())  # one tensor alive at a time, as a loader reads them
+print(json.dumps({"read": sorted(sums), "growth_kib": status_kib("VmHWM") - baseline, "sums": sums}))
+"""
+
+
+def test_reading_a_hostile_file_holds_at_most_twice_the_largest_expected_tensor(tmp_path):
+    """A 1 GiB storage, deflated to a few megabytes and declared correctly, under three tensors: one of a shape the
+    loader does not expect (never read), one expected at the storage's far end, one expected with rows 32768
+    elements apart (its view spans the whole storage). The largest expected tensor is 32 MiB: reading them one after
+    the other may grow the process by at most twice that, measured in a fresh process as its peak resident size
+    (VmHWM, reset before reading; ru_maxrss would carry the parent's peak across fork and exec) over its resident
+    size before reading."""
+    numel, rows, cols = 1 << 28, 8192, 1024
+    tensors = {"big": ("0", numel, 0, (16384, 16384), (16384, 1)),
+               "far": ("0", numel, numel - rows * cols, (rows, cols), (cols, 1)),
+               "gapped": ("0", numel, 0, (rows, cols), (32768, 1))}
+    path = tmp_path / "pytorch_model.bin"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("archive/data.pkl", state_dict_pickle(tensors))
+        with archive.open("archive/data/0", "w", force_zip64=True) as entry:
+            ones = np.ones(1 << 22, "<f4").tobytes()  # 16 MiB
+            for _ in range(64):
+                entry.write(ones)
+    assert os.path.getsize(path) < 8 << 20
+    expected = {"big": (rows, cols), "far": (rows, cols), "gapped": (rows, cols)}
+    result = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(path), json.dumps(expected)],
+                            capture_output=True, text=True, check=True, timeout=300)
+    found = json.loads(result.stdout)
+    assert found["read"] == ["far", "gapped"]
+    assert found["sums"] == {"far": rows * cols, "gapped": rows * cols}
+    assert found["growth_kib"] <= 2 * rows * cols * 4 // 1024, found

@@ -16,7 +16,7 @@ view checked against its storage (at most 8 dimensions, sizes and strides below 
 storage, no more elements than the storage holds unless the name is a known broadcast buffer such as
 ``position_ids``). A tensor's bytes are read only when `TorchFile.get` asks for it, after the caller has checked
 its name and shape, and only the part of its storage the view covers, in pieces: reading never holds more than
-the tensor and one piece of at most its size, whatever sizes the file declares.
+the tensor and one piece of at most half its size, whatever sizes the file declares.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ MAX_RANK = 8  # BERT's tensors have at most 2 dimensions; torch allows 64
 MAX_PICKLE = 64 << 20  # bytes of data.pkl: a BERT state dict's pickle is tens of kilobytes
 BROADCAST_BUFFERS = re.compile(r"(^|\.)(position_ids|token_type_ids)$")  # buffers torch saves as expand()ed views
 _MAX_BROADCAST = 1 << 24  # elements a broadcast buffer may have (position_ids: one row of max_position_embeddings)
-_PIECE = 1 << 16  # elements read at once at least (a piece is at most max(this, the tensor's elements))
+_PIECE = 1 << 16  # elements read at once at least (a piece is at most max(this, half the tensor's elements))
 
 # torch dtype name -> NumPy dtype of its little-endian bytes. bfloat16 is read as raw 16 bits, then widened.
 _NUMPY = {"float64": "<f8", "float32": "<f4", "float16": "<f2", "bfloat16": "<u2", "int64": "<i8", "int32": "<i4",
@@ -298,10 +298,23 @@ def _checked_view(name: str, tensor: _Tensor, where: str, broadcast: re.Pattern)
     return view
 
 
-def _fill(read: Callable[[int, int], np.ndarray], view: _View, out: np.ndarray, budget: int) -> None:
-    """Copies ``view`` into ``out``, reading at most ``budget`` elements of the storage at once."""
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides, in elements, of a C-contiguous array of ``shape``."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
+
+
+def _fill(read: Callable[..., np.ndarray], view: _View, out: np.ndarray, budget: int) -> None:
+    """Copies ``view`` into ``out`` (C-contiguous): a contiguous view is read straight into it, any other in pieces
+    of at most ``budget`` elements of the storage."""
     span = view.span
     if span == 0:
+        return
+    if span == view.numel and view.strides == _c_strides(view.shape):  # the common case: straight into ``out``
+        read(view.offset, span, into=out)
         return
     if span <= budget or not view.shape:
         flat = read(view.offset, span)
@@ -328,7 +341,7 @@ class _Reader:
         self.open_stream, self.start, self.dtype, self.plain = open_stream, start, dtype, plain
         self.stream, self.position = open_stream(), 0
 
-    def __call__(self, offset: int, count: int) -> np.ndarray:
+    def __call__(self, offset: int, count: int, into: np.ndarray | None = None) -> np.ndarray:
         target = self.start + offset * self.dtype.itemsize
         if self.plain:
             self.stream.seek(target)
@@ -341,11 +354,16 @@ class _Reader:
             if not skipped:
                 raise EOFError("the storage ends early")
             self.position += skipped
-        data = self.stream.read(count * self.dtype.itemsize)
-        self.position += len(data)
-        if len(data) != count * self.dtype.itemsize:
-            raise EOFError("the storage ends early")
-        return np.frombuffer(data, self.dtype)
+        data = np.empty(count * self.dtype.itemsize, np.uint8) if into is None else into.reshape(-1).view(np.uint8)
+        filled = 0
+        while filled < len(data):  # in pieces, into one buffer: never a second copy of the bytes
+            piece = self.stream.read(min(1 << 20, len(data) - filled))
+            if not piece:
+                raise EOFError("the storage ends early")
+            data[filled:filled + len(piece)] = np.frombuffer(piece, np.uint8)
+            filled += len(piece)
+        self.position += filled
+        return data.view(self.dtype)
 
     def close(self) -> None:
         self.stream.close()
@@ -430,19 +448,20 @@ class TorchFile:
     def get(self, name: str) -> np.ndarray:
         """Reads one tensor: C-contiguous, native byte order, bfloat16 widened to float32.
 
-        Only the part of the storage the view covers is read, at most max(65536, its elements) at a time.
+        Only the part of the storage the view covers is read: straight into the result when the view is
+        contiguous, else in pieces of at most half its elements (65536 at least).
         """
         view = self._views[name]
-        out = np.empty(view.shape, np.dtype(_NUMPY[view.dtype]).newbyteorder("="))
+        out = np.empty(view.shape, np.dtype(_NUMPY[view.dtype]))  # the file's little-endian bytes
         try:
             with self._reader(view) as reader:
-                _fill(reader, view, out, max(view.numel, _PIECE))
+                _fill(reader, view, out, max(view.numel // 2, _PIECE))
         except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as e:
             raise fail(CheckpointError, self.path, f"the bytes of tensor {name}", f"{type(e).__name__}: {e}",
                        _DAMAGED) from None
         if view.dtype == "bfloat16":  # bfloat16 is the upper half of a float32
-            out = (out.astype(np.uint32) << 16).view(np.float32)
-        return out
+            return (out.astype(np.uint32) << 16).view(np.float32)
+        return out.astype(out.dtype.newbyteorder("="), copy=False)
 
 
 def read_torch_state_dict(path: str | os.PathLike, broadcast: re.Pattern = BROADCAST_BUFFERS) -> dict[str, np.ndarray]:
