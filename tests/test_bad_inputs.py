@@ -216,7 +216,7 @@ def data_rows() -> list[Case]:
              lambda tmp: read_classification(str(tmp / "train.csv"), text="text", label="label"), DataError,
              ("train.csv", "only a header"), ("out",), prep("train.csv", *csv_fields)),
         Case("data-commas-in-a-tsv", write("很好,pos\n很差,neg\n"), read("train.tsv"), DataError,
-             ("train.tsv:1", "column 1", "1 columns"), ("out",), prep("train.tsv")),
+             ("train.tsv:1", "2 columns", "found 1 column"), ("out",), prep("train.tsv")),
         Case("data-missing-column", write("sentence,label\n很好,pos\n", "train.csv"),
              lambda tmp: read_classification(str(tmp / "train.csv"), text="text", label="label"), DataError,
              ("train.csv:1", "'text'", "sentence"), ("out",), prep("train.csv", *csv_fields)),

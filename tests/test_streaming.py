@@ -141,7 +141,7 @@ def test_readers_stream_the_file(tmp_path):
     path.write_text("good\tpos\nbad\tneg\nno label here\n", encoding="utf-8")
     examples = iter_classification(str(path))
     assert next(examples).text == "good"  # read before the bad third row is reached
-    with pytest.raises(DataError, match=r"train.tsv:3: expected column 1"):
+    with pytest.raises(DataError, match=r"train.tsv:3: expected 2 columns"):
         list(examples)
 
 
@@ -166,7 +166,8 @@ def test_a_failure_midway_leaves_no_folder(demo, tokenizer, tmp_path):
     (tmp_path / "data" / "a.tsv").write_text(open(demo["cls_train"], encoding="utf-8").read(), encoding="utf-8")
     (tmp_path / "data" / "b.tsv").write_text("good\tpos\nbad\n", encoding="utf-8")
     out = tmp_path / "prepared"
-    with pytest.raises(DataError, match=r"b.tsv:2: expected column 1, found 1 columns"):
+    expected = r"b.tsv:2: expected 2 columns \(the label in column 1, counting from 0\), found 1 column"
+    with pytest.raises(DataError, match=expected):
         streaming.prepare(get_task("cls"), str(tmp_path / "data" / "*.tsv"), tokenizer, MAXLEN, str(out),
                           LabelSet(["neg", "pos"]), verbose=0)  # given labels: the failure is in pass 2, writing
     assert sorted(os.listdir(tmp_path)) == ["data"]
