@@ -76,6 +76,7 @@ def test_a_run_resumes_and_evaluates_from_another_folder_and_after_a_move(tree, 
 
 def test_overwrite_replaces_a_run_whole(tree, capsys):
     (tree / "run" / "eval-dev.json").write_text("{}", encoding="utf-8")
+    (tree / ".tmp-k1lled_0-run").mkdir()  # the staging folder of a run killed before it was swapped in
     capsys.readouterr()
     assert main(["train", "--task", "cls", "--train", "data/cls/train.tsv", "--vocab", "data/vocab.txt",
                  "--out", "run", "--overwrite", "--epochs", "2", "--maxlen", "16", "--batch-size", "16"]) == 0

@@ -35,6 +35,8 @@ import fnmatch
 import io
 import json
 import os
+import re
+import shutil
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -142,10 +144,15 @@ class Run:
 
     def create(self, write: Callable[[Run], None]) -> None:
         """Write the run's first files with ``write`` (given a staging `Run` beside the folder), then swap them
-        in whole for whatever the folder held (`kerasbert.files.replace_folder`)."""
+        in whole for whatever the folder held (`kerasbert.files.replace_folder`). Staging folders of this run
+        that a kill left beside it are removed first."""
         folder = os.path.realpath(self.path)
-        old = os.path.join(os.path.dirname(folder), f"{TEMPORARY}old-{os.path.basename(folder)}")
-        with replace_folder(folder, old) as staging:
+        parent, name = os.path.split(folder)
+        staged = re.compile(re.escape(TEMPORARY) + "[a-z0-9_]{8}-" + re.escape(name))  # `tempfile.mkdtemp`'s names
+        for entry in os.listdir(parent) if os.path.isdir(parent) else ():
+            if staged.fullmatch(entry):
+                shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+        with replace_folder(folder, os.path.join(parent, f"{TEMPORARY}old-{name}")) as staging:
             write(Run(staging))
 
     # ------------------------------------------------------------------ small files
