@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -84,3 +85,36 @@ def test_presets():
     assert BertConfig.from_preset("bert_base_uncased").vocab_size == 30522
     with pytest.raises(ConfigError, match="preset: expected one of"):
         BertConfig.from_preset("bert_huge")
+
+
+@pytest.mark.parametrize("key, value, found", [
+    ("vocab_size", 10 ** 400, "found 1.00e+400, a model that would need 3.07e+403 bytes of float32 weights"),
+    ("vocab_size", 10 ** 12, "found 1000000000000, a model that would need 2794.0 TiB"),
+    ("hidden_size", 1 << 20, "found 1048576, a model that would need 196.4 TiB"),
+    ("num_hidden_layers", 100_000, "found 100000, a model that would need 2.6 TiB")])
+def test_sizes_beyond_their_bound_fail_before_allocating(key, value, found):
+    with pytest.raises(ConfigError, match=rf"^<dict>: {key}: expected at most \d+, {re.escape(found)}"):
+        BertConfig.from_dict({**GOOGLE, key: value})
+
+
+def test_a_model_too_large_as_a_whole_names_its_largest_size():
+    values = {**GOOGLE, "vocab_size": 1 << 22, "hidden_size": 1 << 14, "num_attention_heads": 16}
+    with pytest.raises(ConfigError, match=r"vocab_size: expected sizes whose weights fit in 64.0 GiB, found "
+                                          r"vocab_size 4194304, a model that would need 309.5 GiB"):
+        BertConfig.from_dict(values)
+    assert BertConfig.from_preset("bert_large_chinese").weight_bytes() < 2 << 30
+
+
+@pytest.mark.parametrize("value, found", [(["gelu"], "found a list ['gelu']"), (1, "found a int 1"),
+                                          ({"name": "gelu"}, "found a dict")])
+def test_hidden_act_of_another_type(value, found):
+    with pytest.raises(ConfigError, match=rf"hidden_act: expected one of \[.*\], {re.escape(found)}"):
+        BertConfig.from_dict({**GOOGLE, "hidden_act": value})
+
+
+def test_an_unknown_preset_lists_the_presets():
+    from kerasbert.modeling.config import resolve_config
+
+    with pytest.raises(ConfigError, match=r"^config: expected a config file or one of the presets bert_base_chinese, "
+                                          r"bert_base_uncased, bert_large_chinese, tiny, found 'bert_base'"):
+        resolve_config("bert_base")

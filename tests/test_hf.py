@@ -184,6 +184,32 @@ def test_half_precision_files_load_exactly(folders, tmp_path):
                                atol=0.05)
 
 
+@pytest.mark.parametrize("dtype, kind", [("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2")])
+def test_float8_files_load_and_convert_as_float32(folders, tmp_path, dtype, kind):
+    """float8 weights (read through ml_dtypes) come back as the float32 values they hold, loaded or converted."""
+    import ml_dtypes
+    from safetensors.numpy import load_file
+
+    _, google = folders["tiny"]
+    small = {n: getattr(ml_dtypes, kind)(v) for n, v in hf_tensors(google).items()}  # rounded to float8
+    folder = write_hf_folder(str(tmp_path / "f8"), helpers.TINY, {})
+    header, data = {}, b""
+    for name in sorted(small):
+        header[name] = {"dtype": dtype, "shape": list(small[name].shape), "data_offsets": [len(data), len(data)
+                                                                                            + small[name].nbytes]}
+        data += small[name].tobytes()
+    text = json.dumps(header).encode()
+    open(os.path.join(folder, "model.safetensors"), "wb").write(len(text).to_bytes(8, "little") + text + data)
+    model = build_transformer_model(folder, folder, verbose=False)
+    np.testing.assert_array_equal(model.get_layer("Embedding-Token").embeddings.numpy(),
+                                  small["bert.embeddings.word_embeddings.weight"].astype(np.float32), strict=True)
+    convert_checkpoint(folder, tmp_path / "google", to="google")
+    convert_checkpoint(tmp_path / "google", tmp_path / "back", to="hf")
+    back = load_file(str(tmp_path / "back" / "model.safetensors"))
+    for name, value in small.items():
+        np.testing.assert_array_equal(back[name], value.astype(np.float32), strict=True)
+
+
 def test_google_to_hf_to_google_is_bit_exact(tiny_ckpt, tmp_path):
     import tensorflow as tf
 

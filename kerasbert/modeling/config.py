@@ -232,7 +232,7 @@ def _short(value: int) -> str:
 
 
 def _human_bytes(count: int) -> str:
-    """``count`` bytes in GiB or TiB (or as a power of ten beyond a thousand TiB).
+    """``count`` bytes in GiB or TiB (or as a power of ten beyond a million TiB).
 
     Example:
     >>> _human_bytes(3 << 30), _human_bytes(10 ** 400)
@@ -240,7 +240,7 @@ def _human_bytes(count: int) -> str:
     """
     if count < 1 << 40:
         return f"{count / (1 << 30):.1f} GiB"
-    if count < 1 << 50:
+    if count < 1 << 60:
         return f"{count / (1 << 40):.1f} TiB"
     return f"{_short(count)} bytes"
 
