@@ -42,6 +42,11 @@ def _not_a_run(tmp: Path, _: Shared) -> None:
     text(tmp / "run" / "bert_config.json", "{}")
 
 
+def _train_file_gone(tmp: Path, _: Shared) -> None:
+    fake_run(tmp)
+    (tmp / "train.tsv").unlink()
+
+
 def _resume(tmp: Path):
     return train_call(tmp, out=tmp / "run", resume=True)
 
@@ -97,6 +102,8 @@ def rows() -> list[Case]:
              ("variables.npz", "a whole variables.npz", "--overwrite"), (), _resume_cli),
         Case("resume-variables.npz-missing", lambda tmp, _: _state(tmp, json.dumps(state)), _resume, ConfigError,
              ("variables.npz", "a whole variables.npz"), (), _resume_cli),
+        Case("resume-training-file-gone", _train_file_gone, _resume, ConfigError,
+             ("--resume", "--train", "train.tsv", "nothing there", "relative to the run"), (), _resume_cli),
         Case("resume-args.json-unknown-key", lambda tmp, _: _args_with(tmp, ema_decay=0.999), _resume, ConfigError,
              ("args.json", "'ema_decay'", "newer kerasbert"), (), _resume_cli),
         Case("predict-args.json-unknown-key", lambda tmp, _: _args_with(tmp, ema_decay=0.999), _predict,

@@ -119,9 +119,14 @@ class TrainArgs:
     def inputs(self) -> dict[str, str]:
         """The paths this run reads, by option (``--train``, ``--dev``, ...); a preset name is no path."""
         found = {f"--{name}": getattr(self, name) for name in PATH_FIELDS if getattr(self, name) is not None}
-        if "--config" in found and not os.path.exists(found["--config"]):
-            del found["--config"]  # a preset
+        config = found.get("--config", "")
+        if config and not (os.path.exists(config) or os.sep in config or config.endswith(".json")):
+            del found["--config"]  # a preset name
         return found
+
+    def missing(self) -> dict[str, str]:
+        """The inputs (paths by option) with nothing at their path."""
+        return {option: path for option, path in self.inputs().items() if not _exists(path)}
 
     def to_saved(self, run_dir: str) -> dict:
         """``args.json``: these arguments with every input path absolute, and relative to ``run_dir`` under

@@ -195,9 +195,13 @@ def _resumed_args(source: Run, task: str | None, overwrite: bool) -> TrainArgs:
     if task and task != args.task:
         raise fail(ConfigError, "--task", f"{args.task}, the task of the run {source.path}", task,
                    "leave --task out to resume, or train the new task into another --out")
-    source.check_state()
     if os.path.isfile(source.file("vocab.txt")):
         args.vocab = source.file("vocab.txt")  # the run's copy: the vocabulary its model was trained with
+    for option, path in args.missing().items():
+        raise fail(ConfigError, f"--resume {source.path}", f"the run's {option} at {path} (args.json)",
+                   "nothing there, nor at its path relative to the run folder",
+                   "put it back where it was, or beside the run as it was when the run trained")
+    source.check_state()
     return args
 
 
