@@ -226,12 +226,21 @@ def _predict_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text", action="append", help="a text to predict (repeatable)")
     parser.add_argument("--input", help='a .jsonl file of {"text": ...} (and "text_b") or a .txt file, a text a line')
     parser.add_argument("--output", help="write the predictions here as JSONL (default: print them)")
-    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--batch-size", type=int,
+                        help="texts the model runs at once (default: the run's training batch size; 32 with --model)")
+
+
+def _check_output(path: str) -> None:
+    """A ConfigError for an ``--output`` that is a folder or lies under a file, before the model loads."""
+    from kerasbert.finetune.runs import check_writable
+
+    if os.path.isdir(path):
+        raise fail(ConfigError, f"--output {path}", "a file to write the predictions to", "a folder")
+    check_writable(path, "--output")
 
 
 def _run_predict(args: argparse.Namespace) -> int:
     from kerasbert.files import write_text
-    from kerasbert.finetune.training import predict
     from kerasbert.text.readers import read_texts
 
     if bool(args.text) == bool(args.input):
@@ -240,15 +249,20 @@ def _run_predict(args: argparse.Namespace) -> int:
     if bool(args.run) == bool(args.model):
         raise fail(ConfigError, "predict", "a run folder or --model EXPORT (one of them)",
                    "both" if args.run else "neither")
+    if args.output:
+        _check_output(args.output)
     rows = [{"text": text} for text in args.text] if args.text else read_texts(args.input)
-    if args.model:
+    if args.model:  # an OpenVINO or ONNX export runs without TensorFlow: nothing on this path imports it
         from kerasbert.serving.exported import predict_export
 
         predictions = predict_export(args.model, rows, args.batch_size or 32)
     else:
+        from kerasbert.finetune.training import predict
+
         predictions = predict(args.run, rows, args.batch_size)
     lines = [json.dumps(row, ensure_ascii=False) for row in predictions]
     if args.output:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         write_text(args.output, "".join(line + "\n" for line in lines))
         print(f"{len(lines)} predictions written to {args.output}")
     else:
@@ -358,7 +372,16 @@ SERVE_LIMITS = (("--max-batch", int, 32, "the most instances the model runs at o
                 ("--max-queue", int, 1024, "the most instances waiting; a request that does not fit answers 429"),
                 ("--max-instances", int, 256, "the most instances of one request; beyond, 413"),
                 ("--max-body-bytes", int, 1_000_000, "the largest request body; beyond, 413"),
-                ("--timeout-s", float, 30.0, "how long a request waits for its answer; beyond, 504"))
+                ("--timeout-s", float, 30.0, "how long a request waits for its answer; beyond, 504"),
+                ("--header-timeout-s", float, 10.0, "how long a client may take to send a request's header; beyond, "
+                                                    "408 and the connection closes"),
+                ("--body-timeout-s", float, 20.0, "how long a client may take to send a body after its header; "
+                                                  "beyond, 408 and the connection closes"),
+                ("--keep-alive-s", float, 5.0, "how long an idle kept-alive connection stays open"),
+                ("--max-connections", int, 512, "the most connections open at once; beyond, 503 at once (lowered "
+                                                "to fit the open-file limit)"),
+                ("--grace-s", float, 25.0, "on SIGTERM, how long requests in flight may finish; then 503 and exit "
+                                           "(keep it under the orchestrator's, 30 s in Kubernetes)"))
 
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:

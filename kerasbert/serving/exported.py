@@ -1,8 +1,10 @@
 """Use an export folder written by `kerasbert.serving.export.export`: check it, load it, predict with it.
 
-`open_export` checks ``kerasbert-export.json`` and the SavedModel before any request, so a folder that is not an
-export, is cut short, or was made for another task fails at once with a named error. `predict_export` gives the
-same rows as `kerasbert.predict` does for a run folder.
+`open_export` checks ``kerasbert-export.json`` and the model before any request, so a folder that is not an
+export, is cut short, was made for another task, or lists other labels than its model answers fails at once with a
+named error; ``kerasbert serve`` and ``kerasbert predict --model`` both open exports through it. `predict_export`
+gives the same rows as `kerasbert.predict` does for a run folder. An OpenVINO or ONNX export is opened and run
+without importing TensorFlow.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+
+import numpy as np
 
 from kerasbert.errors import ConfigError, fail
 from kerasbert.serving.export import EXPORT_INFO, vocab_checksum
@@ -86,16 +90,55 @@ def _open_portable(path: str, info: dict) -> PortableExport:
     return PortableExport(path, info)
 
 
+def _output_width(served: Export | PortableExport) -> int | None:
+    """How many scores a token or a text gets from the model: one per label (None: the labels are in the graph)."""
+    if isinstance(served, PortableExport):
+        ids, segments = served.tokenizer.encode("warm up")
+        return int(served.run_model(np.array([ids], np.int32), np.array([segments], np.int32)).shape[-1])
+    if served.info["task"] != "cls":
+        return None  # a SavedModel tagger names its entities' labels itself
+    return int(served.signature.structured_outputs["probabilities"].shape[-1])
+
+
+def _check_answers(served: Export | PortableExport) -> None:
+    """The labels of ``kerasbert-export.json`` fit the model's outputs, and one text gets an answer."""
+    info_path, labels = os.path.join(served.path, EXPORT_INFO), served.info["labels"]
+    try:
+        width = _output_width(served)
+    except Exception as e:  # noqa: BLE001 - each runtime raises its own error types
+        raise fail(ConfigError, served.path, "an export whose model answers a text", f"{type(e).__name__}: {e}",
+                   "export the run again") from None
+    if width is not None and width != len(labels):
+        raise fail(ConfigError, f"{info_path} labels", f"{width} labels, one per score of the model",
+                   f"{len(labels)}: {str(labels)[:80]}", "the file belongs to another model: export the run again")
+    transitions = np.shape(served.info.get("crf_transitions"))  # what a portable export's Viterbi reads
+    if isinstance(served, PortableExport) and served.info.get("crf") and transitions != (len(labels),) * 2:
+        raise fail(ConfigError, f"{info_path} crf_transitions", f"a {len(labels)} x {len(labels)} matrix",
+                   f"shape {transitions}", "export the run again")
+    try:
+        served.predict([dict.fromkeys(("text", "text_b") if served.info["pairs"] else ("text",), "warm up")])
+    except Exception as e:  # noqa: BLE001 - any failure here is a bad export
+        raise fail(ConfigError, served.path, "an export that answers a text", f"{type(e).__name__}: {e}",
+                   "export the run again") from None
+
+
 def open_export(path: str | os.PathLike, task: str | None = None) -> Export | PortableExport:
     """Check and load an export folder; ``task`` (``"cls"``/``"ner"``), when given, must be the export's.
 
     A SavedModel export gives an `Export`, an OpenVINO or ONNX one a `kerasbert.serving.runtime.PortableExport`;
-    both have ``info``, ``path`` and ``predict(rows, batch_size)``.
+    both have ``info``, ``path`` and ``predict(rows, batch_size)``. The export answers one text before it is
+    returned, and its labels must be as many as its model's scores.
     """
     path = os.fspath(path)
     info = _read_info(path, task)
-    if info.get("format", "saved_model") in MODEL_FILES:
-        return _open_portable(path, info)
+    portable = info.get("format", "saved_model") in MODEL_FILES
+    served = _open_portable(path, info) if portable else _open_saved_model(path, info)
+    _check_answers(served)
+    return served
+
+
+def _open_saved_model(path: str, info: dict) -> Export:
+    """A SavedModel export with its ``serving_default`` signature; TensorFlow and tensorflow-text are imported here."""
     import tensorflow as tf
 
     try:

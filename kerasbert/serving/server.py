@@ -6,7 +6,8 @@ answers ``{"predictions": [...]}``: the rows `kerasbert.predict` gives, without 
 one bounded queue; one worker takes what came within ``max_wait_ms`` of the oldest (or ``max_batch`` of them),
 sorts it by length so a batch pads little, and runs the model in a thread while the event loop reads requests.
 Errors answer ``{"error": "..."}``: 400 bad input, 404 unknown model, 413 too large, 429 queue full, 500 the model
-failed, 504 too slow.
+failed, 504 too slow. How long a client may take and how many may be connected is `kerasbert.serving.connections`'
+concern (408 too slow a client, 503 too many connections or a request cut by the shutdown's grace).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import collections
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import re
 import signal
@@ -34,6 +36,7 @@ from starlette.routing import Route
 
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
+from kerasbert.serving.connections import ConnectionLimits, make_server
 from kerasbert.serving.export import EXPORT_INFO, FORMATS
 from kerasbert.serving.export import export as export_run
 from kerasbert.serving.exported import Export, open_export
@@ -268,13 +271,16 @@ class _Service:
 
 
 def _check(name: str, **limits: float) -> None:
-    """A `kerasbert.errors.ConfigError` for a model name no URL can hold or a limit that is not positive."""
+    """A `kerasbert.errors.ConfigError` for a model name no URL can hold or a limit that is not a finite positive
+    number (``max_wait_ms`` may be 0; counts are integers)."""
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise fail(ConfigError, "name", "letters, digits, '.', '_' or '-', the first a letter or digit", repr(name))
     for key, value in limits.items():
-        positive = key != "max_wait_ms"
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (positive and value == 0):
-            raise fail(ConfigError, key, "a number > 0" if positive else "a number >= 0", repr(value))
+        positive, whole = key != "max_wait_ms", not key.endswith(("_ms", "_s"))
+        if (isinstance(value, bool) or not isinstance(value, int if whole else int | float) or not math.isfinite(value)
+                or value < 0 or (positive and value == 0)):
+            expected = f"{'an integer' if whole else 'a finite number'} {'>' if positive else '>='} 0"
+            raise fail(ConfigError, key, expected, repr(value))
     if limits["max_instances"] > limits["max_queue"]:
         raise fail(ConfigError, "max_instances", f"at most max_queue ({limits['max_queue']})",
                    str(limits["max_instances"]))
@@ -325,15 +331,10 @@ def _open(path: str, stack: contextlib.ExitStack, backend: str | None = None) ->
     elif not os.path.isfile(os.path.join(path, EXPORT_INFO)):
         raise fail(ConfigError, path, f"an export folder ({EXPORT_INFO}) or a run folder (args.json)",
                    "neither" if os.path.isdir(path) else "no such folder")
-    served = open_export(path)
+    served = open_export(path)  # checked there: its labels fit its model, and it answers a text
     if backend is not None and served.info.get("format", "saved_model") != backend:
         raise fail(ConfigError, "--backend", f"the format of the export {path}, {served.info.get('format')!r}",
                    repr(backend), "leave --backend out to serve an export as it was written")
-    try:
-        served.predict([dict.fromkeys(INPUTS[:1 + bool(served.info["pairs"])], "warm up")])
-    except Exception as e:  # noqa: BLE001 - any failure here is a bad export
-        raise fail(ConfigError, path, "an export that answers a text", f"{type(e).__name__}: {e}",
-                   "export the run again") from None
     return served
 
 
@@ -343,6 +344,8 @@ def _bind(host: str, port: int) -> socket.socket:
     It is made with TCP as its protocol: asyncio turns Nagle's algorithm off only on connections of such a socket,
     and with it on, each answer on a kept-alive connection waits for the client's delayed ACK.
     """
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise fail(ConfigError, "port", "an integer from 0 to 65535 (0: a free one)", repr(port))
     try:
         family, kind, protocol = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][:3]
         sock = socket.socket(family, kind, protocol or socket.IPPROTO_TCP)
@@ -359,11 +362,14 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def serve(path: str, host: str = "127.0.0.1", port: int = 8501, name: str | None = None, max_batch: int = 32,
           max_wait_ms: float = 5.0, max_queue: int = 1024, max_instances: int = 256, max_body_bytes: int = 1_000_000,
-          timeout_s: float = 30.0, backend: str | None = None) -> None:
+          timeout_s: float = 30.0, header_timeout_s: float = 10.0, body_timeout_s: float = 20.0,
+          keep_alive_s: float = 5.0, max_connections: int = 512, grace_s: float = 25.0,
+          backend: str | None = None) -> None:
     """Serve an export (or a run, exported first into a temporary folder) until SIGINT or SIGTERM.
 
-    A bad export, run, name or address fails here with a `kerasbert.errors.ConfigError`, before any request. On
-    SIGTERM the server stops accepting connections, answers the requests it holds, and returns.
+    A bad export, run, name, setting or address fails here with a `kerasbert.errors.ConfigError`, before any
+    request. On SIGTERM the server stops accepting connections, closes idle ones, lets the requests it holds finish
+    for up to ``grace_s``, answers those still running 503, and returns.
 
     Args:
         path: str. an export folder (``kerasbert export``) or a run folder (``kerasbert train``).
@@ -371,22 +377,21 @@ def serve(path: str, host: str = "127.0.0.1", port: int = 8501, name: str | None
         port: int. the port; 0 picks a free one (the log line names it).
         name: str. the model name of the URLs; default: the folder's name.
         max_batch, max_wait_ms, max_queue, max_instances, max_body_bytes, timeout_s: as in `make_app`.
+        header_timeout_s, body_timeout_s, keep_alive_s, max_connections, grace_s: as in
+            `kerasbert.serving.connections.ConnectionLimits`.
         backend: str or None. ``saved_model``, ``openvino`` or ``onnx``: the format a run is exported to (default
             ``saved_model``); an export is served in its own format, which ``backend``, when given, must name.
     """
-    import uvicorn
-
     path = os.fspath(path)
     name = name or os.path.basename(os.path.abspath(path))
     limits = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "max_queue": max_queue,
               "max_instances": max_instances, "max_body_bytes": max_body_bytes, "timeout_s": timeout_s}
     _check(name, **limits)  # before the slow load
+    connections = ConnectionLimits(header_timeout_s, body_timeout_s, keep_alive_s, max_connections, grace_s)
     with contextlib.ExitStack() as stack:
         sock = stack.enter_context(_bind(host, port))
         served = _open(path, stack, backend)
-        app = make_app(served, name, **limits)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                               timeout_graceful_shutdown=int(timeout_s) + 5))
+        server = make_server(make_app(served, name, **limits), connections)
         sock.listen(2048)  # from here a connection waits for the server instead of being refused
         address = sock.getsockname()
         url = f"http://{f'[{address[0]}]' if ':' in address[0] else address[0]}:{address[1]}"
