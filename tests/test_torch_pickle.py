@@ -18,6 +18,8 @@ import zipfile
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kerasbert.errors import CheckpointError
 from kerasbert.weights.torch_pickle import MAGIC_NUMBER, PROTOCOL_VERSION, TorchFile, read_torch_state_dict
@@ -301,3 +303,27 @@ def test_reading_a_hostile_file_holds_at_most_twice_the_largest_expected_tensor(
     assert found["read"] == ["far", "gapped"]
     assert found["sums"] == {"far": rows * cols, "gapped": rows * cols}
     assert found["growth_kib"] <= 2 * rows * cols * 4 // 1024, found
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=st.lists(st.integers(0, 5), min_size=0, max_size=4),
+       strides=st.lists(st.integers(0, 12), min_size=4, max_size=4), offset=st.integers(0, 70),
+       piece=st.sampled_from([1, 4, 1 << 16]), name=st.sampled_from(["w", "a.position_ids"]))
+def test_any_view_reads_as_numpy_sees_it_or_is_refused(tmp_path, monkeypatch, shape, strides, offset, piece, name):
+    """Any offset, shape and strides over a 64-element storage: read in pieces of any size, the tensor equals NumPy's
+    strided view, or the file is refused as it opens (outside the storage, or more elements than it holds)."""
+    import kerasbert.weights.torch_pickle as torch_pickle
+
+    monkeypatch.setattr(torch_pickle, "_PIECE", piece)
+    storage = np.arange(64, dtype="<f4")
+    strides = tuple(strides[:len(shape)])
+    path = torch_zip(tmp_path / "p.bin", {name: ("0", 64, offset, tuple(shape), strides)}, {"0": storage.tobytes()},
+                     zipfile.ZIP_DEFLATED)
+    span = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
+    numel = int(np.prod(shape))
+    if span and offset + span > 64 or numel > 64 and name == "w":  # an empty view reaches no element
+        with pytest.raises(CheckpointError, match=re.escape(f"{path}: expected tensor {name} ")):
+            TorchFile(path)
+        return
+    expected = np.lib.stride_tricks.as_strided(storage[offset:], tuple(shape), [4 * s for s in strides])
+    np.testing.assert_array_equal(TorchFile(path).get(name), expected, strict=True)
