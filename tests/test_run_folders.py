@@ -13,9 +13,8 @@ import pytest
 from kerasbert import evaluate, train
 from kerasbert.cli import main
 from kerasbert.finetune.demo_data import write_demo_data
+from kerasbert.finetune.runs import Run
 from kerasbert.finetune.training import load_run
-
-pytestmark = pytest.mark.slow  # trains
 
 SMALL = {"epochs": 2, "batch_size": 16, "maxlen": 16, "lr": 1e-3}
 
@@ -49,6 +48,7 @@ def tree(tmp_path, monkeypatch):
     return tree
 
 
+@pytest.mark.slow  # trains
 def test_a_run_resumes_and_evaluates_from_another_folder_and_after_a_move(tree, tmp_path, monkeypatch, capsys):
     saved = json.loads((tree / "run" / "args.json").read_text(encoding="utf-8"))
     assert saved["train"] == str(tree / "data" / "cls" / "train.tsv") and saved["config"] == "tiny"
@@ -74,6 +74,7 @@ def test_a_run_resumes_and_evaluates_from_another_folder_and_after_a_move(tree, 
     assert train(None, None, "../moved/run", resume=True, verbose=0)["dev"] == result["dev"]
 
 
+@pytest.mark.slow  # trains
 def test_overwrite_replaces_a_run_whole(tree, capsys):
     (tree / "run" / "eval-dev.json").write_text("{}", encoding="utf-8")
     (tree / ".tmp-k1lled_0-run").mkdir()  # the staging folder of a run killed before it was swapped in
@@ -87,3 +88,35 @@ def test_overwrite_replaces_a_run_whole(tree, capsys):
                      "model.keras", "state", "vocab.txt"]  # no dev now: no confusion.png; eval-dev.json gone
     assert sorted(os.listdir(tree)) == ["data", "run"]  # nothing left beside it
     assert json.loads((tree / "run" / "args.json").read_text(encoding="utf-8"))["dev"] is None
+
+
+def _old_run(folder) -> Run:
+    for name, content in (("args.json", "{}"), ("model.keras", "old"), ("eval-test.json", "{}"),
+                          ("state/state.json", "{}")):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(content, encoding="utf-8")
+    return Run(str(folder))
+
+
+def _first_files(staging: Run) -> None:
+    staging.write_json("labels.json", ["neg", "pos"])
+    staging.write_json("args.json", {"task": "cls"})
+
+
+def test_create_swaps_the_new_run_in_for_the_old_one(tmp_path):
+    run = _old_run(tmp_path / "run")
+    inode = os.stat(run.path).st_ino
+    seen = []
+    run.create(lambda staging: (seen.append(sorted(os.listdir(run.path))), _first_files(staging)))
+    assert seen == [["args.json", "eval-test.json", "model.keras", "state"]]  # the old run whole while writing
+    assert sorted(os.listdir(run.path)) == ["args.json", "labels.json"] and os.stat(run.path).st_ino != inode
+    assert sorted(os.listdir(tmp_path)) == ["run"]
+
+
+def test_create_fills_a_folder_that_cannot_be_renamed_in_place(tmp_path, monkeypatch):
+    run = _old_run(tmp_path / "mounted")
+    inode = os.stat(run.path).st_ino
+    monkeypatch.setattr(os.path, "ismount", lambda path: path == run.path)  # as a volume mounted at --out
+    run.create(_first_files)
+    assert sorted(os.listdir(run.path)) == ["args.json", "labels.json"] and os.stat(run.path).st_ino == inode
+    assert json.loads((tmp_path / "mounted" / "args.json").read_text(encoding="utf-8")) == {"task": "cls"}

@@ -145,9 +145,21 @@ class Run:
     def create(self, write: Callable[[Run], None]) -> None:
         """Write the run's first files with ``write`` (given a staging `Run` beside the folder), then swap them
         in whole for whatever the folder held (`kerasbert.files.replace_folder`). Staging folders of this run
-        that a kill left beside it are removed first."""
+        that a kill left beside it are removed first.
+
+        A folder that cannot be renamed (a mount point, or one in a folder this user cannot write) is emptied
+        and written in place instead, ``args.json`` removed last and written last (``write`` writes it last)."""
         folder = os.path.realpath(self.path)
         parent, name = os.path.split(folder)
+        if os.path.isdir(folder) and (os.path.ismount(folder) or not os.access(parent, os.W_OK | os.X_OK)):
+            for entry in sorted(os.listdir(folder), key=lambda entry: entry == "args.json"):
+                path = os.path.join(folder, entry)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
+            write(Run(folder))
+            return
         staged = re.compile(re.escape(TEMPORARY) + "[a-z0-9_]{8}-" + re.escape(name))  # `tempfile.mkdtemp`'s names
         for entry in os.listdir(parent) if os.path.isdir(parent) else ():
             if staged.fullmatch(entry):

@@ -297,10 +297,10 @@ def _write_run_files(run: Run, args: TrainArgs, inputs: _Inputs) -> None:
     ``--out`` held (`Run.create`; `Run.check_new` made sure that was a run and held no input)."""
 
     def write(staging: Run) -> None:
-        staging.write_json("args.json", args.to_saved(run.path))
         inputs.labels.save(staging.file("labels.json"))
         staging.write_json("bert_config.json", inputs.config.to_dict())
         copy_file(args.vocab, staging.file("vocab.txt"))
+        staging.write_json("args.json", args.to_saved(run.path))  # last: it marks a run folder
 
     run.create(write)
 
