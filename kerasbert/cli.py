@@ -150,7 +150,7 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--maxlen", type=int, help="word pieces a row keeps (default: 128, or the model's max positions)")
     for name, kind, text in (("batch_size", int, "rows per batch"),
                              ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
-                             ("warmup", float, "warmup, a ratio of the steps"),
+                             ("warmup", float, "warmup, a ratio of the steps in [0, 1]"),
                              ("schedule", SCHEDULES,
                               "learning rate after warmup: cosine or linear decay to 0, or constant"),
                              ("weight_decay", float, "AdamW weight decay (not on norms and biases)"),
