@@ -13,6 +13,7 @@ Layout of ``kerasbert train ... --out RUN``::
     RUN/per_type.txt       NER: precision / recall / F1 per entity type
     RUN/state/             resume state: every variable of the model and optimizer, epoch and step
     RUN/google/            with --export-google-checkpoint: the fine-tuned encoder, Google format
+    RUN/eval-<file>.json   written by ``kerasbert evaluate``
 
 Every file is written to a temporary name (``.tmp-*``) and renamed; the state folder is swapped in whole
 (``state`` -> ``state.old``, then the new one -> ``state``), so after ``kill -9`` the folder holds the last
@@ -23,8 +24,8 @@ and, under ``relative_to_run``, relative to the run folder: a run is read from a
 after the run and its data were moved together the relative path finds them.
 
 ``--overwrite`` replaces a run folder whole (the new one's first files are written beside it and swapped in),
-and only a run folder: one with ``args.json`` that holds nothing but the files above (and ``eval-*.json``,
-written by ``kerasbert evaluate``), and none of the command's inputs.
+and only a run folder: one with ``args.json`` that holds nothing but the files above (and ``.tmp-*``), and
+none of the command's inputs.
 """
 
 from __future__ import annotations
