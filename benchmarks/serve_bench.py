@@ -5,7 +5,9 @@ Texts in, predictions out, for each variant in a worker process of its own (so i
   ``model.predict`` per batch, as its examples serve (a BERT with a Dense softmax on ``[CLS]``);
 - ``keras``: kerasbert's Keras model of the run, the way ``kerasbert.predict`` runs it;
 - ``saved_model``, ``onnx``, ``onnx-int8``, ``openvino``, ``openvino-int8``: ``kerasbert export`` of the same run,
-  through `kerasbert.serving.exported.open_export` (what ``kerasbert predict --model`` and the server use).
+  through `kerasbert.serving.exported.open_export` (what ``kerasbert predict --model`` and the server use);
+  on request (``--variants``, a CPU with bfloat16 units), ``openvino-bf16`` and ``openvino-int8-bf16``
+  (``--precision bf16``: what is not int8 runs in bfloat16), each also measured against ``openvino``.
 Every variant gets the same batches of the same generated texts (lengths drawn like real sentences, 10-126
 word pieces, median about 40), each batch padded to its longest text. The workers run the whole set in turn,
 one pass each a round, in an order that reverses every round; a ratio is the median of the rounds' paired
@@ -39,9 +41,12 @@ from bench import cpu_text, median_interval  # noqa: E402
 
 from benchmarks.results import write_section  # noqa: E402
 
-EXPORTS = {"saved_model": ("saved_model", False), "onnx": ("onnx", False), "onnx-int8": ("onnx", True),
-           "openvino": ("openvino", False), "openvino-int8": ("openvino", True)}
-VARIANTS = ["bert4keras", "keras", *EXPORTS]
+EXPORTS = {"saved_model": ("saved_model", False, "f32"), "onnx": ("onnx", False, "f32"),
+           "onnx-int8": ("onnx", True, "f32"), "openvino": ("openvino", False, "f32"),
+           "openvino-int8": ("openvino", True, "f32"), "openvino-bf16": ("openvino", False, "bf16"),
+           "openvino-int8-bf16": ("openvino", True, "bf16")}
+VARIANTS = ["bert4keras", "keras", *(name for name in EXPORTS if EXPORTS[name][2] == "f32")]  # the default
+BF16_VARIANTS = [name for name in EXPORTS if EXPORTS[name][2] == "bf16"]
 BASE = {"vocab_size": 21128, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
         "intermediate_size": 3072, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
         "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512, "type_vocab_size": 2,
@@ -85,7 +90,8 @@ def prepare(folder: str, cfg: dict, names: list[str]) -> dict:
     for name in names:
         if name in EXPORTS:
             folder_of = os.path.join(folder, name)
-            command = [sys.executable, "-m", "kerasbert", "export", run, folder_of, "--format", EXPORTS[name][0]]
+            command = [sys.executable, "-m", "kerasbert", "export", run, folder_of, "--format", EXPORTS[name][0],
+                       "--precision", EXPORTS[name][2]]
             start = time.perf_counter()  # a process each: its peak RSS is the export's alone
             process = subprocess.Popen(command + ["--int8"] * EXPORTS[name][1],
                                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
@@ -230,6 +236,17 @@ def summarize(times: dict, results: dict, job: dict, args) -> tuple[str, dict]:
     return "\n".join(rows), figures
 
 
+def against_openvino(times: dict) -> list[str]:
+    """Each other OpenVINO variant's speed as the median of its paired per-round ratios to float32 ``openvino``."""
+    lines = []
+    for name in [name for name in times if name.startswith("openvino-")] if "openvino" in times else []:
+        ratios = [f32 / s for f32, s in zip(times["openvino"], times[name], strict=True)]
+        interval = median_interval(ratios)
+        lines.append(f"- {name}: {statistics.median(ratios):.2f} × openvino (float32)"
+                     + (f" ({interval[0]:.2f}–{interval[1]:.2f})" if interval else ""))
+    return lines
+
+
 def targets(figures: dict) -> list[str]:
     """The target lines: fp32 export ≥ 1.3 ×, int8 ≥ 2.5 × bert4keras."""
     lines = []
@@ -249,7 +266,8 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=None, help="timed passes per variant (default 10; quick 3)")
     parser.add_argument("--texts", type=int, default=None, help="texts per pass (default 256; quick 64)")
     parser.add_argument("--batch", type=int, default=32, help="texts per batch (default 32)")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of " + ", ".join(VARIANTS))
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="comma-separated, of " + ", ".join(VARIANTS + BF16_VARIANTS) + " (default: all but bf16)")
     parser.add_argument("--keep", help="a folder to keep the run and the exports in (for serve_load.py)")
     parser.add_argument("--reuse", action="store_true", help="with --keep: the run and exports already there")
     parser.add_argument("--results", default=None, help="the markdown file to write (default RESULTS.md)")
@@ -259,9 +277,9 @@ def main(argv=None) -> None:
     if args.worker:
         return worker_main(args.worker, args.job)
     names = args.variants.split(",")
-    unknown = sorted(set(names) - set(VARIANTS))
+    unknown = sorted(set(names) - set(VARIANTS + BF16_VARIANTS))
     if unknown:
-        parser.error(f"--variants: unknown {unknown}; expected some of {VARIANTS}")
+        parser.error(f"--variants: unknown {unknown}; expected some of {VARIANTS + BF16_VARIANTS}")
     rounds, n = args.rounds or (3 if args.quick else 10), args.texts or (64 if args.quick else 256)
     folder = args.keep or tempfile.mkdtemp(prefix="serve-bench-")
     os.makedirs(folder, exist_ok=True)
@@ -287,7 +305,8 @@ def main(argv=None) -> None:
     text = "\n".join([f"## Serving speed{' (quick)' if args.quick else ''}", "",
                       f"{cpu_text()}; int8 instructions: {int8_instructions()}; {os.cpu_count()} cores. "
                       f"{'Tiny config' if args.quick else 'BERT-base shape'} classifier, random weights, {n} texts "
-                      f"a pass in batches of {args.batch}, {rounds} rounds.", "", table, "", *targets(figures)])
+                      f"a pass in batches of {args.batch}, {rounds} rounds.", "", table, "", *targets(figures),
+                      *against_openvino(times)])
     write_section("serve-quick" if args.quick else "serve-cpu", text,
                   **({"path": args.results} if args.results else {}))
     with open(os.path.join(folder, "serve_bench.json"), "w") as f:
