@@ -72,8 +72,8 @@ def _shards(path: str) -> list[str]:
     weight_map = _json(path, expected)
     weight_map = weight_map.get("weight_map") if isinstance(weight_map, dict) else None
     if not isinstance(weight_map, dict) or not weight_map:
-        raise fail(CheckpointError, path, expected, f"a weight_map of type {type(weight_map).__name__}",
-                   "download the checkpoint again")
+        found = "an empty weight_map" if weight_map == {} else f"a weight_map of type {type(weight_map).__name__}"
+        raise fail(CheckpointError, path, expected, found, "download the checkpoint again")
     wrong = next(((k, v) for k, v in weight_map.items() if not isinstance(v, str) or not v), None)
     if wrong is not None:
         raise fail(CheckpointError, f"{path}: weight_map", "shard file names", f"{wrong[1]!r:.40} for {wrong[0]!r:.60}",
