@@ -158,10 +158,11 @@ class TrainArgs:
         relative = values.pop(RELATIVE, {})
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = [key for key in values if key not in known]
-        if unknown or not isinstance(relative, dict):
-            key = unknown[0] if unknown else RELATIVE
-            raise fail(ConfigError, where, "the keys of TrainArgs", f"the unknown key {key!r}" if unknown else
-                       f"{RELATIVE} = {relative!r}", "a newer kerasbert wrote this run: upgrade kerasbert to read it")
+        if unknown:
+            raise fail(ConfigError, where, "the keys of TrainArgs", f"the unknown key {unknown[0]!r}",
+                       "a newer kerasbert wrote this run: upgrade kerasbert to read it")
+        if not isinstance(relative, dict):
+            raise fail(ConfigError, where, f"{RELATIVE}, an object of paths", repr(relative)[:80])
         missing = [key for key in ("task", "train") if key not in values]
         if missing:
             raise fail(ConfigError, where, f"the key {missing[0]!r}", "none", "train the run again")

@@ -197,7 +197,9 @@ def _resumed_args(source: Run, task: str | None, overwrite: bool) -> TrainArgs:
                    "leave --task out to resume, or train the new task into another --out")
     if os.path.isfile(source.file("vocab.txt")):
         args.vocab = source.file("vocab.txt")  # the run's copy: the vocabulary its model was trained with
-    for option, path in args.missing().items():
+    missing = args.missing()
+    if missing:
+        option, path = next(iter(missing.items()))
         raise fail(ConfigError, f"--resume {source.path}", f"the run's {option} at {path} (args.json)",
                    "nothing there, nor at its path relative to the run folder",
                    "put it back where it was, or beside the run as it was when the run trained")
