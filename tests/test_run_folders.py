@@ -113,10 +113,14 @@ def test_create_swaps_the_new_run_in_for_the_old_one(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["run"]
 
 
-def test_create_fills_a_folder_that_cannot_be_renamed_in_place(tmp_path, monkeypatch):
-    run = _old_run(tmp_path / "mounted")
+@pytest.mark.parametrize("where", ["mount point", "working directory"])
+def test_create_fills_a_folder_that_cannot_be_renamed_in_place(tmp_path, monkeypatch, where):
+    run = _old_run(tmp_path / "run")
     inode = os.stat(run.path).st_ino
-    monkeypatch.setattr(os.path, "ismount", lambda path: path == run.path)  # as a volume mounted at --out
+    if where == "mount point":
+        monkeypatch.setattr(os.path, "ismount", lambda path: path == run.path)  # as a volume mounted at --out
+    else:
+        monkeypatch.chdir(tmp_path / "run")  # --out .
     run.create(_first_files)
     assert sorted(os.listdir(run.path)) == ["args.json", "labels.json"] and os.stat(run.path).st_ino == inode
-    assert json.loads((tmp_path / "mounted" / "args.json").read_text(encoding="utf-8")) == {"task": "cls"}
+    assert json.loads((tmp_path / "run" / "args.json").read_text(encoding="utf-8")) == {"task": "cls"}

@@ -148,11 +148,14 @@ class Run:
         in whole for whatever the folder held (`kerasbert.files.replace_folder`). Staging folders of this run
         that a kill left beside it are removed first.
 
-        A folder that cannot be renamed (a mount point, or one in a folder this user cannot write) is emptied
-        and written in place instead, ``args.json`` removed last and written last (``write`` writes it last)."""
+        A folder that cannot be renamed (a mount point, one in a folder this user cannot write, or the working
+        directory or a folder around it) is emptied and written in place instead, ``args.json`` removed last and
+        written last (``write`` writes it last)."""
         folder = os.path.realpath(self.path)
         parent, name = os.path.split(folder)
-        if os.path.isdir(folder) and (os.path.ismount(folder) or not os.access(parent, os.W_OK | os.X_OK)):
+        fixed = os.path.ismount(folder) or not os.access(parent, os.W_OK | os.X_OK) or os.path.commonpath(
+            [folder, os.path.realpath(os.getcwd())]) == folder
+        if os.path.isdir(folder) and fixed:
             for entry in sorted(os.listdir(folder), key=lambda entry: entry == "args.json"):
                 path = os.path.join(folder, entry)
                 if os.path.isdir(path) and not os.path.islink(path):
