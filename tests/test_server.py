@@ -257,7 +257,7 @@ def test_bad_exports_and_settings_fail_at_start(runs, tmp_path):
         serve(str(cut), port=0)
     with pytest.raises(ConfigError, match="max_instances: expected at most max_queue"):
         serve(runs["ner"][1], max_queue=8)
-    with pytest.raises(ConfigError, match=r"max_wait_ms: expected a number >= 0, found -1"):
+    with pytest.raises(ConfigError, match=r"max_wait_ms: expected a finite number >= 0, found -1"):
         make_app(Stub(), "m", max_wait_ms=-1)
     with pytest.raises(ConfigError, match="name: expected letters, digits"):
         serve(runs["ner"][1], name="a/b")
@@ -303,6 +303,55 @@ def test_sigterm_lets_the_request_in_flight_finish(runs, served):
         process.stderr.close()
 
 
+
+def test_sigterm_with_slow_clients_ends_within_the_grace(runs):
+    """``kerasbert serve EXPORT`` with a client sending its body a byte a second and one holding half a header:
+    SIGTERM ends the process within ``--grace-s``, the slow body is answered 503 in JSON, the half header closed."""
+    from test_server_connections import PREDICT, parse, read_to_close
+
+    grace = 3
+    process = subprocess.Popen([sys.executable, "-m", "kerasbert", "serve", runs["ner"][1], "--port", "0", "--name",
+                                "m", "--grace-s", str(grace), "--body-timeout-s", "60", "--header-timeout-s", "60"],
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    try:
+        lines = []
+        while " at http" not in (lines or [""])[-1]:
+            lines.append(process.stderr.readline())
+            assert lines[-1], "the server ended before serving:\n" + "".join(lines)
+        port = int(re.search(r":(\d+)/v1/models/", lines[-1]).group(1))
+        body = b'{"instances": ["' + "张伟".encode() * 20 + b'"]}'
+        slow_body = socket.create_connection(("127.0.0.1", port), timeout=30)
+        slow_body.sendall(PREDICT + b"Content-Length: %d\r\n\r\n" % len(body))
+
+        def trickle():  # a byte a second, until the server closes the connection
+            for i in range(len(body)):
+                try:
+                    slow_body.sendall(body[i:i + 1])
+                except OSError:
+                    return
+                time.sleep(1)
+
+        threading.Thread(target=trickle, daemon=True).start()
+        slow_header = socket.create_connection(("127.0.0.1", port), timeout=30)
+        slow_header.sendall(PREDICT)
+        time.sleep(1.5)
+        start = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        answers = [read_to_close(sock) for sock in (slow_body, slow_header)]
+        assert process.wait(timeout=30) == 0
+        took = time.monotonic() - start
+        log = process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.stderr.close()
+    assert took < grace + 3, took
+    status, headers, answer = parse(answers[0])
+    assert (status, headers["content-type"]) == (503, "application/json")
+    assert answer == (b'{"error": "request: expected an answer within the shutdown grace of 3 s, found the server '
+                      b'stopping first. Retry"}')
+    assert answers[1] == b""
+    assert "Traceback" not in log and "Exception in ASGI application" not in log, log
 
 def test_connections_of_the_served_socket_have_nagle_off():
     """Answers on a kept-alive connection go out at once: asyncio sets TCP_NODELAY only on a TCP-protocol socket."""
