@@ -398,6 +398,15 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(flag, type=kind, default=default, help=f"{text} (default: %(default)s)")
 
 
+def _serve_loads_tensorflow(args: argparse.Namespace) -> bool:
+    """Whether ``serve`` runs TensorFlow: for a run folder or a SavedModel export, not for an OpenVINO or ONNX one."""
+    try:
+        with open(os.path.join(args.path, "kerasbert-export.json"), encoding="utf-8") as f:
+            return json.load(f).get("format", "saved_model") == "saved_model"
+    except (OSError, ValueError, AttributeError):  # a run folder, or no export: its error comes from serve
+        return True
+
+
 def _run_serve(args: argparse.Namespace) -> int:
     try:
         from kerasbert.serving.server import serve
@@ -436,7 +445,7 @@ COMMANDS: dict[str, Command] = {
     "export": Command("export a run's model for serving: a SavedModel that takes raw text", _export_arguments,
                       _run_export),
     "serve": Command("serve an export (or a run) over HTTP with TF Serving's REST API, batching requests",
-                     _serve_arguments, _run_serve),
+                     _serve_arguments, _run_serve, _serve_loads_tensorflow),
     "convert": Command("convert a BERT checkpoint between Google's TF1 format and Hugging Face's",
                        _convert_arguments, _run_convert),
     "demo": Command("train, evaluate and predict on bundled data with the tiny config, offline",

@@ -78,3 +78,37 @@ def test_an_export_whose_labels_are_not_its_models_is_refused(exports, tmp_path,
         with pytest.raises(ConfigError) as caught:
             predict_export(changed, TEXTS)
         assert message in str(caught.value) and str(caught.value).endswith("export the run again")
+
+
+SERVE = ("import json, os, signal, sys, threading, time, urllib.request\n"
+         "from kerasbert.cli import main\n"
+         "answers = []\n"
+         "def stop_when_served():\n"
+         "    for _ in range(1200):\n"
+         "        try:\n"
+         "            answers.append(json.loads(urllib.request.urlopen(sys.argv[1], data=sys.argv[2].encode(),\n"
+         "                                                             timeout=5).read()))\n"
+         "            break\n"
+         "        except OSError:\n"
+         "            time.sleep(0.05)\n"
+         "    os.kill(os.getpid(), signal.SIGTERM)\n"
+         "threading.Thread(target=stop_when_served, daemon=True).start()\n"
+         "code = main(sys.argv[3:])\n"
+         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tf_keras'))\n"
+         "print(json.dumps({'code': code, 'loaded': loaded[:5], 'answers': answers}))\n")
+
+
+@pytest.mark.parametrize("fmt", ["openvino", "onnx"])
+def test_serve_never_imports_tensorflow(exports, fmt):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url, body = f"http://127.0.0.1:{port}/v1/models/m:predict", json.dumps({"instances": TEXTS[:1]})
+    done = subprocess.run([sys.executable, "-c", SERVE, url, body, "serve", exports[fmt], "--port", str(port),
+                           "--name", "m"], capture_output=True, text=True, timeout=120)
+    want = [{key: value for key, value in row.items() if key != "text"} for row in predict_export(exports[fmt],
+                                                                                                   TEXTS[:1])]
+    assert json.loads(done.stdout.splitlines()[-1]) == {"code": 0, "loaded": [], "answers": [{"predictions": want}]}, \
+        done.stderr
