@@ -172,6 +172,16 @@ def test_connections_beyond_the_cap_are_answered_503_at_once_and_healthz_still_a
         assert ask(port) == (200, ask(port)[1], b"ok")
 
 
+def test_a_malformed_or_oversized_header_is_answered_400_in_json():
+    with serving(ConnectionLimits()) as port:
+        oversized = b"GET /healthz HTTP/1.1\r\nHost: t\r\n" + b"X-A: " + b"a" * 20_000
+        for raw in (b"GARBAGE\r\n\r\n", oversized):
+            status, headers, body = ask(port, raw)
+            assert (status, headers["connection"]) == (400, "close")
+            assert json.loads(body) == {"error": "request: expected HTTP/1.1 with a header of at most 16384 bytes, "
+                                                 "found a request that cannot be read (Invalid HTTP request received)"}
+        assert ask(port)[::2] == (200, b"ok")
+
 @pytest.mark.parametrize("field,value", [("header_timeout_s", float("nan")), ("body_timeout_s", 0),
                                          ("grace_s", float("inf")), ("max_connections", 2.5),
                                          ("keep_alive_s", -1)])

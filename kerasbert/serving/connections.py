@@ -128,8 +128,8 @@ class Protocol(H11Protocol):
 
     def send_400_response(self, msg: str) -> None:
         """A request h11 cannot read (a malformed or an over-long header) is answered in JSON too."""
-        self._refuse(400, f"request: expected an HTTP/1.1 request with a header of at most {MAX_HEADER_BYTES} "
-                          f"bytes, found another. {msg}")
+        self._refuse(400, f"request: expected HTTP/1.1 with a header of at most {MAX_HEADER_BYTES} bytes, found a "
+                          f"request that cannot be read ({msg.rstrip('.')})")
 
     def _start_header_timer(self) -> None:
         if self._header_timer is None:
