@@ -14,8 +14,8 @@ holds a connection, and a file descriptor, without end; enough of them and ``acc
   left while the model ran. The cap is lowered to fit the process's open-file limit (`fit_open_files`), so
   ``accept()`` never runs out of file descriptors while the server holds its cap;
 - **keep-alive** (``keep_alive_s``): uvicorn's ``timeout_keep_alive`` closes an idle kept-alive connection;
-- **header size**: uvicorn's ``h11_max_incomplete_event_size`` (`MAX_HEADER_BYTES`) refuses a larger header, with
-  400;
+- **header size**: a header still incomplete past `MAX_HEADER_BYTES` (uvicorn's ``h11_max_incomplete_event_size``)
+  is answered 400;
 - **grace** (``grace_s``): on SIGTERM the server stops accepting, closes idle connections, and lets requests in
   flight finish for up to ``grace_s`` (uvicorn's ``timeout_graceful_shutdown``); a request still running then is
   answered 503 by `BodyDeadline`, and the process ends.
@@ -57,11 +57,20 @@ class ConnectionLimits:
     """How long a client may take and how many may be connected (see the module docstring).
 
     Args:
-        header_timeout_s: float. the most seconds from a connection's first byte to its whole request header.
+        header_timeout_s: float. the most seconds from a connection's opening (on a kept-alive connection, from its
+            next request's first byte) to its whole request header.
         body_timeout_s: float. the most seconds from a request's header to its whole body.
         keep_alive_s: float. how long an idle kept-alive connection stays open.
         max_connections: int. the most connections open at once; beyond, 503 at once.
         grace_s: float. on SIGTERM, how long requests in flight may run before they are answered 503.
+
+    Example:
+    >>> ConnectionLimits(grace_s=20).grace_s
+    20
+    >>> ConnectionLimits(header_timeout_s=float("nan"))
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ConfigError: header_timeout_s: expected a finite number > 0, found nan
     """
 
     header_timeout_s: float = 10.0
