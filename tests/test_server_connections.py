@@ -190,6 +190,20 @@ def test_limits_are_finite_and_positive(field, value):
         ConnectionLimits(**{field: value})
 
 
+def test_serve_and_the_cli_default_to_the_limits():
+    import dataclasses
+    import inspect
+
+    from kerasbert.cli import build_parser
+    from kerasbert.serving.server import serve
+
+    limits = {field.name: field.default for field in dataclasses.fields(ConnectionLimits)}
+    parameters = inspect.signature(serve).parameters
+    assert {name: parameters[name].default for name in limits} == limits
+    args = build_parser().parse_args(["serve", "x"])
+    assert {name: getattr(args, name) for name in limits} == limits
+    assert limits["body_timeout_s"] < limits["grace_s"] < 30  # a slow body gets its 408 within Kubernetes' grace
+
 # ------------------------------------------------------------------------------------------- processes
 def start_server(tmp_path, limits: dict, files: int | None = None) -> tuple[subprocess.Popen, int]:
     """A server of the stub in its own process (under an open-file limit of ``files``); returns it and its port.
