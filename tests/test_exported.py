@@ -112,3 +112,13 @@ def test_serve_never_imports_tensorflow(exports, fmt):
                                                                                                    TEXTS[:1])]
     assert json.loads(done.stdout.splitlines()[-1]) == {"code": 0, "loaded": [], "answers": [{"predictions": want}]}, \
         done.stderr
+
+
+def test_every_option_of_predict_and_serve_has_help():
+    from kerasbert.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for name in ("predict", "serve"):
+        missing = [action.option_strings or action.dest for action in commands[name]._actions
+                   if action.help is None]
+        assert missing == [], name
