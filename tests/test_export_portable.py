@@ -56,7 +56,9 @@ def exports(runs, tmp_path_factory) -> dict[tuple[str, str, bool], tuple[str, di
     out = {}
     for name, fmt, int8 in EXPORTS:
         folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{name}-{fmt}-{int8}")), "export")
-        out[name, fmt, int8] = folder, export(runs[name], folder, fmt, int8=int8)
+        # int8 may lose a little on these 16-example dev sets (one example is 6 points): the bound is tested in
+        # test_export_gate.py, the default int8's scores on the demo tasks in benchmarks/serve_accuracy.py
+        out[name, fmt, int8] = folder, export(runs[name], folder, fmt, int8=int8, accept_loss=int8)
     return out
 
 
@@ -90,6 +92,7 @@ def test_float32_exports_answer_as_the_run(exports, expected, name, fmt):
                                                                                ["model.bin", "model.xml"]))
     assert json.load(open(os.path.join(folder, EXPORT_INFO), encoding="utf-8")) == info
     assert (info["format"], info["int8"], info["maxlen"], info["crf"]) == (fmt, False, MAXLEN, name == "ner-crf")
+    assert info["precision"] == "f32"  # OpenVINO's own choice on a CPU with AMX or avx512_bf16 would be bf16
     assert isinstance(open_export(folder), PortableExport)
     got, want = predict_export(folder, TEXTS), expected[name]
     assert [row["text"] for row in got] == TEXTS
@@ -199,7 +202,7 @@ def test_a_fresh_process_answers_without_tensorflow(exports, expected, name):
 # ------------------------------------------------------------------------------------------- CLI and server
 def test_export_and_predict_from_the_cli(runs, expected, tmp_path, capsys):
     out = str(tmp_path / "export")
-    assert main(["export", runs["ner-crf"], out, "--format", "onnx", "--int8"]) == 0
+    assert main(["export", runs["ner-crf"], out, "--format", "onnx", "--int8", "--accept-loss"]) == 0
     printed = capsys.readouterr().out
     info = json.load(open(os.path.join(out, EXPORT_INFO), encoding="utf-8"))
     assert (info["format"], info["int8"], info["task"]) == ("onnx", True, "ner")

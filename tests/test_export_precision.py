@@ -63,3 +63,42 @@ def test_bf16_errors_name_the_option(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match=r"model.xml: expected a CPU with bfloat16 units .*--precision f32"):
         load_runtime("openvino", str(tmp_path / "model.xml"), "bf16")
     assert os.listdir(tmp_path) == []
+
+
+def _fed_by(port, kind: str) -> bool:
+    """Whether an OpenVINO input ``port`` reads an op of type ``kind``, directly or through reshapes."""
+    node = port.get_source_output().get_node()
+    if node.get_type_name() == kind:
+        return True
+    return node.get_type_name() in ("Reshape", "Transpose") and any(_fed_by(p, kind) for p in node.inputs())
+
+
+def test_openvino_int8_keeps_the_products_of_two_activations_in_float(backbone, tmp_path):
+    import openvino
+
+    from kerasbert.serving.convert import activation_products
+
+    model, path = backbone
+    products = activation_products(openvino.Core().read_model(path))
+    assert len(products) == 2 * 2  # Q·Kᵀ and the weighted sum of V, in each of the tiny preset's 2 layers
+    ids, segments = _inputs()
+    int8 = str(tmp_path / "int8.xml")
+    to_openvino(model, int8, [(ids[i:i + 1], segments[i:i + 1]) for i in range(len(ids))])
+    matmuls = [op for op in openvino.Core().read_model(int8).get_ops() if op.get_type_name() == "MatMul"]
+    quantized = {op.get_friendly_name() for op in matmuls if any(_fed_by(port, "FakeQuantize") for port in op.inputs())}
+    assert {op.get_friendly_name() for op in matmuls} - quantized == set(products)
+
+
+def test_onnx_int8_scales_each_weight_column(backbone, tmp_path):
+    import onnx
+
+    from kerasbert.serving.convert import to_onnx
+
+    model, _ = backbone
+    to_onnx(model, str(tmp_path / "model.onnx"), int8=True)
+    graph = onnx.load(str(tmp_path / "model.onnx")).graph
+    shapes = {init.name: list(init.dims) for init in graph.initializer}
+    weights = [node.input[1] for node in graph.node if node.op_type == "MatMulInteger"]
+    assert len(weights) == 2 * 4  # the fused Q, K, V projection, the attention output and the two feed-forward
+    for weight in weights:  # one scale per output column
+        assert shapes[weight.removesuffix("_quantized") + "_scale"] == shapes[weight][1:], weight

@@ -4,9 +4,16 @@ The model written is the task's head model on ``(token_ids, segment_ids)`` (a CR
 scores; `kerasbert.serving.runtime` decodes them). ONNX comes from tf2onnx, OpenVINO from its own converter,
 each on the model's ``tf.function``. Int8:
 
-- ONNX: onnxruntime's dynamic quantization, int8 weights of every MatMul, activations quantized per call;
+- ONNX: onnxruntime's dynamic quantization, int8 weights of every MatMul with a scale per output column,
+  activations quantized per call;
 - OpenVINO: NNCF's post-training quantization for transformers, calibrated on up to ``CALIBRATION`` examples of
   the run's own data, which runs the int8 matrix products of the CPU (VNNI, AMX) where it has them.
+
+Both keep what a pretrained BERT's activation outliers would ruin: ONNX scales each weight column on its own
+(one scale for a whole matrix rounds its small columns away), and OpenVINO leaves in float the matrix products
+of two activations (attention's ``Q·Kᵀ`` and its weighted sum of the values) and skips SmoothQuant, whose
+per-channel rescaling moves activation outliers into the int8 weights. ``benchmarks/serve_accuracy.py`` measures
+each choice on a real pretrained checkpoint.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import numpy as np
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 
-__all__ = ["CALIBRATION", "OPSET", "require", "to_onnx", "to_openvino", "write_portable"]
+__all__ = ["CALIBRATION", "OPSET", "activation_products", "require", "to_onnx", "to_openvino", "write_portable"]
 
 OPSET = 17
 CALIBRATION = 300
@@ -120,7 +127,7 @@ def to_onnx(model, path: str, int8: bool = False) -> None:
     if int8:
         quantization = require("onnxruntime.quantization", "to quantize ONNX to int8")
         with _without_preprocessing_advice():
-            quantization.quantize_dynamic(target, path, weight_type=quantization.QuantType.QInt8)
+            quantization.quantize_dynamic(target, path, weight_type=quantization.QuantType.QInt8, per_channel=True)
         os.remove(target)
 
 
@@ -135,20 +142,42 @@ def to_openvino(model, path: str, calibration: Sequence[tuple[np.ndarray, np.nda
     openvino = require("openvino", "to write OpenVINO")
     converted = openvino.convert_model(_function(model).get_concrete_function())
     if calibration is not None:
-        nncf = require("nncf", "to quantize OpenVINO to int8")
-        logger.info("quantizing to int8 on %d calibration examples", len(calibration))
-        converted = nncf.quantize(converted, nncf.Dataset(list(calibration)), model_type=nncf.ModelType.TRANSFORMER,
-                                  subset_size=len(calibration))
+        converted = _quantize_openvino(converted, calibration)
     openvino.save_model(converted, path, compress_to_fp16=False)
+
+
+def activation_products(converted) -> list[str]:
+    """The names of an OpenVINO model's MatMuls whose two inputs are both computed (no weight among them)."""
+    return [op.get_friendly_name() for op in converted.get_ops() if op.get_type_name() == "MatMul"
+            and not any(port.get_source_output().get_node().get_type_name() == "Constant" for port in op.inputs())]
+
+
+def _quantize_openvino(converted, calibration: Sequence[tuple[np.ndarray, np.ndarray]]):
+    """NNCF's int8 of a converted model: the products of two activations stay float, SmoothQuant off."""
+    import logging
+
+    nncf = require("nncf", "to quantize OpenVINO to int8")
+    from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, AdvancedSmoothQuantParameters
+
+    logger.info("quantizing to int8 on %d calibration examples", len(calibration))
+    nncf_logger, level = logging.getLogger("nncf"), logging.getLogger("nncf").level
+    nncf_logger.setLevel(logging.WARNING)  # one INFO line per operation left in float otherwise
+    try:
+        return nncf.quantize(converted, nncf.Dataset(list(calibration)), model_type=nncf.ModelType.TRANSFORMER,
+                             subset_size=len(calibration),
+                             ignored_scope=nncf.IgnoredScope(names=activation_products(converted), validate=False),
+                             advanced_parameters=AdvancedQuantizationParameters(
+                                 smooth_quant_alphas=AdvancedSmoothQuantParameters(matmul=-1)))
+    finally:
+        nncf_logger.setLevel(level)
 
 
 def _calibration(loaded: tuple, info: dict, path: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
     """Up to ``CALIBRATION`` examples of ``path`` (default: the run's training file, else its dev file), encoded."""
     from kerasbert.serving.export import data_file
 
-    run, args, the_task, tokenizer, labels, _ = loaded
-    candidates = [path] if path is not None else [p for p in (data_file(run, args.train), data_file(run, args.dev))
-                                                  if p]
+    _, args, the_task, tokenizer, labels, _ = loaded
+    candidates = [path] if path is not None else [p for p in (data_file(args.train), data_file(args.dev)) if p]
     if not candidates or not os.path.isfile(candidates[0]):
         found = repr(path) if path is not None else f"neither the training file {args.train!r} nor a dev file"
         raise fail(ConfigError, "--calibration", "a data file in the training format, to calibrate int8", found,
@@ -184,5 +213,5 @@ def write_portable(folder: str, loaded: tuple, info: dict, calibration: str | No
         info["dev"] = the_task.score(examples, predictions, labels)
     else:
         info["dev"] = {}
-        info["dev_unscored"] = (f"the run's dev file {args.dev!r} is not there, nor in the run folder" if args.dev
+        info["dev_unscored"] = (f"the run's dev file {args.dev!r} is not there" if args.dev
                                 else "the run was trained without a dev file")

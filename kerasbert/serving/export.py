@@ -147,14 +147,9 @@ def _check_arguments(out: str, format: str, int8: bool, precision: str) -> None:
         raise fail(ConfigError, out, "a new export folder", "something already there", "pick another path")
 
 
-def data_file(run, path: str | None) -> str | None:
-    """A data file the run names (``args.json``), found as given, else inside the run folder; None if neither."""
-    if not path:
-        return None
-    for candidate in (path, os.path.join(run.path, path), os.path.join(run.path, os.path.basename(path))):
-        if os.path.isfile(candidate):
-            return candidate
-    return None
+def data_file(path: str | None) -> str | None:
+    """``path`` if a file is there (``load_run`` has already looked beside the run too), else None."""
+    return path if path and os.path.isfile(path) else None
 
 
 def loss_over_bound(info: dict) -> str | None:
@@ -231,7 +226,7 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "sa
         else:
             from kerasbert.serving.convert import write_portable
 
-            write_portable(staging, loaded, info, calibration, data_file(run, args.dev))
+            write_portable(staging, loaded, info, calibration, data_file(args.dev))
         with open(os.path.join(staging, EXPORT_INFO), "w", encoding="utf-8") as f:
             f.write(json.dumps(info, ensure_ascii=False, indent=1) + "\n")
         loss = loss_over_bound(info) if format != "saved_model" else None
