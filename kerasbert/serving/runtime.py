@@ -199,19 +199,20 @@ class PortableExport:
                                                                       row[:len(features.token_ids[i])])
         return out
 
-    def _run(self, token_ids: list[list[int]], segment_ids: list[list[int]]) -> np.ndarray:
+    def _run(self, token_ids: list[list[int]], segment_ids: list[list[int]]) -> list[np.ndarray]:
         # shapes from a small set (`row_chunks`, lengths rounded up to LENGTH_STEP) bound the runtime's kernels
         # a chunk is filled up with copies of its last row: rows of another range would move the scales of a
-        # dynamically quantized model
-        out, begin = [], 0
+        # dynamically quantized model; chunks may pad to different lengths, so the rows come back one by one
+        out: list[np.ndarray] = []
+        begin = 0
         for size in row_chunks(len(token_ids)):
             real = min(size, len(token_ids) - begin)
             chunk = [begin + i for i in range(real)] + [begin + real - 1] * (size - real)
             ids, segments = (pad([rows[i] for i in chunk], LENGTH_STEP) for rows in (token_ids, segment_ids))
             with self._lock:  # a copy of the real rows: the request reuses its output buffer
-                out.append(np.array(self.run_model(ids, segments)[:real]))
+                out.extend(np.array(self.run_model(ids, segments)[:real]))
             begin += size
-        return np.concatenate(out)
+        return out
 
     def _label(self, probabilities: np.ndarray) -> dict:
         names = self.labels.labels
