@@ -35,9 +35,12 @@ from benchmarks.results import write_section  # noqa: E402
 
 TEST_FILES = ("tests/test_bad_inputs.py", "tests/test_properties.py", "tests/test_failing_writes.py")
 # the area of a bad-input case, from its id's first word
-AREAS = {"config": "configs", "google": "checkpoints", "hf": "checkpoints", "vocab": "vocab", "data": "data",
-         "conll": "data", "spans": "data", "train": "CLI", "run": "runs/exports", "evaluate": "runs/exports",
-         "export": "runs/exports"}
+AREAS = {"config": "configs", "preset": "configs", "summary": "configs", "google": "checkpoints",
+         "hf": "checkpoints", "pickle": "checkpoints", "safetensors": "checkpoints", "index": "checkpoints",
+         "convert": "checkpoints", "vocab": "vocab", "tokenizer": "vocab", "data": "data", "conll": "data",
+         "spans": "data", "train": "CLI", "run": "runs/exports", "resume": "runs/exports",
+         "overwrite": "runs/exports", "evaluate": "runs/exports", "export": "runs/exports", "predict": "serving",
+         "serve": "serving"}
 PROFILES = ("kerasbert", "slow")  # test_properties.py's default profile and HYPOTHESIS_PROFILE=slow
 OUTCOMES = ("passed", "xfailed", "xpassed", "skipped", "failed", "error")
 

@@ -24,8 +24,9 @@ def test_catalogue_counts_by_area_match_the_table() -> None:
     assert set(counts) == set(reliability.AREAS.values())
     assert sum(n for n, _ in counts.values()) == len(cases)
     assert sum(cli for _, cli in counts.values()) == sum(case.cli is not None for case in cases)
-    assert counts["configs"][0] == sum(case.id.startswith("config-") for case in cases)
-    assert counts["checkpoints"][0] == sum(case.id.startswith(("google-", "hf-")) for case in cases)
+    assert counts["configs"][0] == sum(case.id.startswith(("config-", "preset-", "summary-")) for case in cases)
+    checkpoints = ("google-", "hf-", "pickle-", "safetensors-", "index-", "convert-")
+    assert counts["checkpoints"][0] == sum(case.id.startswith(checkpoints) for case in cases)
     text = reliability.catalogue_text(cases)
     assert f"{len(cases)} cases" in text and "| checkpoints |" in text
 
