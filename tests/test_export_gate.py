@@ -59,7 +59,7 @@ def test_an_export_over_the_bound_exits_2_and_is_kept_aside(scored, tmp_path, ca
     assert main(["export", claiming, out, "--format", "onnx"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert f"{out}: expected a onnx export within the bound" in err
+    assert f"{out}: expected an onnx export within the bound" in err
     assert f"dev accuracy {accuracy:.4f} against the run's {accuracy + 0.0051:.4f}" in err
     assert f"kept at {out}.rejected: pass --accept-loss" in err
     assert not os.path.exists(out)

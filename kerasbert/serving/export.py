@@ -232,7 +232,7 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "sa
         loss = loss_over_bound(info) if format != "saved_model" else None
         if loss and not accept_loss:
             kept = _set_aside(staging, out)
-            raise fail(ModelError, out, f"a {kind} export within the bound of the run's dev score", loss,
+            raise fail(ModelError, out, f"an {kind} export within the bound of the run's dev score", loss,
                        f"not published; kept at {kept}: pass --accept-loss to publish such an export, or export "
                        "without --int8/--precision bf16")
     if loss:
