@@ -361,8 +361,6 @@ def _run_export(args: argparse.Namespace) -> int:
         if scores and info["format"] != "saved_model":
             print(f"dev score of the {name}: " + ", ".join(f"{key} {scores[key]:.4f}" for key in sorted(scores)
                                                             if isinstance(scores[key], float)))
-    if info.get("dev_unscored"):
-        print(f"dev score of the export: not measured: {info['dev_unscored']}")
     return 0
 
 
