@@ -157,7 +157,7 @@ def loss_over_bound(info: dict) -> str | None:
 
     Example:
     >>> loss_over_bound({"task": "cls", "dev": {"accuracy": 0.7867}, "dev_run": {"accuracy": 1.0}})
-    'dev accuracy 0.7867 against the run's 1.0000 (-0.2133, bound 0.005)'
+    "dev accuracy 0.7867 against the run's 1.0000 (-0.2133, bound 0.005)"
     """
     metric, bound = LOSS_BOUND[info["task"]]
     mine, theirs = info["dev"].get(metric), info["dev_run"].get(metric)
