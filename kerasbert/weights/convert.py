@@ -29,7 +29,7 @@ from kerasbert.weights.checkpoint import checkpoint_format
 from kerasbert.weights.google import GOOGLE, TFCheckpoint, resolve_checkpoint, write_google_tensors
 from kerasbert.weights.hf import HF, SAFETENSORS, HFCheckpoint
 from kerasbert.weights.names import OPTIONAL_LAYERS, variable_shapes
-from kerasbert.weights.table import Format
+from kerasbert.weights.table import Format, listed
 
 FORMATS = {"google": GOOGLE, "hf": HF}
 CONFIG_FILES = {"google": "bert_config.json", "hf": "config.json"}
@@ -116,7 +116,7 @@ def _plan(frm: Format, to: Format, config: BertConfig) -> list[tuple[str, str, s
     return plan
 
 
-def _checked_plan(source, plan: list, frm: Format, config_file: str) -> list:
+def _checked_plan(source, plan: list, config_file: str) -> list:
     """The rows of ``plan`` the source holds, each shape checked; a CheckpointError for a file without BERT
     variables, a variable of another shape, or a missing embedding or encoder variable."""
     available = source.shapes()
@@ -130,8 +130,7 @@ def _checked_plan(source, plan: list, frm: Format, config_file: str) -> list:
                        f"{list(available[name])}", f"{layer}'s sizes in {config_file} do not match the weights")
     missing = [name for layer, name, _, _ in plan if name not in available and layer not in OPTIONAL_LAYERS]
     if missing:
-        raise fail(CheckpointError, source.path, "every embedding and encoder variable", f"{len(missing)} missing: "
-                   + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""),
+        raise fail(CheckpointError, source.path, "every embedding and encoder variable", listed(missing),
                    "the checkpoint is incomplete; nothing was written")
     absent = sorted({layer for layer, name, _, _ in plan if name not in available})
     if absent:
@@ -231,7 +230,7 @@ def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, to: str |
     config, checked = _config(folder, to)
     tokenizer = _tokenizer_config(folder, _lower_case(folder, frm))
     source = HFCheckpoint(src) if frm == "hf" else TFCheckpoint(resolve_checkpoint(src))
-    present = _checked_plan(source, _plan(FORMATS[frm], FORMATS[to], checked), FORMATS[frm], CONFIG_FILES[frm])
+    present = _checked_plan(source, _plan(FORMATS[frm], FORMATS[to], checked), CONFIG_FILES[frm])
     used = {name for _, name, _, _ in present}
     unused = [n for n in sorted(source.shapes()) if n not in used and not FORMATS[frm].skip.search(n)]
     if unused:

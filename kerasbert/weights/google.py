@@ -51,6 +51,9 @@ class TFCheckpoint:
     def shapes(self) -> dict[str, tuple[int, ...]]:
         return {name: tuple(shape) for name, shape in self._reader.get_variable_to_shape_map().items()}
 
+    def file_name(self, name: str) -> str:
+        return name  # the table's names are the file's own
+
     def get(self, name: str) -> np.ndarray:
         try:
             return self._reader.get_tensor(name)

@@ -27,15 +27,26 @@ Names = dict[tuple[str, str], "str | tuple[str, ...]"]
 
 
 class Source(Protocol):
-    """A checkpoint opened for reading: its path, its names with shapes, and one array by name (read only when
-    asked for). A source whose file spells names otherwise than its table may add ``file_name(name)``, which the
-    log and the errors use."""
+    """A checkpoint opened for reading: its path, its names with shapes, one array by name (read only when asked
+    for), and the name the file itself stores a name under (for the log and the errors)."""
 
     path: str
 
     def shapes(self) -> dict[str, tuple[int, ...]]: ...
 
     def get(self, name: str) -> np.ndarray: ...
+
+    def file_name(self, name: str) -> str: ...
+
+
+def listed(names: list[str], most: int = 8) -> str:
+    """``names`` counted and listed for an error message, the first ``most`` of them.
+
+    Example:
+    >>> listed(["a", "b", "c"], most=2)
+    '3 missing: a, b ...'
+    """
+    return f"{len(names)} missing: " + ", ".join(names[:most]) + (" ..." if len(names) > most else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,17 +160,12 @@ def _checked(source: Source, name: str, shape: tuple[int, ...]) -> np.ndarray:
     floating-point numbers or not the shape the file declared."""
     value = source.get(name)
     if value.dtype.kind != "f" and value.dtype.name != "bfloat16":
-        raise fail(CheckpointError, f"{_file_name(source, name)} in {source.path}", "float values",
+        raise fail(CheckpointError, f"{source.file_name(name)} in {source.path}", "float values",
                    f"dtype {value.dtype.name}", "the file is not a BERT checkpoint, or was written wrongly")
     if tuple(value.shape) != shape:
-        raise fail(CheckpointError, f"{_file_name(source, name)} in {source.path}", f"the declared shape {shape}",
+        raise fail(CheckpointError, f"{source.file_name(name)} in {source.path}", f"the declared shape {shape}",
                    f"{tuple(value.shape)}", "the file is damaged")
     return value
-
-
-def _file_name(source: Source, name: str) -> str:
-    """The name ``source`` stores ``name`` under (a bare BertModel file has no ``bert.`` prefix)."""
-    return source.file_name(name) if hasattr(source, "file_name") else name
 
 
 def _check_shapes(source: Source, entry: Entry, fmt: Format, available: dict, keep_tokens, hidden: int) -> None:
@@ -170,12 +176,12 @@ def _check_shapes(source: Source, entry: Entry, fmt: Format, available: dict, ke
             if max(keep_tokens) >= shape[0]:
                 raise fail(CheckpointError, "keep_tokens", f"ids below the checkpoint's vocabulary {shape[0]}",
                            f"max id {max(keep_tokens)}",
-                           f"{_file_name(source, name)} in {source.path} has {shape[0]} rows")
+                           f"{source.file_name(name)} in {source.path} has {shape[0]} rows")
             shape = (len(keep_tokens), *shape[1:])
         if shape != expected:
             hint = _mismatch_hint(name, expected, shape, fmt, hidden)
             raise CheckpointError(f"{entry.layer} expects {list(expected)}, checkpoint has {list(shape)} "
-                                  f"({_file_name(source, name)} in {source.path}): {hint}")
+                                  f"({source.file_name(name)} in {source.path}): {hint}")
 
 
 def _read(source: Source, entry: Entry, fmt: Format, available: dict, keep_tokens) -> np.ndarray:
@@ -205,8 +211,8 @@ def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: S
               and not _fits(e, fmt, available)}
     missing = [n for e in entries if e.layer not in fmt.optional for n in e.names if n in absent]
     if missing and not allow_missing:
-        raise fail(CheckpointError, source.path, "every variable the model needs", f"{len(missing)} missing: "
-                   + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""), _missing_hint(entries, absent, fmt))
+        raise fail(CheckpointError, source.path, "every variable the model needs", listed(missing),
+                   _missing_hint(entries, absent, fmt))
     hidden = next((layer.output_dim for layer in all_layers(model) if layer.name == "Embedding-Token"), 0)
     present = [e for e in entries if not absent & set(e.names) and id(e.variable) not in misfit]
     for entry in present:  # every name and shape checked before any tensor is read
@@ -217,15 +223,15 @@ def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: S
             report.new.append((entry.variable.path, tuple(entry.variable.shape)))
             continue
         assignments.append((entry.variable, _read(source, entry, fmt, available, keep_tokens)))
-        report.loaded.extend((_file_name(source, n), tuple(available[n])) for n in entry.names)
+        report.loaded.extend((source.file_name(n), tuple(available[n])) for n in entry.names)
     for variable, value in assignments:
         variable.assign(value.astype(variable.dtype))
     covered = {id(e.variable) for e in entries}
     report.new.extend((v.path, tuple(v.shape)) for v in model.weights if id(v) not in covered)
     used = {n for e in present for n in e.names}
-    for name in sorted(available, key=lambda n: _file_name(source, n)):
+    for name in sorted(available, key=source.file_name):
         if name not in used:
-            (report.skipped if fmt.skip.search(name) else report.unused).append(_file_name(source, name))
+            (report.skipped if fmt.skip.search(name) else report.unused).append(source.file_name(name))
     if verbose:
         log_report(report)
     return report
