@@ -351,12 +351,11 @@ def _export_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from kerasbert.serving.export import export
+    from kerasbert.serving.export import export, kind_of
 
     info = export(args.run, args.out, args.format, int8=args.int8, calibration=args.calibration,
                   precision=args.precision, accept_loss=args.accept_loss)
-    kind = args.format + (" int8" if args.int8 else "") + (f" {args.precision}" if args.precision != "f32" else "")
-    print(f"{args.out}: {info['task']} model, {len(info['labels'])} labels, maxlen {info['maxlen']}, {kind}")
+    print(f"{args.out}: {info['task']} model, {len(info['labels'])} labels, maxlen {info['maxlen']}, {kind_of(info)}")
     for name, scores in (("export", info["dev"]), ("run", info["dev_run"])):
         if scores and info["format"] != "saved_model":
             print(f"dev score of the {name}: " + ", ".join(f"{key} {scores[key]:.4f}" for key in sorted(scores)

@@ -118,9 +118,10 @@ class TrainArgs:
 
     def inputs(self) -> dict[str, str]:
         """The paths this run reads, by option (``--train``, ``--dev``, ...); a preset name is no path."""
+        from kerasbert.modeling.config import names_a_file
+
         found = {f"--{name}": getattr(self, name) for name in PATH_FIELDS if getattr(self, name) is not None}
-        config = found.get("--config", "")
-        if config and not (os.path.exists(config) or os.sep in config or config.endswith(".json")):
+        if "--config" in found and not names_a_file(found["--config"]):
             del found["--config"]  # a preset name
         return found
 

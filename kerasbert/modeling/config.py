@@ -245,6 +245,16 @@ def _human_bytes(count: int) -> str:
     return f"{_short(count)} bytes"
 
 
+def names_a_file(config: str) -> bool:
+    """Whether a config argument names a file rather than a preset: something is there, or it reads as a path.
+
+    Example:
+    >>> names_a_file("tiny"), names_a_file("models/bert_config.json")
+    (False, True)
+    """
+    return os.path.exists(config) or os.sep in config or config.endswith(".json")
+
+
 def preset_names() -> list[str]:
     """Names of the bundled presets in ``configs/``."""
     files = resources.files("kerasbert.configs").iterdir()
@@ -262,7 +272,7 @@ def resolve_config(config: "BertConfig | str | os.PathLike | dict | None") -> Be
     text = os.fspath(config)
     if text in preset_names() and not os.path.exists(text):
         return BertConfig.from_preset(text)
-    if not os.path.exists(text) and os.sep not in text and not text.endswith(".json"):
+    if not names_a_file(text):
         raise fail(ConfigError, "config", f"a config file or one of the presets {', '.join(preset_names())}",
                    repr(text), "no file and no preset has that name")
     return BertConfig.from_json(text)

@@ -147,6 +147,17 @@ def _check_arguments(out: str, format: str, int8: bool, precision: str) -> None:
         raise fail(ConfigError, out, "a new export folder", "something already there", "pick another path")
 
 
+def kind_of(info: dict) -> str:
+    """An export's format, int8 and precision as words, from what ``kerasbert-export.json`` records.
+
+    Example:
+    >>> kind_of({"format": "openvino", "int8": True, "precision": "bf16"})
+    'openvino int8 bf16'
+    """
+    precision = info.get("precision", "f32")
+    return info["format"] + (" int8" if info["int8"] else "") + (f" {precision}" if precision != "f32" else "")
+
+
 def data_file(path: str | None) -> str | None:
     """``path`` if a file is there (``load_run`` has already looked beside the run too), else None."""
     return path if path and os.path.isfile(path) else None
@@ -219,7 +230,7 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "sa
     run, args, labels = loaded[0], loaded[1], loaded[4]
     maxlen = args.maxlen or min(128, resolve_config(run.file("bert_config.json")).max_position_embeddings)
     info = _info(run, args, labels.labels, maxlen, format, int8, precision)
-    kind = format + (" int8" if int8 else "") + (f" {precision}" if precision != "f32" else "")
+    kind = kind_of(info)
     with publish_folder(out) as staging:
         if format == "saved_model":
             _write_saved_model(staging, loaded, maxlen)

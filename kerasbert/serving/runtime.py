@@ -24,10 +24,10 @@ from kerasbert.text.pipeline import (
     text_example,
 )
 from kerasbert.text.readers import ClassificationExample, LabelSet
-from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.text.tokenizer import Tokenizer, pad_ids
 
 __all__ = ["MODEL_FILES", "PRECISIONS", "PortableExport", "check_precision", "cpu_has_bf16", "length_batches",
-           "load_runtime", "openvino_config", "pad", "row_chunks", "viterbi"]
+           "load_runtime", "openvino_config", "row_chunks", "viterbi"]
 
 MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}
 INSTALL = {"onnx": "onnxruntime", "openvino": "openvino"}
@@ -118,20 +118,6 @@ def row_chunks(rows: int) -> list[int]:
     return sizes
 
 
-def pad(rows: Sequence[Sequence[int]], multiple: int = 1) -> np.ndarray:
-    """Rows of ids right-padded with 0 to the longest, rounded up to ``multiple``, as int32.
-
-    Example:
-    >>> pad([[2, 5, 3], [2, 3]], multiple=4).tolist()
-    [[2, 5, 3, 0], [2, 3, 0, 0]]
-    """
-    longest = max(len(row) for row in rows)
-    out = np.zeros((len(rows), -(-longest // multiple) * multiple), np.int32)
-    for i, row in enumerate(rows):
-        out[i, :len(row)] = row
-    return out
-
-
 def load_runtime(fmt: str, path: str, precision: str = "f32") -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """A function ``(token_ids, segment_ids) -> output`` running the model file ``path`` in ``fmt``'s runtime;
     OpenVINO runs what is not int8 in ``precision`` (`PRECISIONS`), ONNX Runtime in float32."""
@@ -208,7 +194,8 @@ class PortableExport:
         for size in row_chunks(len(token_ids)):
             real = min(size, len(token_ids) - begin)
             chunk = [begin + i for i in range(real)] + [begin + real - 1] * (size - real)
-            ids, segments = (pad([rows[i] for i in chunk], LENGTH_STEP) for rows in (token_ids, segment_ids))
+            ids, segments = (pad_ids([rows[i] for i in chunk], multiple=LENGTH_STEP)
+                             for rows in (token_ids, segment_ids))
             with self._lock:  # a copy of the real rows: the request reuses its output buffer
                 out.extend(np.array(self.run_model(ids, segments)[:real]))
             begin += size

@@ -227,9 +227,16 @@ def _cut(ids: list[int], length: int) -> list[int]:
     return ids if len(ids) <= length else ids[:length - 1] + ids[-1:]
 
 
-def _padded(rows: list[list[int]], length: int) -> np.ndarray:
-    """``rows`` as one int32 array ``[len(rows), length]``, padded with 0."""
-    array = np.zeros((len(rows), length), np.int32)
+def pad_ids(rows: Sequence[Sequence[int]], length: int | None = None, multiple: int = 1) -> np.ndarray:
+    """Rows of ids as one int32 array, right-padded with 0 ([PAD]) to ``length`` (default: the longest row),
+    rounded up to ``multiple``.
+
+    Example:
+    >>> pad_ids([[2, 5, 3], [2, 3]], multiple=4).tolist()
+    [[2, 5, 3, 0], [2, 3, 0, 0]]
+    """
+    length = max(map(len, rows), default=0) if length is None else length
+    array = np.zeros((len(rows), -(-length // multiple) * multiple), np.int32)
     for i, row in enumerate(rows):
         array[i, :len(row)] = row
     return array
@@ -395,8 +402,8 @@ class Tokenizer:
         token_ids, segment_ids = [row[0] for row in rows], [row[1] for row in rows]
         if not padding:
             return token_ids, segment_ids
-        length = maxlen if padding == "max_length" else max(map(len, token_ids), default=0)
-        return _padded(token_ids, length), _padded(segment_ids, length)
+        length = maxlen if padding == "max_length" else None
+        return pad_ids(token_ids, length), pad_ids(segment_ids, length)
 
     def truncate(self, token_ids: Sequence[int], segment_ids: Sequence[int],
                  maxlen: int) -> tuple[list[int], list[int]]:
