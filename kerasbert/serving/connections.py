@@ -40,7 +40,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 
-__all__ = ["BodyDeadline", "ConnectionLimits", "MAX_HEADER_BYTES", "Protocol", "fit_open_files", "make_server"]
+__all__ = ["BodyDeadline", "ConnectionLimits", "MAX_HEADER_BYTES", "Protocol", "check_number", "fit_open_files",
+           "make_server"]
 
 MAX_HEADER_BYTES = 16 * 1024  # the request line and headers; h11's default, set here so it is stated
 LINGER_S = 1.0  # a refused connection is read (and dropped) this long, so that closing it does not reset the answer
@@ -81,10 +82,16 @@ class ConnectionLimits:
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
-            value, whole = getattr(self, field.name), field.name == "max_connections"
-            if (isinstance(value, bool) or not isinstance(value, int if whole else int | float)
-                    or not math.isfinite(value) or value <= 0):
-                raise fail(ConfigError, field.name, "an integer > 0" if whole else "a finite number > 0", repr(value))
+            check_number(field.name, getattr(self, field.name), whole=field.name == "max_connections")
+
+
+def check_number(key: str, value: object, whole: bool, positive: bool = True) -> None:
+    """A ConfigError naming ``key`` unless ``value`` is an integer (``whole``) or a finite number, above 0 (or at
+    least 0 when not ``positive``)."""
+    if (isinstance(value, bool) or not isinstance(value, int if whole else int | float) or not math.isfinite(value)
+            or value < 0 or (positive and value == 0)):
+        expected = f"{'an integer' if whole else 'a finite number'} {'>' if positive else '>='} 0"
+        raise fail(ConfigError, key, expected, repr(value))
 
 
 def _answer(status: int, message: str, **headers: str) -> bytes:

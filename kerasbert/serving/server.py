@@ -17,7 +17,6 @@ import collections
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import re
 import signal
@@ -36,7 +35,7 @@ from starlette.routing import Route
 
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
-from kerasbert.serving.connections import ConnectionLimits, make_server
+from kerasbert.serving.connections import ConnectionLimits, check_number, make_server
 from kerasbert.serving.export import EXPORT_INFO, FORMATS
 from kerasbert.serving.export import export as export_run
 from kerasbert.serving.exported import Export, open_export
@@ -276,11 +275,7 @@ def _check(name: str, **limits: float) -> None:
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise fail(ConfigError, "name", "letters, digits, '.', '_' or '-', the first a letter or digit", repr(name))
     for key, value in limits.items():
-        positive, whole = key != "max_wait_ms", not key.endswith(("_ms", "_s"))
-        if (isinstance(value, bool) or not isinstance(value, int if whole else int | float) or not math.isfinite(value)
-                or value < 0 or (positive and value == 0)):
-            expected = f"{'an integer' if whole else 'a finite number'} {'>' if positive else '>='} 0"
-            raise fail(ConfigError, key, expected, repr(value))
+        check_number(key, value, whole=not key.endswith(("_ms", "_s")), positive=key != "max_wait_ms")
     if limits["max_instances"] > limits["max_queue"]:
         raise fail(ConfigError, "max_instances", f"at most max_queue ({limits['max_queue']})",
                    str(limits["max_instances"]))

@@ -424,11 +424,6 @@ class TorchFile:
         """Each tensor's shape, as the file declares it (checked against its storage)."""
         return {key: view.shape for key, view in self._views.items()}
 
-    def dtypes(self) -> dict[str, np.dtype]:
-        """Each tensor's dtype as `get` returns it (bfloat16 as float32)."""
-        return {key: np.dtype(np.float32 if view.dtype == "bfloat16" else _NUMPY[view.dtype]).newbyteorder("=")
-                for key, view in self._views.items()}
-
     @contextlib.contextmanager
     def _reader(self, view: _View) -> Iterator[_Reader]:
         dtype = np.dtype(_NUMPY[view.dtype])
