@@ -3,8 +3,8 @@
 For each demo task (cls, ner, ner with a CRF) this trains the tiny config as ``kerasbert demo`` does
 (`kerasbert.finetune.demo_data.DEMO_TRAINING`): twice in float32, then with mixed precision (float16 on a GPU,
 bfloat16 on a CPU). It reports each run's test score, how often its test predictions agree with the first
-float32 run's (`kerasbert.finetune.precision.argmax_agreement`: one per example for cls, one per word for ner) and
-how far apart their loss curves run (`kerasbert.finetune.precision.loss_gap`). The target is agreement >= 99.5 % with
+float32 run's (`benchmarks.precision.argmax_agreement`: one per example for cls, one per word for ner) and
+how far apart their loss curves run (`benchmarks.precision.loss_gap`). The target is agreement >= 99.5 % with
 close loss curves. Speed is not measured here (a tiny model says nothing about it): ``bench.py`` times the
 ``kerasbert-bf16`` / ``kerasbert-fp16`` workers on BERT-base.
 
@@ -41,8 +41,8 @@ def compare(name: str, data: dict, folder: str, epochs: int) -> dict:
     embedding's sparse gradient dense once instead of twice, the float32 ner run had 22 words of 1526 tagged
     otherwise.)
     """
+    from benchmarks.precision import argmax_agreement, loss_gap
     from kerasbert.finetune.demo_data import DEMO_TRAINING
-    from kerasbert.finetune.precision import argmax_agreement, loss_gap
     from kerasbert.finetune.training import evaluate, train
 
     task, crf = TASKS[name]

@@ -223,13 +223,13 @@ def describe(recipe: str, args) -> str:
 
 
 def table(results: dict, args) -> str:
-    import kerasbert
+    import kerasbert.choices
 
     lines = [f"`python benchmarks/ner_recipe.py{' --quick' if args.quick else ''}` — `ner_corpus` (train / dev / "
              f"test {args.sizes}), a random checkpoint of a 2-layer H-128 BERT, Dense + CRF, {args.epochs} epochs, "
              f"batch 32, maxlen 64, lr {args.lr:g}; bert4keras's recipe with CRF lr_multiplier "
              f"{args.b4k_multiplier:g}; kerasbert defaults: CRF lr multiplier "
-             f"{args.crf_lr_multiplier or kerasbert.modeling.crf.CRF_LR_MULTIPLIER:g}, warmup 0.1, cosine, AdamW 0.01. "
+             f"{args.crf_lr_multiplier or kerasbert.choices.CRF_LR_MULTIPLIER:g}, warmup 0.1, cosine, AdamW 0.01. "
              f"Test entity F1 at the best dev epoch, {len(args.seed_list)} seeds; Python {platform.python_version()}.",
              "", "| recipe | test F1 mean | spread (min-max) | per seed | dev F1 mean | options |",
              "|---|---|---|---|---|---|"]

@@ -26,8 +26,9 @@ import sys
 import traceback
 from collections.abc import Callable, MutableMapping, Sequence
 
+from kerasbert.choices import SCHEDULES, TASK_NAMES
 from kerasbert.errors import ConfigError, KerasBertError, ModelError, fail
-from kerasbert.finetune.args import SCHEDULES, TASK_NAMES, TASK_OPTIONS, TrainArgs
+from kerasbert.finetune.args import TASK_OPTIONS, TrainArgs
 from kerasbert.finetune.demo_data import DEMO_TRAINING
 from kerasbert.log import start_tensorflow
 
@@ -104,7 +105,7 @@ def _field(value: str) -> str | int:
 
 
 def _task_argument(parser, extra: tuple[str, ...] = (), **options) -> None:
-    """``--task``, its choices the task names (`kerasbert.finetune.args.TASK_NAMES`) and ``extra``."""
+    """``--task``, its choices the task names (`kerasbert.choices.TASK_NAMES`) and ``extra``."""
     parser.add_argument("--task", choices=(*TASK_NAMES, *extra), help="text classification or entity tagging",
                         **options)
 

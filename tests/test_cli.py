@@ -124,12 +124,13 @@ def test_tensorflow_log_level_is_set_before_it_starts_unless_debug():
 
 
 def test_train_choices_are_the_owners_names():
-    from kerasbert.finetune import args, optimizers, tasks
-    from kerasbert.modeling import crf
+    from kerasbert import choices
+    from kerasbert.finetune import args, tasks
+    from kerasbert.modeling import optimizers
 
-    assert args.TASK_NAMES == tuple(tasks.TASKS)
-    assert args.SCHEDULES == optimizers.WarmupSchedule.DECAYS
-    assert args.CRF_LR_MULTIPLIER == crf.CRF_LR_MULTIPLIER == args.TrainArgs("ner", "", "").crf_lr_multiplier
+    assert choices.TASK_NAMES == tuple(tasks.TASKS)
+    assert choices.SCHEDULES == optimizers.WarmupSchedule.DECAYS
+    assert choices.CRF_LR_MULTIPLIER == args.TrainArgs("ner", "", "").crf_lr_multiplier
 
 
 def test_console_script_in_a_real_process():

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from benchmarks.precision import loss_gap
 from kerasbert.errors import ConfigError
-from kerasbert.finetune.precision import loss_gap
 
 
 def _history(folder, losses) -> str:

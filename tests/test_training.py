@@ -60,9 +60,9 @@ def test_mixed_precision_demo_predicts_as_the_float32_demo(demo, tmp_path):
     loss gap, on the epoch where the loss falls from 0.65 to 0.1-0.2, depends on when each run's drop comes:
     over six seeds it ranged 0.8-9.5 %, and 1.7-21 % with the last block run for every position; the mean gap
     0.2-2 %, and 0.3-8 %.)"""
+    from benchmarks.precision import argmax_agreement, loss_gap
     from kerasbert import train
     from kerasbert.finetune.demo_data import DEMO_TRAINING
-    from kerasbert.finetune.precision import argmax_agreement, loss_gap
 
     data = os.path.join(demo, "data")
     tests = {"cls": os.path.join(data, "cls", "test.tsv"), "ner": os.path.join(data, "ner", "test.txt")}
@@ -230,7 +230,7 @@ def test_layerwise_learning_rates(data, tmp_path):
     import keras
 
     from kerasbert import build_transformer_model, heads
-    from kerasbert.finetune.optimizers import LayerwiseAdamW
+    from kerasbert.modeling.optimizers import LayerwiseAdamW
 
     optimizer = LayerwiseAdamW(0.5, 2, learning_rate=1e-3, weight_decay=0.0)
     assert optimizer.lr_scale("Transformer-1-FeedForward/kernel") == 0.5
@@ -261,7 +261,7 @@ def test_xla_update_gives_the_plain_update_and_compiles_once(accumulate):
     import keras
 
     from kerasbert import build_transformer_model, heads
-    from kerasbert.finetune.optimizers import LayerwiseAdamW
+    from kerasbert.modeling.optimizers import LayerwiseAdamW
 
     models = []
     for xla_update in (False, True):
@@ -427,7 +427,7 @@ def test_mixed_precision_on_a_cpu_says_whether_bf16_pays_there(data, tmp_path, c
 def test_warmup_schedules(decay, expected):
     import keras
 
-    from kerasbert.finetune.optimizers import WarmupSchedule
+    from kerasbert.modeling.optimizers import WarmupSchedule
 
     schedule = WarmupSchedule(1e-3, total=10, warmup=2, decay=decay)
     np.testing.assert_allclose([float(schedule(step)) for step in (0, 1, 2, 6, 10)], expected, atol=1e-9)
@@ -439,8 +439,9 @@ def test_warmup_schedules(decay, expected):
 
 
 def test_crf_recipe_options_reach_the_model_and_the_optimizer(data, tmp_path):
+    from kerasbert.choices import CRF_LR_MULTIPLIER
     from kerasbert.finetune.runs import Run
-    from kerasbert.modeling.crf import CRF_LR_MULTIPLIER, crf_layers
+    from kerasbert.modeling.crf import crf_layers
 
     out = str(tmp_path / "ner")
     assert main(["train", "--task", "ner", "--train", data["ner_train"], "--vocab", data["vocab"], "--out", out,

@@ -13,10 +13,10 @@ import math
 import keras
 from keras import ops
 
-_SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
+from kerasbert.modeling.registry import register
 
 
-@_SERIALIZABLE
+@register
 class Loss(keras.layers.Layer):
     """A layer that computes a loss from its inputs, adds it to the model, and passes (some of) its inputs on.
 
@@ -75,7 +75,7 @@ def _reverse(x, lengths):
     return ops.take_along_axis(x, ops.broadcast_to(index, ops.shape(x)), axis=1)
 
 
-@_SERIALIZABLE
+@register
 class MaximumEntropyMarkovModel(keras.layers.Layer):
     """Bidirectional maximum-entropy Markov model over per-token label scores: a lighter CRF.
 

@@ -41,13 +41,14 @@ from keras import ops
 
 from kerasbert.errors import ConfigError, fail
 from kerasbert.internals import optimizer_variables, variable_index
+from kerasbert.modeling.registry import register
 
 __all__ = ["Adam", "AdamW", "extend_with_exponential_moving_average", "extend_with_gradient_accumulation",
            "extend_with_layer_adaptation", "extend_with_lookahead", "extend_with_piecewise_linear_lr",
            "extend_with_weight_decay"]
 
 
-@keras.saving.register_keras_serializable(package="kerasbert")
+@register
 class Adam(keras.optimizers.Optimizer):
     """bert4keras's Adam: epsilon is added after the bias correction, and the correction can be switched off.
 
@@ -104,7 +105,7 @@ def _extend(mixin: type, base, name: str | None, suffix: str, where: str) -> typ
                    "pass the class (Adam, keras.optimizers.Adam), not an instance or a Keras 2 optimizer")
     name = name or base.__name__ + suffix
     cls = type(name, (mixin, base), {"__module__": __name__, "__qualname__": name})
-    return keras.saving.register_keras_serializable(package="kerasbert", name=name)(cls)
+    return register(cls, name=name)
 
 
 def _path(optimizer, variable) -> str:

@@ -1,9 +1,7 @@
 """The arguments of ``kerasbert train`` and the values they may take.
 
 Nothing here imports TensorFlow, so the CLI answers ``--help`` and rejects a bad argument at once. The
-modules that act on these values hold the same names: `kerasbert.finetune.tasks.TASKS`,
-`kerasbert.finetune.optimizers.WarmupSchedule` and `kerasbert.modeling.crf.CRF_LR_MULTIPLIER`; the tests
-hold them equal.
+values the options may take are named once, in `kerasbert.choices`.
 
 Example:
 >>> TrainArgs(task="cls", train="train.tsv", out="run").schedule
@@ -16,14 +14,12 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING
 
+from kerasbert.choices import CRF_LR_MULTIPLIER, SCHEDULES
 from kerasbert.errors import ConfigError, fail
 
 if TYPE_CHECKING:
     from kerasbert.finetune.tasks import Task
 
-TASK_NAMES = ("cls", "ner")  # kerasbert.finetune.tasks.TASKS
-SCHEDULES = ("cosine", "linear", "constant")  # kerasbert.finetune.optimizers.WarmupSchedule.DECAYS
-CRF_LR_MULTIPLIER = 1000.0  # kerasbert.modeling.crf.CRF_LR_MULTIPLIER
 TASK_OPTIONS = ("text", "text_b", "label", "scheme", "strict", "crf", "bilstm_units", "dropout", "crf_lr_multiplier")
 PATH_FIELDS = ("train", "dev", "config", "checkpoint", "vocab")  # the inputs a run folder names
 RELATIVE = "relative_to_run"  # the key of args.json that holds the inputs' paths relative to the run folder

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 import keras
 import numpy as np
 
+from kerasbert.choices import CRF_LR_MULTIPLIER
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.finetune import metrics
 from kerasbert.modeling import heads, losses
-from kerasbert.modeling.crf import CRF_LR_MULTIPLIER
 from kerasbert.text.ner_readers import NerExample, iter_conll, iter_span_jsonl
 from kerasbert.text.pipeline import (
     Features,

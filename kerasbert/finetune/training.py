@@ -1,8 +1,8 @@
 """Fine-tuning: ``train``, ``evaluate`` and ``predict`` for the ``cls`` and ``ner`` tasks.
 
 ``train`` reads and checks every input before it writes anything, builds the model (loading the
-Google checkpoint with its per-variable log), compiles it with `kerasbert.finetune.optimizers.LayerwiseAdamW` on
-a `kerasbert.finetune.optimizers.WarmupSchedule`, and runs Keras ``fit`` one epoch at a time, so each epoch draws
+Google checkpoint with its per-variable log), compiles it with `kerasbert.modeling.optimizers.LayerwiseAdamW` on
+a `kerasbert.modeling.optimizers.WarmupSchedule`, and runs Keras ``fit`` one epoch at a time, so each epoch draws
 its own data order from ``(seed, epoch)``. A callback scores dev after each epoch, keeps the best model,
 writes the history, curves and resume state. ``--resume`` restores every model and optimizer variable (dropout
 RNG included) and skips the batches already trained on, so a killed run ends where an uninterrupted
@@ -36,13 +36,13 @@ from kerasbert.files import copy_file
 from kerasbert.finetune import plots, streaming
 from kerasbert.finetune.args import TASK_OPTIONS, TrainArgs  # noqa: E402,F401 (TrainArgs: also imported from here)
 from kerasbert.finetune.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
-from kerasbert.finetune.optimizers import LayerwiseAdamW, WarmupSchedule
 from kerasbert.finetune.runs import Run, State
 from kerasbert.finetune.tasks import Task
 from kerasbert.log import logger
 from kerasbert.modeling.config import BertConfig, resolve_config
 from kerasbert.modeling.crf import crf_layers
 from kerasbert.modeling.models import build_transformer_model
+from kerasbert.modeling.optimizers import LayerwiseAdamW, WarmupSchedule
 from kerasbert.perf.onednn import bf16_pays, bf16_speedup
 from kerasbert.perf.xla import XLA_MIN_PARAMS, xla_pays
 from kerasbert.text.pipeline import Features, bucket_lengths, length_buckets, to_dataset

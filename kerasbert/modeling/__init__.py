@@ -1,7 +1,16 @@
-"""The Keras graph: config, layers, the encoder, heads, the CRF, and the losses for ``compile``.
+"""The Keras graph: config, layers, the encoder, heads, the CRF, the losses and the optimizer for ``compile``.
 
-Importing this package registers every kerasbert layer and loss with Keras, so a ``.keras`` file loads with
-``keras.saving.load_model(path)`` and no ``custom_objects``.
+Importing this package registers every layer, loss, metric, optimizer and schedule kerasbert defines with Keras
+(`kerasbert.modeling.registry`), so a ``.keras`` file loads with ``keras.saving.load_model(path)`` and no
+``custom_objects``.
 """
 
-from kerasbert.modeling import crf, heads, layers, losses, models  # noqa: F401 (registers the layers and losses)
+from kerasbert.modeling import (  # noqa: F401 (each registers what it defines)
+    crf,
+    global_pointer,
+    heads,
+    layers,
+    losses,
+    models,
+    optimizers,
+)

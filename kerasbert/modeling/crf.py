@@ -17,13 +17,7 @@ from keras import ops
 
 from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
-
-_SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
-
-#: the transitions' learning rate over the encoder's in kerasbert's tagging head and ``kerasbert train`` (as
-#: bert4keras's NER example): at the encoder's rate the transitions barely move, and the CRF decodes almost as
-#: argmax would
-CRF_LR_MULTIPLIER = 1000.0
+from kerasbert.modeling.registry import register
 
 
 def _time_major(x):
@@ -104,7 +98,7 @@ def _unpad(y_pred):
     return ops.where(mask[..., None], y_pred, 0.0), mask
 
 
-@_SERIALIZABLE
+@register
 def crf_accuracy(y_true, y_pred):
     """Per-token accuracy of the CRF layer's ``argmax`` emissions, padding (``-inf`` steps) excluded.
 
@@ -117,7 +111,7 @@ def crf_accuracy(y_true, y_pred):
     return ops.sum(hits * mask) / ops.maximum(ops.sum(mask), 1.0)
 
 
-@_SERIALIZABLE
+@register
 class ConditionalRandomField(keras.layers.Layer):
     """Linear-chain CRF over per-token label scores (a loss layer, as bert4keras's).
 

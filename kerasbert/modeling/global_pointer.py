@@ -18,8 +18,7 @@ from keras import ops
 
 from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
-
-_SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
+from kerasbert.modeling.registry import register
 
 
 def rotary(x, base: float = 10000.0):
@@ -68,7 +67,7 @@ def mask_spans(logits, padding=None, tril_mask: bool = True):
     return logits if keep is None else ops.where(keep, logits, -math.inf)
 
 
-@_SERIALIZABLE
+@register
 class GlobalPointer(keras.layers.Layer):
     """Span logits ``[B, A, S, S]`` from ``[B, S, H]``, one head per entity type (bert4keras's ``GlobalPointer``).
 
@@ -169,7 +168,7 @@ class GlobalPointer(keras.layers.Layer):
         }
 
 
-@_SERIALIZABLE
+@register
 class EfficientGlobalPointer(GlobalPointer):
     """GlobalPointer whose heads share one query and key, each head adding its own start and end biases
     (bert4keras's ``EfficientGlobalPointer``): far fewer parameters for many entity types.
@@ -211,7 +210,7 @@ class EfficientGlobalPointer(GlobalPointer):
         return mask_spans(logits, padding, self.tril_mask)
 
 
-@_SERIALIZABLE
+@register
 def multilabel_categorical_crossentropy(y_true, y_pred):
     """``log(1 + Σ_neg e^s) + log(1 + Σ_pos e^-s)`` over the last axis (Su 2020, https://kexue.fm/archives/7359).
 
@@ -234,7 +233,7 @@ def multilabel_categorical_crossentropy(y_true, y_pred):
     return negative_loss + positive_loss
 
 
-@_SERIALIZABLE
+@register
 def global_pointer_crossentropy(y_true, y_pred):
     """The mean `multilabel_categorical_crossentropy` of each (example, head) over its S·S spans.
 
@@ -252,7 +251,7 @@ def global_pointer_crossentropy(y_true, y_pred):
     return ops.mean(multilabel_categorical_crossentropy(ops.reshape(y_true, flat), ops.reshape(y_pred, flat)))
 
 
-@_SERIALIZABLE
+@register
 def global_pointer_f1(y_true, y_pred):
     """Span F1 of one batch, ``2·|gold ∩ predicted| / (|gold| + |predicted|)``, a span predicted where its logit
     is > 0. The denominator is at least `keras.config.epsilon()`: 0, not NaN, when both sets are empty.

@@ -19,8 +19,10 @@ import re
 
 import keras
 
+from kerasbert.choices import CRF_LR_MULTIPLIER
 from kerasbert.errors import ModelError, fail
-from kerasbert.modeling.crf import CRF_LR_MULTIPLIER, ConditionalRandomField, crf_layers
+from kerasbert.modeling.crf import ConditionalRandomField, crf_layers
+from kerasbert.modeling.global_pointer import EfficientGlobalPointer, GlobalPointer
 from kerasbert.modeling.layers import (
     Bias,
     Dropout,
@@ -33,9 +35,8 @@ from kerasbert.modeling.layers import (
 )
 from kerasbert.modeling.losses import loss_and_metrics  # noqa: F401 (the compile idiom heads.loss_and_metrics)
 
-__all__ = ["cls", "crf_decoder", "loss_and_metrics", "mlm", "nsp", "tagging"]
+__all__ = ["cls", "crf_decoder", "loss_and_metrics", "mlm", "nsp", "spans", "tagging"]
 
-_SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
 
 
 def pooler_output(x, hidden_size: int, activation="tanh", init="glorot_uniform", dtype=None):
@@ -216,7 +217,7 @@ def tagging(backbone: keras.Model, num_labels: int, *, crf: bool = False, bilstm
         bilstm_units: int. units per direction of a ``Tagging-BiLSTM`` before the Dense; None for none.
         dropout: float. rate of ``Tagging-Dropout``; None for no dropout layer.
         crf_lr_multiplier: float. the CRF's ``lr_multiplier``: its transitions learn this many times faster
-            than the encoder (`kerasbert.modeling.crf.CRF_LR_MULTIPLIER`; bert4keras's NER scripts use 100-1000).
+            than the encoder (`kerasbert.choices.CRF_LR_MULTIPLIER`; bert4keras's NER scripts use 100-1000).
 
     Returns:
         ``keras.Model(backbone.inputs, [B, S, K])``: probabilities, or CRF emissions.
@@ -297,3 +298,30 @@ def nsp(backbone: keras.Model) -> keras.Model:
     bb = _Backbone.of(backbone)
     return keras.Model(backbone.inputs, nsp_output(bb.pooled_output("nsp", False), bb.init, bb.dtype),
                        name=f"{backbone.name}-nsp")
+
+
+def spans(backbone: keras.Model, num_types: int, *, head_size: int = 64, efficient: bool = False,
+          rope: bool = True) -> keras.Model:
+    """Span extraction (nested NER): ``Span-GlobalPointer``, logits ``[B, K, S, S]`` per entity type.
+
+    ``[b, k, i, j] > 0`` predicts an entity of type ``k`` from token ``i`` to token ``j``; spans that start or end
+    on padding, or end before they start, are -inf. `loss_and_metrics` gives bert4keras's multilabel
+    categorical cross-entropy and span F1 (`kerasbert.modeling.global_pointer`).
+
+    Args:
+        backbone: keras.Model. from `build_transformer_model`, whose output is the sequence output.
+        num_types: int. K, the number of entity types (the pointer's heads).
+        head_size: int. D, the size of each span query and key.
+        efficient: bool. bert4keras's ``EfficientGlobalPointer`` (one shared query/key, per-type biases).
+        rope: bool. rotate queries and keys by their positions.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> tuple(spans(build_transformer_model("tiny", verbose=False), 3, head_size=8).output.shape)
+    (None, 3, None, None)
+    """
+    layer = EfficientGlobalPointer if efficient else GlobalPointer
+    bb = _Backbone.of(backbone)
+    x = layer(_check_count("num_types", num_types), _check_count("head_size", head_size), RoPE=rope,
+              dtype=bb.dtype, name="Span-GlobalPointer")([bb.sequence_output("spans"), bb.padding_mask()])
+    return keras.Model(backbone.inputs, x, name=f"{backbone.name}-spans")

@@ -14,6 +14,7 @@ from keras import ops
 
 from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
+from kerasbert.modeling.registry import register
 from kerasbert.perf.fused import (  # noqa: F401 (gelu_erf_composed: re-exported)
     dropout_pays,
     dropout_training,
@@ -22,7 +23,6 @@ from kerasbert.perf.fused import (  # noqa: F401 (gelu_erf_composed: re-exported
 )
 from kerasbert.perf.onednn import fuses_bf16_activation
 
-_SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
 HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
 
 
@@ -41,13 +41,13 @@ def dense(x, kernel, bias):
     return ops.add(ops.matmul(x, kernel), bias)
 
 
-@_SERIALIZABLE
+@register
 def gelu_erf(x):
     """GELU, exact form ``0.5·x·(1+erf(x/√2))`` (Hendrycks & Gimpel 2016), as Google BERT and bert4keras."""
     return keras.activations.gelu(x, approximate=False)
 
 
-@_SERIALIZABLE
+@register
 def gelu_tanh(x):
     """GELU, tanh approximation ``0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³)))`` (HF "gelu_new")."""
     return keras.activations.gelu(x, approximate=True)
@@ -87,7 +87,7 @@ def lookup(table, ids):
     return gather(ops.copy(table), ops.cast(ids, "int32"))
 
 
-@_SERIALIZABLE
+@register
 class TokenEmbedding(keras.layers.Embedding):
     """Word-piece embedding that can also project back onto the vocabulary (tied MLM output).
 
@@ -128,7 +128,7 @@ class TokenEmbedding(keras.layers.Embedding):
         return Formula.of("V·H", V=self.input_dim, H=self.output_dim)
 
 
-@_SERIALIZABLE
+@register
 class SegmentEmbedding(keras.layers.Embedding):
     """Segment (token type) embedding ``E[ids]``, looked up as ``Σ_t one_hot(ids)_t · E_t`` in float32.
 
@@ -160,7 +160,7 @@ class SegmentEmbedding(keras.layers.Embedding):
         return Formula.of("T·H", T=self.input_dim, H=self.output_dim)
 
 
-@_SERIALIZABLE
+@register
 class PositionEmbedding(keras.layers.Layer):
     """Adds a learned absolute position embedding: ``x + E[:S]`` for ``x`` of shape ``[B, S, H]``.
 
@@ -211,7 +211,7 @@ class PositionEmbedding(keras.layers.Layer):
         }
 
 
-@_SERIALIZABLE
+@register
 class Add(keras.layers.Add):
     """Keras's ``Add`` whose Keras mask is that of its masked inputs (``Embedding-Token-Segment``).
 
@@ -235,7 +235,7 @@ class Add(keras.layers.Add):
         return Formula.of("0")
 
 
-@_SERIALIZABLE
+@register
 class PaddingMask(keras.layers.Layer):
     """``token_ids != 0``: the key mask every attention layer uses, computed once per batch.
 
@@ -259,7 +259,7 @@ class PaddingMask(keras.layers.Layer):
         return Formula.of("0")
 
 
-@_SERIALIZABLE
+@register
 class KerasMask(keras.layers.Layer):
     """``[x, mask] -> x`` with ``mask`` as its Keras mask, which the layers after it pass on.
 
@@ -286,7 +286,7 @@ class KerasMask(keras.layers.Layer):
         return Formula.of("0")
 
 
-@_SERIALIZABLE
+@register
 class TakeToken(keras.layers.Layer):
     """``x[:, index]``: the hidden state of one position (index 0 is ``[CLS]``).
 
@@ -317,7 +317,7 @@ class TakeToken(keras.layers.Layer):
         return {**super().get_config(), "index": self.index}
 
 
-@_SERIALIZABLE
+@register
 class Bias(keras.layers.Layer):
     """Adds a learned bias over the last axis (``MLM-Bias``: one logit offset per vocabulary entry).
 
@@ -341,7 +341,7 @@ class Bias(keras.layers.Layer):
         return Formula.of("V", V=int(self.bias.shape[0]))
 
 
-@_SERIALIZABLE
+@register
 class LayerNorm(keras.layers.LayerNormalization):
     """Keras's ``LayerNormalization`` over the last axis, computed as ``(x-μ)·(γ/√(σ²+ε)) + β``.
 
@@ -373,7 +373,7 @@ class LayerNorm(keras.layers.LayerNormalization):
         return Formula.of("2·H", H=int(self.gamma.shape[-1]))
 
 
-@_SERIALIZABLE
+@register
 class Dropout(keras.layers.Dropout):
     """Keras's ``Dropout`` (same arguments, config and rule: a fraction ``rate`` of elements zeroed in
     training, the rest scaled by ``1/(1-rate)``), whose training pass on TensorFlow's plain graph runs as
@@ -397,7 +397,7 @@ class Dropout(keras.layers.Dropout):
         return super().call(inputs, training=training)
 
 
-@_SERIALIZABLE
+@register
 class MultiHeadSelfAttention(keras.layers.Layer):
     """Multi-head self-attention over ``[x, key_mask]`` with one fused Q/K/V projection.
 
@@ -504,7 +504,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         }
 
 
-@_SERIALIZABLE
+@register
 class FeedForward(keras.layers.Layer):
     """Position-wise feed-forward block ``act(x·W1 + b1)·W2 + b2``.
 
@@ -572,7 +572,7 @@ class FeedForward(keras.layers.Layer):
         }
 
 
-@_SERIALIZABLE
+@register
 class MaskedMean(keras.layers.Layer):
     """Mean of ``x`` over the unmasked steps: ``[x [B, S, H], mask [B, S]] -> [B, H]``.
 

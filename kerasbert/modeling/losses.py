@@ -12,10 +12,11 @@ from keras import ops
 
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.crf import ConditionalRandomField, crf_accuracy
+from kerasbert.modeling.global_pointer import GlobalPointer, global_pointer_crossentropy, global_pointer_f1
+from kerasbert.modeling.registry import register
 
 __all__ = ["CRFLoss", "SparseLabelLoss", "accuracy_metric", "check_label_ids", "loss_and_metrics", "masked_accuracy"]
 
-_SERIALIZABLE = keras.saving.register_keras_serializable(package="kerasbert")
 
 
 def loss_and_metrics(model: keras.Model) -> dict:
@@ -23,7 +24,8 @@ def loss_and_metrics(model: keras.Model) -> dict:
 
     ``CLS-Dense``/``Tagging-Dense``/``NSP-Proba``: sparse categorical cross-entropy + accuracy
     (sigmoid ``CLS-Dense``: binary cross-entropy + binary accuracy); ``Tagging-CRF``: the CRF's
-    sparse loss + its accuracy on non-padding tokens; ``MLM-Activation``: cross-entropy averaged over
+    sparse loss + its accuracy on non-padding tokens; ``Span-GlobalPointer``: multilabel categorical
+    cross-entropy + span F1; ``MLM-Activation``: cross-entropy averaged over
     the tokens whose label is not 0 (0 marks unmasked tokens and padding) + their accuracy.
 
     Example:
@@ -35,6 +37,8 @@ def loss_and_metrics(model: keras.Model) -> dict:
     layer = _output_layer(model)
     if isinstance(layer, ConditionalRandomField):
         return {"loss": CRFLoss(layer), "metrics": [accuracy_metric(crf_accuracy)]}
+    if isinstance(layer, GlobalPointer):
+        return {"loss": global_pointer_crossentropy, "metrics": [accuracy_metric(global_pointer_f1)]}
     if layer.name == "MLM-Activation":
         loss = SparseLabelLoss(int(layer.output.shape[-1]), ignore_id=0, what=layer.name, name="masked_lm_loss")
         return {"loss": loss, "metrics": [accuracy_metric(masked_accuracy)]}
@@ -63,7 +67,7 @@ def accuracy_metric(fn) -> keras.metrics.Metric:
     return keras.metrics.MeanMetricWrapper(fn, name=fn.__name__)
 
 
-_HEAD_OUTPUTS = ("Tagging-CRF", "MLM-Activation", "CLS-Dense", "Tagging-Dense", "NSP-Proba")
+_HEAD_OUTPUTS = ("Tagging-CRF", "Span-GlobalPointer", "MLM-Activation", "CLS-Dense", "Tagging-Dense", "NSP-Proba")
 
 
 def _output_layer(model: keras.Model) -> keras.layers.Layer:
@@ -98,7 +102,7 @@ def check_label_ids(y_true, num_classes: int, what: str):
         return tf.identity(y_true)
 
 
-@_SERIALIZABLE
+@register
 class SparseLabelLoss(keras.losses.Loss):
     """Sparse categorical cross-entropy with a label-range check, optionally ignoring one label id.
 
@@ -135,7 +139,7 @@ class SparseLabelLoss(keras.losses.Loss):
                 "ignore_id": self.ignore_id, "what": self.what}
 
 
-@_SERIALIZABLE
+@register
 class CRFLoss(keras.losses.Loss):
     """``crf.sparse_loss`` with a label-range check, saved by the CRF layer's name.
 
@@ -165,7 +169,7 @@ class CRFLoss(keras.losses.Loss):
         return {**super().get_config(), "layer_name": self.layer_name}
 
 
-@_SERIALIZABLE
+@register
 def masked_accuracy(y_true, y_pred):
     """Accuracy over the tokens whose label is not 0 (the MLM head's masked tokens)."""
     y_true = ops.cast(ops.reshape(y_true, ops.shape(y_pred)[:-1]), "int32")

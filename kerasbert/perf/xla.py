@@ -19,7 +19,7 @@ def xla_pays(model: keras.Model) -> bool:
     training step), which a model of fewer than ``XLA_MIN_PARAMS`` parameters never wins back. No on a CPU
     with TensorFlow: its plain graph with oneDNN (which kerasbert turns on, `kerasbert.perf.onednn`) fuses MatMul +
     BiasAdd + GELU itself, the Q/K/V split and the compiled AdamW update
-    (`kerasbert.finetune.optimizers.LayerwiseAdamW`) took away what XLA had saved there, and the benchmarks measured
+    (`kerasbert.modeling.optimizers.LayerwiseAdamW`) took away what XLA had saved there, and the benchmarks measured
     the plain graph level with XLA or ahead on every kind of CPU, in less memory (benchmarks/HISTORY.md and
     RESULTS.md). And in half precision XLA's CPU matmul does not use the CPU's bf16 units, oneDNN's does.
     A layer that XLA cannot compile says so with ``xla_compatible = False`` (the CRF: its scan runs over

@@ -4,7 +4,8 @@
 It should change the speed, not the answers. Train the same data with the same seed twice, once each way,
 then `argmax_agreement` counts where the two models predict the same class (cls: one prediction per
 example) or tag (ner: one per word, on its first word piece, where the entities are read), and `loss_gap`
-measures how far apart the two loss curves run. ``benchmarks/mixed_precision.py`` reports both on the demo.
+measures how far apart the two loss curves run. `benchmarks/mixed_precision.py` reports both on the
+demo.
 """
 
 from __future__ import annotations

@@ -12,13 +12,14 @@ import re
 
 import keras
 
-from kerasbert.finetune.args import SCHEDULES
+from kerasbert.choices import SCHEDULES
 from kerasbert.internals import optimizer_variables, variable_index
+from kerasbert.modeling.registry import register
 
 __all__ = ["LayerwiseAdamW", "WarmupSchedule"]
 
 
-@keras.saving.register_keras_serializable("kerasbert")
+@register
 class LayerwiseAdamW(keras.optimizers.AdamW):
     """Keras ``AdamW`` whose learning rate shrinks by ``layer_decay`` per layer below the top.
 
@@ -89,7 +90,7 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
                 "xla_update": self.xla_update}
 
 
-@keras.saving.register_keras_serializable("kerasbert")
+@register
 class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warmup from 0 to ``peak`` over ``warmup`` steps, then ``decay`` over the remaining steps.
 
