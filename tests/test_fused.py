@@ -8,7 +8,8 @@ import pytest
 import tensorflow as tf
 
 from kerasbert.modeling import heads
-from kerasbert.modeling.layers import Dropout, FeedForward, MultiHeadSelfAttention
+from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
+from kerasbert.modeling.layers import Dropout
 from kerasbert.perf import fused
 from kerasbert.perf.fused import MIN_DROPOUT_WIDTH, MIN_WIDTH, dropout_training, gelu_erf_training, random_bits
 

@@ -12,21 +12,20 @@ import keras
 import numpy as np
 import pytest
 
+from kerasbert.annotated.formulas import Formula
+from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
 from kerasbert.modeling.layers import (
     Bias,
-    FeedForward,
-    Formula,
     LayerNorm,
-    MultiHeadSelfAttention,
     PaddingMask,
     PositionEmbedding,
     SegmentEmbedding,
     TakeToken,
     TokenEmbedding,
     gelu_erf,
-    gelu_erf_composed,
     gelu_tanh,
 )
+from kerasbert.perf.fused import gelu_erf_composed
 from kerasbert.perf.onednn import ONEDNN_BF16_FLAGS, cpu_flags
 
 rng = np.random.default_rng(0)
@@ -248,7 +247,7 @@ import kerasbert, tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.framework import meta_graph
 from tensorflow.python.grappler import tf_optimizer
-from kerasbert.modeling.layers import FeedForward, MultiHeadSelfAttention
+from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
 
 ffn, attention = FeedForward(units=32, dtype=DTYPE), MultiHeadSelfAttention(num_heads=2, dtype=DTYPE)
 
@@ -291,7 +290,7 @@ def test_under_bf16_tensorflow_fuses_the_gelu_where_onednn_does_bf16_and_else_ru
 
 ATTENTION_PRIMITIVES = """
 import kerasbert, tensorflow as tf
-from kerasbert.modeling.layers import MultiHeadSelfAttention
+from kerasbert.modeling.blocks import MultiHeadSelfAttention
 
 attention = MultiHeadSelfAttention(num_heads=2)
 x, mask = tf.random.normal((2, 5, 8)), tf.sequence_mask([5, 3], 5)

@@ -13,13 +13,12 @@ import keras
 
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.modeling import heads
+from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
 from kerasbert.modeling.config import BertConfig, resolve_config
 from kerasbert.modeling.layers import (
     Add,
     Dropout,
-    FeedForward,
     LayerNorm,
-    MultiHeadSelfAttention,
     PaddingMask,
     PositionEmbedding,
     SegmentEmbedding,

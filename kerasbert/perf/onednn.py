@@ -12,7 +12,7 @@ imports TensorFlow), never over a value already set: ``TF_ENABLE_ONEDNN_OPTS=0``
 With oneDNN on, TensorFlow's graph runs a projection and its GELU as one kernel, which computes the GELU
 on the matmul's float32 accumulator and rounds once: in bfloat16 too where oneDNN does bf16 (an AVX-512 or
 AVX-NE-CONVERT CPU, as TensorFlow decides). `fuses_bf16_activation` says when that holds for the graph
-being traced; `kerasbert.modeling.layers.FeedForward` reads it under mixed precision. Whether bf16 is any faster than
+being traced; `kerasbert.modeling.blocks.FeedForward` reads it under mixed precision. Whether bf16 is any faster than
 float32 on a CPU is measured, not read from its flags (`bf16_speedup`): `kerasbert train --mixed-precision`
 says what it measured.
 
