@@ -18,7 +18,13 @@ What is timed is the path users get by default:
   ``BertTextClassifier`` with its default compile). kerasbert's classifier runs its last layer for
   ``[CLS]`` alone (`kerasbert.modeling.heads.cls`), and its FLOPs are counted so (``first_token_only``);
 - ``kerasbert-train``: the whole ``kerasbert.train`` on generated full-length text, to show that
-  data and tokenization are not the bottleneck (its step time against the bare ``kerasbert`` step).
+  data and tokenization are not the bottleneck (its step time against the bare ``kerasbert`` step);
+- ``kerasbert-b4k`` against ``bert4keras-b4k``: the classifier as bert4keras's scripts build and step it,
+  ``Lambda(lambda x: x[:, 0])`` + ``Dense`` with ``Adam``, ``train_on_batch`` / ``predict_on_batch``, each
+  library's own ``build_transformer_model`` (`bench_workers.work_b4k_way`).
+``--baseline DIR`` runs every kerasbert variant a second time on the kerasbert of another checkout (``NAME@base``,
+its source first on the worker's path), in the same rounds: the ratio of the two is what a change in the code
+bought or cost, on one machine at one time.
 Each library runs with the environment its users give it: kerasbert's workers import kerasbert first,
 which turns TensorFlow's oneDNN kernels on (`kerasbert.perf.onednn`); bert4keras and keras-hub get the
 caller's ``TF_ENABLE_ONEDNN_OPTS`` (TensorFlow's own choice when unset). ``kerasbert-nodnn`` and
@@ -30,31 +36,30 @@ Usage:
                                                     # pays, -cpu-avx512-fp32 where it does not, -gpu on a GPU)
     python benchmarks/bench.py --quick              # tiny config, 3 rounds: checks that every worker runs
     python benchmarks/bench.py --device gpu         # on a GPU machine: mixed_float16 and bf16 MFU too
+    python benchmarks/bench.py --variants kerasbert-b4k,bert4keras-b4k --baseline /tmp/old   # against a checkout
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import importlib.util
 import json
 import math
 import os
 import platform
-import random
 import re
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from benchmarks.bench_workers import NUM_CLASSES, WORKERS, gpu_peak_mb  # noqa: E402
 from benchmarks.results import write_section  # noqa: E402
 
 # the orchestrator imports kerasbert, which sets TF_ENABLE_ONEDNN_OPTS (kerasbert.perf.onednn): workers get the
@@ -77,16 +82,29 @@ VARIANTS = {
     "matmul": ("matmul", {}),
     "kerasbert-nodnn": ("kerasbert", {"env": {"TF_ENABLE_ONEDNN_OPTS": "0"}}),
     "bert4keras-onednn": ("bert4keras", {"env": {"TF_ENABLE_ONEDNN_OPTS": "1"}}),
+    "kerasbert-b4k": ("b4k_way", {"library": "kerasbert"}),
+    "bert4keras-b4k": ("b4k_way", {"library": "bert4keras"}),
 }
 # kerasbert's defaults (kerasbert.perf.xla.xla_pays): XLA with a GPU for models of 10M+ parameters (-noxla shows
 # the plain graph there), the plain graph on a CPU (-xla shows XLA); oneDNN on x86-64 (kerasbert.perf.onednn),
-# -nodnn without it, and bert4keras-onednn bert4keras with it
+# -nodnn without it, and bert4keras-onednn bert4keras with it; -b4k: bert4keras's way of building and stepping a
+# classifier (bench_workers.work_b4k_way), measured against each other
 CPU_VARIANTS = ["kerasbert", "kerasbert-xla", "kerasbert-nodnn", "kerasbert-bf16", "kerasbert-bf16-xla", "bert4keras",
-                "bert4keras-onednn", "keras-hub", "kerasbert-train"]
+                "bert4keras-onednn", "keras-hub", "kerasbert-train", "kerasbert-b4k", "bert4keras-b4k"]
 GPU_VARIANTS = ["kerasbert", "kerasbert-noxla", "kerasbert-fp16", "kerasbert-bf16", "bert4keras",
                 "keras-hub", "keras-hub-fp16", "kerasbert-train"]
 TRAIN_ONLY = {"kerasbert-train"}
-NUM_CLASSES = 2
+BASE = "@base"  # suffix of a kerasbert variant run on the --baseline tree's kerasbert
+
+
+def variant(name: str) -> tuple[str, dict]:
+    """(framework, options) of ``name``; ``name@base`` is ``name`` on the baseline tree."""
+    return VARIANTS[name.removesuffix(BASE)]
+
+
+def peer(name: str) -> str:
+    """The bert4keras variant ``name``'s ``× bert4keras`` is paired with: the same way of building the model."""
+    return "bert4keras-b4k" if name.removesuffix(BASE).endswith("-b4k") else "bert4keras"
 
 
 def forward_flops(cfg: dict, batch: int, seq: int, first_token_only: bool = False) -> int:
@@ -100,237 +118,9 @@ def forward_flops(cfg: dict, batch: int, seq: int, first_token_only: bool = Fals
     return batch * (layers * seq * per_token - left_out) + batch * (2 * h * h + 2 * h * NUM_CLASSES)
 
 
-# --------------------------------------------------------------------------------------------- workers
-def _timer(base, mode: str):
-    """A callback on ``base`` (Keras 3 or tf-keras) that lets the orchestrator step the worker: before each
-    ``fit`` (train) or ``predict`` (infer) batch it prints WAIT and blocks until a line comes on stdin; after
-    the batch it prints STEP and the batch's seconds. ``ready`` is when the first batch was reached."""
-
-    class StepGate(base):
-        def __init__(self):
-            super().__init__()
-            self.times, self.ready = [], None
-
-        def begin(self, batch, logs=None):
-            self.ready = self.ready or time.perf_counter()
-            print("WAIT", flush=True)
-            sys.stdin.readline()
-            self.start = time.perf_counter()
-
-        def end(self, batch, logs=None):
-            _wait(logs)
-            self.times.append(time.perf_counter() - self.start)
-            print(f"STEP {self.times[-1]}", flush=True)
-
-    hook = "train" if mode == "train" else "predict"
-    setattr(StepGate, f"on_{hook}_batch_begin", StepGate.begin)
-    setattr(StepGate, f"on_{hook}_batch_end", StepGate.end)
-    return StepGate()
-
-
-def _wait(logs) -> None:
-    """Block until the batch's results exist: JAX returns them before its device is done (async dispatch)."""
-    if isinstance(logs, dict):
-        logs = list(logs.values())
-    if isinstance(logs, (list, tuple)):
-        for value in logs:
-            _wait(value)
-    elif hasattr(logs, "block_until_ready"):
-        logs.block_until_ready()
-
-
-def _inputs(cfg: dict, batches: int, batch: int, seq: int, seed: int = 0):
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(5, cfg["vocab_size"], size=(batches * batch, seq)).astype("int32")
-    segments = np.zeros_like(ids)
-    segments[:, seq // 2:] = 1
-    labels = rng.integers(0, NUM_CLASSES, size=(batches * batch,)).astype("int32")
-    return ids, segments, labels
-
-
-def _set_policy(policy: str | None) -> None:
-    if policy:
-        import keras
-
-        keras.mixed_precision.set_global_policy(policy)
-
-
-def work_kerasbert(cfg, opts, mode, batch, seq, steps, warmup):
-    from kerasbert import (
-        build_transformer_model,  # before Keras, as users do: it turns oneDNN on (kerasbert.perf.onednn)
-    )
-    from kerasbert.finetune.training import TrainArgs, compile_model
-    from kerasbert.text.readers import LabelSet
-
-    _set_policy(opts.get("policy"))
-    import keras
-
-    ids, segments, labels = _inputs(cfg, steps + warmup, batch, seq)
-    start = time.perf_counter()
-    backbone = build_transformer_model(config=cfg, verbose=False)
-    timer = _timer(keras.callbacks.Callback, mode)
-    if mode == "infer":
-        build = time.perf_counter() - start
-        if "jit_compile" in opts:
-            backbone.jit_compile = opts["jit_compile"]
-        backbone.predict([ids, segments], batch_size=batch, callbacks=[timer], verbose=0)
-    else:
-        args = TrainArgs(task="cls", train="-", out="-", batch_size=batch, jit_compile=opts.get("jit_compile"))
-        the_task = args.make_task()
-        model = the_task.head(backbone, LabelSet([str(i) for i in range(NUM_CLASSES)]))
-        compile_model(model, the_task, args, steps + warmup, cfg["num_hidden_layers"], opts.get("policy"))
-        build = time.perf_counter() - start
-        data = {"Input-Token": ids, "Input-Segment": segments}
-        model.fit(data, labels, batch_size=batch, epochs=1, callbacks=[timer], verbose=0, shuffle=False)
-    return build, timer.times[warmup:]
-
-
-def work_bert4keras(cfg, opts, mode, batch, seq, steps, warmup):
-    from bert4keras.models import build_transformer_model
-    from tensorflow import keras  # tf-keras under TF_USE_LEGACY_KERAS=1
-
-    ids, segments, labels = _inputs(cfg, steps + warmup, batch, seq)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(cfg, f)
-    start = time.perf_counter()
-    timer = _timer(keras.callbacks.Callback, mode)
-    if mode == "infer":
-        model = build_transformer_model(f.name, None)
-        build = time.perf_counter() - start
-        model.predict([ids, segments], batch_size=batch, callbacks=[timer], verbose=0)
-    else:
-        bert = build_transformer_model(f.name, None, with_pool=True)
-        x = keras.layers.Dropout(cfg["hidden_dropout_prob"])(bert.output)
-        model = keras.Model(bert.inputs, keras.layers.Dense(NUM_CLASSES, activation="softmax")(x))
-        # bert4keras.optimizers.Adam needs the pre-2.11 optimizer API (_set_hyper); tf-keras's own Adam instead
-        model.compile(keras.optimizers.Adam(2e-5), "sparse_categorical_crossentropy", metrics=["accuracy"])
-        build = time.perf_counter() - start
-        model.fit([ids, segments], labels, batch_size=batch, epochs=1, callbacks=[timer], verbose=0, shuffle=False)
-    os.unlink(f.name)
-    return build, timer.times[warmup:]
-
-
-def work_keras_hub(cfg, opts, mode, batch, seq, steps, warmup):
-    _set_policy(opts.get("policy"))
-    import keras
-    import keras_hub
-    import numpy as np
-
-    ids, segments, labels = _inputs(cfg, steps + warmup, batch, seq)
-    data = {"token_ids": ids, "segment_ids": segments, "padding_mask": np.ones_like(ids, dtype=bool)}
-    start = time.perf_counter()
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=cfg["vocab_size"], num_layers=cfg["num_hidden_layers"], num_heads=cfg["num_attention_heads"],
-        hidden_dim=cfg["hidden_size"], intermediate_dim=cfg["intermediate_size"], dropout=cfg["hidden_dropout_prob"],
-        max_sequence_length=cfg["max_position_embeddings"], num_segments=cfg["type_vocab_size"])
-    timer = _timer(keras.callbacks.Callback, mode)
-    if mode == "infer":
-        build = time.perf_counter() - start
-        backbone.predict(data, batch_size=batch, callbacks=[timer], verbose=0)
-    else:
-        model = keras_hub.models.BertTextClassifier(backbone, num_classes=NUM_CLASSES, preprocessor=None)
-        build = time.perf_counter() - start
-        # keras-hub's own fit makes a tf.data (or grain) dataset of the arrays first; without either (JAX on
-        # a GPU machine without TensorFlow) Keras's fit takes them as they are, as it does kerasbert's
-        fit = model.fit if importlib.util.find_spec("tensorflow") else functools.partial(keras.Model.fit, model)
-        fit(data, labels, batch_size=batch, epochs=1, callbacks=[timer], verbose=0, shuffle=False)
-    return build, timer.times[warmup:]
-
-
-def synthetic_text_data(folder: str, vocab_size: int, rows: int, chars: int, seed: int = 0) -> tuple[str, str]:
-    """A vocab.txt of ``vocab_size`` tokens (specials + CJK characters) and a TSV of ``rows`` texts of
-    ``chars`` random characters with random labels: every text fills ``maxlen`` word pieces."""
-    rng = random.Random(seed)
-    characters = [chr(0x4E00 + i) for i in range(vocab_size - 5)]
-    vocab, data = os.path.join(folder, "vocab.txt"), os.path.join(folder, "train.tsv")
-    with open(vocab, "w", encoding="utf-8") as f:
-        f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters) + "\n")
-    with open(data, "w", encoding="utf-8") as f:
-        for _ in range(rows):
-            f.write("".join(rng.choices(characters, k=chars)) + f"\t{rng.randrange(NUM_CLASSES)}\n")
-    return vocab, data
-
-
-def work_kerasbert_train(cfg, opts, mode, batch, seq, steps, warmup):
-    """``kerasbert.train`` end to end; also times tokenizing the same data (``encode``) per batch."""
-    from kerasbert.finetune.training import TrainArgs, train
-    from kerasbert.text.tokenizer import Tokenizer  # before Keras (kerasbert.perf.onednn)
-
-    folder = tempfile.mkdtemp()
-    import keras
-
-    rows = (steps + warmup) * batch
-    vocab, data = synthetic_text_data(folder, cfg["vocab_size"], rows, 2 * seq)
-    config = os.path.join(folder, "bert_config.json")
-    with open(config, "w") as f:
-        json.dump(cfg, f)
-    the_task = TrainArgs(task="cls", train=data, out="-").make_task()
-    examples = the_task.read(data)
-    tokenizer = Tokenizer(vocab)
-    start = time.perf_counter()
-    the_task.encode(tokenizer, examples, the_task.label_set(examples), seq, data)
-    tokenize = (time.perf_counter() - start) / (steps + warmup)
-    timer = _timer(keras.callbacks.Callback, mode)
-    start = time.perf_counter()
-    train("cls", data, os.path.join(folder, "run"), config=config, vocab=vocab, batch_size=batch, epochs=1,
-          maxlen=seq, verbose=0, callbacks=[timer])
-    return timer.ready - start, timer.times[warmup:], {"tokenize_s": tokenize}
-
-
-def _matmul_products(dtype: str, shapes):
-    """For each ``(m, k, n)``, the ways the Keras backend in use runs ``sum(a @ b)`` on random ``dtype``
-    operands: callables that return once the result exists. TensorFlow: its plain graph and XLA; JAX: XLA."""
-    import keras
-
-    if keras.config.backend() == "jax":
-        import jax
-        import jax.numpy as jnp
-
-        product = jax.jit(lambda x, y: jnp.sum(jnp.matmul(x, y), dtype="float32"))
-        for m, k, n in shapes:
-            a, b = (jax.random.normal(jax.random.key(seed), shape).astype(dtype)
-                    for seed, shape in ((0, (m, k)), (1, (k, n))))
-            yield m * k * n, [lambda a=a, b=b: product(a, b).block_until_ready()]
-        return
-    import tensorflow as tf
-
-    products = [tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)), jit_compile=jit) for jit in (False, True)]
-    for m, k, n in shapes:
-        a, b = (tf.cast(tf.random.normal(shape), dtype) for shape in ((m, k), (k, n)))
-        yield m * k * n, [lambda fn=fn, a=a, b=b: fn(a, b).numpy() for fn in products]
-
-
-def work_matmul(cfg, opts, mode, batch, seq, steps, warmup, device="cpu"):
-    """Best GFLOP/s of the model's own matmul shapes ([B·S, H]·[H, 3H], [H, I], [I, H]) and of a square
-    [B·S, B·S]·[B·S, B·S] one, each way the backend runs them (`_matmul_products`), in float32 (and the
-    mixed dtypes); ``step_s`` is unused. The orchestrator runs it at the start and the end of the run (on
-    TensorFlow's CPU with and without oneDNN) and takes the best."""
-    rows, h, i = batch * seq, cfg["hidden_size"], cfg["intermediate_size"]
-    shapes = [(rows, h, 3 * h), (rows, h, i), (rows, i, h), (rows, rows, rows)]
-    peaks = {}
-    for dtype in ("float32",) + (("float16", "bfloat16") if device == "gpu" else ("bfloat16",)):
-        best = 0.0
-        for multiply_adds, runs in _matmul_products(dtype, shapes):
-            for run in runs:
-                run()
-                times = []
-                for _ in range(max(5, steps)):
-                    t = time.perf_counter()
-                    run()
-                    times.append(time.perf_counter() - t)
-                best = max(best, 2 * multiply_adds / statistics.median(times) / 1e9)
-        peaks[dtype] = best
-    return 0.0, [0.0], {"peak_gflops": peaks}
-
-
-WORKERS = {"kerasbert": work_kerasbert, "bert4keras": work_bert4keras, "keras_hub": work_keras_hub,
-           "kerasbert_train": work_kerasbert_train, "matmul": work_matmul}
-
-
+# ---------------------------------------------------------------------------------------- orchestrator
 def worker_main(args) -> None:
-    framework, opts = VARIANTS[args.worker]
+    framework, opts = variant(args.worker)
     with open(args.config_file) as f:
         cfg = json.load(f)
     extra_args = {"device": args.device} if framework == "matmul" else {}
@@ -343,27 +133,14 @@ def worker_main(args) -> None:
                                   "rss_mb": rss, **extra}), flush=True)
 
 
-def gpu_peak_mb() -> float | None:
-    """The most GPU memory this process held (MB), as its framework counts it; None where unknown."""
-    if "jax" in sys.modules:
-        import jax
-
-        return (jax.devices()[0].memory_stats() or {}).get("peak_bytes_in_use", 0) / 2**20 or None
-    import tensorflow as tf
-
-    return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20 if tf.config.list_logical_devices(
-        "GPU") else None
-
-
-# ---------------------------------------------------------------------------------------- orchestrator
 def available(name: str) -> str | None:
     """Why ``name`` cannot run here, or None. On TensorFlow every worker needs only the test requirements
     (keras-hub is measured where it is installed). On another Keras backend (``KERAS_BACKEND=jax``, e.g. on a
     GPU machine without TensorFlow) bert4keras and ``kerasbert train`` (tf.data) need TensorFlow, and
     ``jit_compile=False`` means op-by-op Python there, not TensorFlow's plain graph."""
-    framework, opts = VARIANTS[name]
+    framework, opts = variant(name)
     needs = {"keras_hub": ["keras_hub"], "bert4keras": ["tensorflow", "bert4keras"],
-             "kerasbert_train": ["tensorflow"]}.get(framework, [])
+             "kerasbert_train": ["tensorflow"]}.get(opts.get("library", framework), [])
     missing = [module for module in needs if importlib.util.find_spec(module) is None]
     if missing:
         return f"{', '.join(missing)} not installed"
@@ -379,13 +156,16 @@ def keras_backend() -> str:
 
 def _worker_process(name: str, mode: str, args, config_file: str, extra_env=None) -> tuple[list[str], dict]:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    if VARIANTS[name][0] == "bert4keras":
+    framework, opts = variant(name)
+    if "bert4keras" in (framework, opts.get("library")):
         env.update(TF_KERAS="1", TF_USE_LEGACY_KERAS="1")
     if USER_ONEDNN is None:
         env.pop("TF_ENABLE_ONEDNN_OPTS", None)
     else:
         env["TF_ENABLE_ONEDNN_OPTS"] = USER_ONEDNN
-    env.update(VARIANTS[name][1].get("env", {}), **(extra_env or {}))
+    env.update(opts.get("env", {}), **(extra_env or {}))
+    if name.endswith(BASE):  # the baseline tree's kerasbert first on the path
+        env["PYTHONPATH"] = args.baseline + os.pathsep + env["PYTHONPATH"]
     if args.device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = "-1"
     else:  # the workers share the GPU: each takes memory as it needs it, not all of it at start
@@ -621,16 +401,16 @@ def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, di
             if (mode == "infer" and name in TRAIN_ONLY) or (name, mode) not in results:
                 continue
             # kerasbert's classifier runs its last layer for [CLS] alone; bert4keras's and keras-hub's do not
-            first_only = mode == "train" and VARIANTS[name][0] in ("kerasbert", "kerasbert_train")
+            first_only = mode == "train" and variant(name)[0] in ("kerasbert", "kerasbert_train")
             flops = forward_flops(cfg, batch, args.seq, first_only) * (3 if mode == "train" else 1)
             runs = results[(name, mode)]
             step = statistics.median(t for r in runs for t in r["times"])
-            policy = VARIANTS[name][1].get("policy")
+            policy = variant(name)[1].get("policy")
             peak = peaks.get("float32" if not policy else policy.split("_")[1])  # none for fp16 on a CPU
             row = {"step_s": step, "seq_s": batch / step, "build_s": statistics.median(r["build_s"] for r in runs),
                    "rss_mb": statistics.median(r["rss_mb"] for r in runs), "gflops": flops / step / 1e9,
                    "peak_pct": 100 * flops / step / 1e9 / peak if peak else None,
-                   "vs_bert4keras": paired(results, mode, "bert4keras", name)}
+                   "vs_bert4keras": paired(results, mode, peer(name), name)}
             if "tokenize_s" in runs[0]:
                 row["tokenize_s"] = statistics.median(r["tokenize_s"] for r in runs)
             figures[(name, mode)] = row
@@ -676,6 +456,11 @@ def targets(summary: dict, results: dict) -> str:
         check_pair(f"{mode}: kerasbert vs keras-hub", mode, "keras-hub", "kerasbert", 1.0)
         check_pair(f"{mode}: kerasbert-fp16 vs keras-hub-fp16", mode, "keras-hub-fp16", "kerasbert-fp16", 1.0)
         check(f"{mode}: kerasbert share of the matmul peak", mine["peak_pct"], peak_goal, unit="%")
+    for mode in MODES:
+        check_pair(f"{mode}, bert4keras's way (Lambda + Dense, *_on_batch): kerasbert vs bert4keras", mode,
+                   "bert4keras-b4k", "kerasbert-b4k", 1.0)
+        for name in sorted({n.removesuffix(BASE) for (n, m) in f if n.endswith(BASE) and m == mode}):
+            check_pair(f"{mode}: {name} against the baseline tree's", mode, name + BASE, name, 1.0)
     mine, b4k = f.get(("kerasbert", "train")), f.get(("bert4keras", "train"))
     if mine and b4k:
         check("train: peak RSS kerasbert / bert4keras", mine["rss_mb"] / b4k["rss_mb"], 1.0, higher=False)
@@ -712,7 +497,9 @@ def main(argv=None) -> None:
     parser.add_argument("--variants", default=None, help="comma-separated subset of " + ", ".join(VARIANTS))
     parser.add_argument("--replay", default=None, help="summarize the WORKER lines of an earlier run's output")
     parser.add_argument("--results", default=None, help="markdown file to write (default benchmarks/RESULTS.md)")
-    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", default=None, help="a checkout of another kerasbert version: each kerasbert "
+                        "variant also runs on it, as NAME@base, in the same rounds")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--config-file", help=argparse.SUPPRESS)
@@ -738,6 +525,9 @@ def main(argv=None) -> None:
     reasons = {n: available(n) for n in names}
     skipped = {n: why for n, why in reasons.items() if why}
     names = [n for n in names if n not in skipped and n != "matmul"]
+    if args.baseline:
+        args.baseline = os.path.abspath(args.baseline)
+        names += [n + BASE for n in names if variant(n)[0] in ("kerasbert", "b4k_way") and "kerasbert" in n]
     results: dict = {}
     if args.replay:  # the WORKER lines of an earlier run's output, e.g. one stopped before its end
         for line in open(args.replay, encoding="utf-8"):
