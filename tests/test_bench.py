@@ -22,7 +22,9 @@ from benchmarks.bench import (  # noqa: E402
     machine_kind,
     median_interval,
     paired,
+    peer,
     targets,
+    variant,
 )
 
 
@@ -77,6 +79,21 @@ def test_ratio_targets_give_the_rounds_interval_and_say_when_the_target_lies_ins
             "**missed** (the target is inside the interval)") in text
     assert "- infer: kerasbert vs keras-hub: 1.50× (target ≥ 1.0×; 95 % interval 1.50–1.50 over 10 rounds) — met" \
         in text.splitlines()
+
+
+def test_bert4keras_way_and_baseline_rows_pair_with_their_own_peers():
+    assert peer("kerasbert-b4k") == peer("kerasbert-b4k@base") == "bert4keras-b4k"
+    assert peer("kerasbert") == peer("kerasbert@base") == "bert4keras"
+    assert variant("kerasbert-b4k@base") == ("b4k_way", {"library": "kerasbert"})
+    rows = {("kerasbert-b4k@base", "train"): {"step_s": 2.0}}
+    results = {("bert4keras-b4k", "train"): [{"group": 0, "times": [3.0] * 6}],
+               ("kerasbert-b4k", "train"): [{"group": 0, "times": [2.0] * 6}],
+               ("kerasbert-b4k@base", "train"): [{"group": 0, "times": [2.2] * 6}]}
+    lines = targets({"figures": rows}, results).splitlines()
+    assert ("- train, bert4keras's way (Lambda + Dense, *_on_batch): kerasbert vs bert4keras: 1.50× (target ≥ 1.0×; "
+            "95 % interval 1.50–1.50 over 6 rounds) — met") in lines
+    assert ("- train: kerasbert-b4k against the baseline tree's: 1.10× (target ≥ 1.0×; 95 % interval 1.10–1.10 over "
+            "6 rounds) — met") in lines
 
 
 def test_mixed_precision_target_applies_where_the_run_measured_half_precision_matmuls_faster():
