@@ -1,0 +1,125 @@
+"""bert4keras's layer names, spelled once: every module that builds or reads a layer by name imports them here.
+
+The names document the graph and are the keys users, checkpoint tables and ``.keras`` files rely on:
+
+    Input-Token, Input-Segment, Attention-Mask          the inputs and the padding mask
+    Embedding-Token, -Segment, -Position, -Norm, ...    the embeddings
+    Transformer-{i}-MultiHeadSelfAttention[-Dropout|-Add|-Norm]
+    Transformer-{i}-FeedForward[-Dropout|-Add|-Norm]    block i, 0 <= i < L
+    Pooler, Pooler-Dense, NSP-Proba, MLM-*               the pre-training layers
+    CLS-*, Tagging-*, Span-GlobalPointer                 the task heads of `kerasbert.modeling.heads`
+
+Example:
+>>> block(3, FEED_FORWARD_NORM)
+'Transformer-3-FeedForward-Norm'
+>>> parse_block("Transformer-3-FeedForward-Norm"), parse_block(EMBEDDING_NORM)
+((3, 'FeedForward-Norm'), None)
+>>> part_of(block(3, ATTENTION)), part_of(MLM_BIAS), part_of(CLS_DENSE)
+(('encoder', 3), ('mlm', None), ('head', None))
+"""
+
+from __future__ import annotations
+
+import re
+
+# ------------------------------------------------------------------------------ inputs
+INPUT_PREFIX = "Input-"
+TOKEN_INPUT = INPUT_PREFIX + "Token"
+SEGMENT_INPUT = INPUT_PREFIX + "Segment"
+ATTENTION_MASK = "Attention-Mask"  # Input-Token != 0, shared by every attention layer
+
+# ------------------------------------------------------------------------------ embeddings
+EMBEDDING_PREFIX = "Embedding-"
+EMBEDDING_TOKEN = EMBEDDING_PREFIX + "Token"
+EMBEDDING_SEGMENT = EMBEDDING_PREFIX + "Segment"
+EMBEDDING_TOKEN_SEGMENT = EMBEDDING_PREFIX + "Token-Segment"
+EMBEDDING_POSITION = EMBEDDING_PREFIX + "Position"
+EMBEDDING_NORM = EMBEDDING_PREFIX + "Norm"
+EMBEDDING_DROPOUT = EMBEDDING_PREFIX + "Dropout"
+
+# ------------------------------------------------------------------------------ transformer blocks
+BLOCK_PREFIX = "Transformer-"
+ATTENTION = "MultiHeadSelfAttention"
+FEED_FORWARD = "FeedForward"
+# each sublayer is followed by its residual: <part>-Dropout, <part>-Add, <part>-Norm
+ATTENTION_NORM = ATTENTION + "-Norm"
+FEED_FORWARD_NORM = FEED_FORWARD + "-Norm"  # the block's output
+BLOCK_PATTERN = re.compile(re.escape(BLOCK_PREFIX) + r"(\d+)-(.+)")  # block index, part
+BLOCK_KEY = "{i}"  # the index in a name that stands for every block: block(BLOCK_KEY, part)
+
+
+def block(index: int | str, part: str) -> str:
+    """The name of ``part`` in block ``index``: ``Transformer-{index}-{part}``.
+
+    Example:
+    >>> block(0, ATTENTION), block(BLOCK_KEY, FEED_FORWARD)
+    ('Transformer-0-MultiHeadSelfAttention', 'Transformer-{i}-FeedForward')
+    """
+    return f"{BLOCK_PREFIX}{index}-{part}"
+
+
+def residual(name: str, step: str) -> str:
+    """A residual layer after the sublayer ``name``: ``step`` is ``Dropout``, ``Add`` or ``Norm``.
+
+    Example:
+    >>> residual(block(1, FEED_FORWARD), "Norm")
+    'Transformer-1-FeedForward-Norm'
+    """
+    return f"{name}-{step}"
+
+
+def parse_block(name: str) -> tuple[int, str] | None:
+    """``(index, part)`` of a block layer's name (a variable path after it is allowed), None for any other name.
+
+    Example:
+    >>> parse_block("Transformer-11-FeedForward/kernel"), parse_block("Pooler-Dense")
+    ((11, 'FeedForward/kernel'), None)
+    """
+    match = BLOCK_PATTERN.match(name)
+    return (int(match.group(1)), match.group(2)) if match else None
+
+
+# ------------------------------------------------------------------------------ pre-training layers
+POOLER = "Pooler"
+POOLER_DENSE = "Pooler-Dense"
+NSP_PREFIX = "NSP-"
+NSP_PROBA = NSP_PREFIX + "Proba"
+MLM_PREFIX = "MLM-"
+MLM_DENSE = MLM_PREFIX + "Dense"
+MLM_NORM = MLM_PREFIX + "Norm"
+MLM_BIAS = MLM_PREFIX + "Bias"
+MLM_ACTIVATION = MLM_PREFIX + "Activation"
+
+# ------------------------------------------------------------------------------ task heads
+CLS_TOKEN = "CLS-token"
+CLS_MEAN = "CLS-Mean"
+CLS_DROPOUT = "CLS-Dropout"
+CLS_DENSE = "CLS-Dense"
+TAGGING_BILSTM = "Tagging-BiLSTM"
+TAGGING_MASK = "Tagging-Mask"
+TAGGING_DROPOUT = "Tagging-Dropout"
+TAGGING_DENSE = "Tagging-Dense"
+TAGGING_CRF = "Tagging-CRF"
+SPAN_POINTER = "Span-GlobalPointer"
+HEAD_PADDING_MASK = "Head-Padding-Mask"
+# the layers whose output is a head model's output, in the order a loss looks for them
+HEAD_OUTPUTS = (TAGGING_CRF, SPAN_POINTER, MLM_ACTIVATION, CLS_DENSE, TAGGING_DENSE, NSP_PROBA)
+
+# ------------------------------------------------------------------------------ parts of the model
+PARTS = ("inputs", "embeddings", "encoder", "pooler", "nsp", "mlm", "head")  # in graph order
+
+
+def part_of(name: str) -> tuple[str, int | None]:
+    """The part of the model a layer name belongs to (one of `PARTS`), and its block index in the encoder.
+
+    Example:
+    >>> part_of(TOKEN_INPUT), part_of(POOLER_DENSE), part_of(block(0, FEED_FORWARD))
+    (('inputs', None), ('pooler', None), ('encoder', 0))
+    """
+    found = parse_block(name)
+    if found is not None:
+        return "encoder", found[0]
+    if name.startswith(INPUT_PREFIX) or name == ATTENTION_MASK:
+        return "inputs", None
+    prefixes = ((EMBEDDING_PREFIX, "embeddings"), (POOLER, "pooler"), (NSP_PREFIX, "nsp"), (MLM_PREFIX, "mlm"))
+    return next(((part, None) for prefix, part in prefixes if name.startswith(prefix)), ("head", None))
