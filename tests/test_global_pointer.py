@@ -182,3 +182,27 @@ def test_training_reduces_loss():
     history = model.fit(ids, labels, batch_size=8, epochs=10, verbose=0).history
     assert history["loss"][-1] < 0.3 * history["loss"][0]
     assert history["global_pointer_f1"][-1] > 0.8
+
+
+@pytest.mark.parametrize("efficient", [False, True])
+def test_spans_head_trains_saves_and_loads(tmp_path, efficient):
+    from kerasbert import build_transformer_model
+    from kerasbert.modeling import heads
+
+    model = heads.spans(build_transformer_model("tiny", verbose=False), 2, head_size=8, efficient=efficient)
+    layer = model.get_layer("Span-GlobalPointer")
+    assert isinstance(layer, EfficientGlobalPointer if efficient else GlobalPointer)
+    compiled = heads.loss_and_metrics(model)
+    assert compiled["loss"] is global_pointer_crossentropy and compiled["metrics"][0].name == "global_pointer_f1"
+    ids = np.array([[2, 9, 10, 11, 3, 0], [2, 12, 3, 0, 0, 0]], "int32")
+    inputs = [ids, np.zeros_like(ids)]
+    labels = np.zeros((2, 2, 6, 6), "float32")
+    labels[0, 1, 1, 2] = labels[1, 0, 1, 1] = 1.0
+    model.compile(keras.optimizers.Adam(1e-3), **compiled)
+    model.fit(inputs, labels, epochs=1, verbose=0)
+    logits = model.predict(inputs, verbose=0)
+    assert logits.shape == (2, 2, 6, 6)
+    assert np.isneginf(logits[1, :, 3:, :]).all() and np.isneginf(logits[0, :, 2, 1]).all()  # padding, end before start
+    model.save(tmp_path / "spans.keras")
+    np.testing.assert_allclose(keras.saving.load_model(tmp_path / "spans.keras").predict(inputs, verbose=0), logits,
+                               atol=1e-6)
