@@ -14,7 +14,8 @@ import os
 from importlib import resources
 from typing import Any
 
-from kerasbert.errors import ConfigError, fail
+from kerasbert import layer_names as names
+from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.files import write_text
 
 # hidden_act spellings accepted in configs -> the activation kerasbert uses.
@@ -277,3 +278,77 @@ def resolve_config(config: "BertConfig | str | os.PathLike | dict | None") -> Be
                    repr(text), "no file and no preset has that name")
     return BertConfig.from_json(text)
 
+
+
+# ---------------------------------------------------------------- the config a model carries
+def config_of(model) -> BertConfig:
+    """The `BertConfig` a kerasbert model was built from: the one way to read a model's sizes.
+
+    A model from `kerasbert.build_transformer_model` or `kerasbert.modeling.heads` carries its config as
+    ``model.bert_config`` (kept through ``get_config`` and ``.keras`` files); a model that holds one as a layer
+    gives that one's. A plain ``keras.Model`` of kerasbert's layers (a ``.keras`` file that stores no config)
+    has it read off its layers by `config_from_layers`.
+
+    Args:
+        model: keras.Model. a model with kerasbert's layers.
+
+    Returns:
+        The model's BertConfig.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> config_of(build_transformer_model("tiny", verbose=False)).num_hidden_layers
+    2
+    """
+    for candidate in (model, *getattr(model, "layers", ())):
+        stored = getattr(candidate, "bert_config", None)
+        if isinstance(stored, BertConfig):
+            return stored
+    return config_from_layers(model)
+
+
+def config_from_layers(model) -> BertConfig:
+    """The config of a model that stores none, read off its layers' own configs by their bert4keras names.
+
+    Sizes, activation, epsilon, dropout rates and initializer range come from ``Embedding-*`` and the
+    ``Transformer-{i}-*`` layers; keys of the config file the model was built from are not recovered.
+
+    Example:
+    >>> import keras
+    >>> from kerasbert import build_transformer_model
+    >>> bert = build_transformer_model("tiny", verbose=False)
+    >>> config_from_layers(keras.Model(bert.inputs, bert.outputs)) == config_of(bert)
+    True
+    """
+    layers = {layer.name: layer for layer in _flat_layers(model)}
+    needed = (names.EMBEDDING_TOKEN, names.EMBEDDING_POSITION, names.EMBEDDING_NORM,
+              names.block(0, names.ATTENTION), names.block(0, names.FEED_FORWARD))
+    missing = [name for name in needed if name not in layers]
+    if missing:
+        raise fail(ModelError, f"model {getattr(model, 'name', model)!r}",
+                   f"a model from build_transformer_model, with layers {', '.join(needed)}",
+                   f"no {', '.join(missing)} among layers {list(layers)[:4]} ...")
+    read = {name: layers[name].get_config() for name in needed}
+    token, attention = read[names.EMBEDDING_TOKEN], read[names.block(0, names.ATTENTION)]
+    feed_forward = read[names.block(0, names.FEED_FORWARD)]
+    segment = layers[names.EMBEDDING_SEGMENT].get_config()["input_dim"] if names.EMBEDDING_SEGMENT in layers else 0
+    dropout = layers[names.EMBEDDING_DROPOUT].get_config()["rate"] if names.EMBEDDING_DROPOUT in layers else 0.1
+    initializer = attention["kernel_initializer"]
+    return BertConfig(
+        vocab_size=token["input_dim"], hidden_size=token["output_dim"],
+        num_hidden_layers=1 + max(found[0] for name in layers if (found := names.parse_block(name))),
+        num_attention_heads=attention["num_heads"], intermediate_size=feed_forward["units"],
+        hidden_act=feed_forward["activation"], hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=attention["dropout"],
+        max_position_embeddings=read[names.EMBEDDING_POSITION]["input_dim"], type_vocab_size=segment,
+        initializer_range=initializer.get("config", {}).get("stddev", 0.02) if isinstance(initializer, dict) else 0.02,
+        layer_norm_eps=read[names.EMBEDDING_NORM]["epsilon"], source=f"the layers of {getattr(model, 'name', model)}")
+
+
+def _flat_layers(model) -> list:
+    """The model's layers, and those of the models nested in it, in order."""
+    out = []
+    for layer in getattr(model, "layers", ()):
+        out.append(layer)
+        out.extend(_flat_layers(layer) if hasattr(layer, "layers") else ())
+    return out

@@ -15,12 +15,14 @@ same functions (`pooler_output`, `nsp_output`, `mlm_output`).
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import keras
 
+from kerasbert import layer_names as names
 from kerasbert.choices import CRF_LR_MULTIPLIER
 from kerasbert.errors import ModelError, fail
+from kerasbert.modeling.backbone import TransformerModel
+from kerasbert.modeling.config import BertConfig, config_of
 from kerasbert.modeling.crf import ConditionalRandomField, crf_layers
 from kerasbert.modeling.global_pointer import EfficientGlobalPointer, GlobalPointer
 from kerasbert.modeling.layers import (
@@ -38,36 +40,37 @@ from kerasbert.modeling.losses import loss_and_metrics  # noqa: F401 (the compil
 __all__ = ["cls", "crf_decoder", "loss_and_metrics", "mlm", "nsp", "spans", "tagging"]
 
 
-
 def pooler_output(x, hidden_size: int, activation="tanh", init="glorot_uniform", dtype=None):
     """``Pooler`` (``x[:, 0]``) then ``Pooler-Dense`` (``bert/pooler/dense``): ``[B, S, H] -> [B, H]``
     (``x`` of ``[B, H]``: ``Pooler-Dense`` alone, on ``[CLS]`` taken before)."""
-    pooled = TakeToken(0, dtype=dtype, name="Pooler")(x) if len(x.shape) == 3 else x
+    pooled = TakeToken(0, dtype=dtype, name=names.POOLER)(x) if len(x.shape) == 3 else x
     return keras.layers.Dense(hidden_size, activation=activation, kernel_initializer=init, dtype=dtype,
-                              name="Pooler-Dense")(pooled)
+                              name=names.POOLER_DENSE)(pooled)
 
 
 def nsp_output(pooled, init="glorot_uniform", dtype=None):
     """``NSP-Proba``: softmax over (is next, is random), kernel from ``cls/seq_relationship`` (transposed)."""
-    return keras.layers.Dense(2, activation="softmax", kernel_initializer=init, dtype=dtype, name="NSP-Proba")(pooled)
+    return keras.layers.Dense(2, activation="softmax", kernel_initializer=init, dtype=dtype,
+                              name=names.NSP_PROBA)(pooled)
 
 
 def mlm_output(x, embedding, activation: str, epsilon: float, init="glorot_uniform", dtype=None,
                output_activation="softmax"):
     """``MLM-Dense -> MLM-Norm -> x·Eᵀ (tied to Embedding-Token) -> MLM-Bias -> MLM-Activation``."""
     y = keras.layers.Dense(int(x.shape[-1]), activation=get_activation(activation), kernel_initializer=init,
-                           dtype=dtype, name="MLM-Dense")(x)
-    y = LayerNorm(epsilon=epsilon, dtype=dtype, name="MLM-Norm")(y)
+                           dtype=dtype, name=names.MLM_DENSE)(x)
+    y = LayerNorm(epsilon=epsilon, dtype=dtype, name=names.MLM_NORM)(y)
     y = embedding(y, reverse=True)  # [B, S, H] -> [B, S, V]
-    y = Bias(dtype=dtype, name="MLM-Bias")(y)
-    return keras.layers.Activation(output_activation, dtype=dtype, name="MLM-Activation")(y)
+    y = Bias(dtype=dtype, name=names.MLM_BIAS)(y)
+    return keras.layers.Activation(output_activation, dtype=dtype, name=names.MLM_ACTIVATION)(y)
 
 
 @dataclasses.dataclass(frozen=True)
 class _Backbone:
-    """What a head needs to know about a backbone, read from its layers."""
+    """What a head needs to know about a backbone: its config (`config_of`) and its layers by name."""
 
     model: keras.Model
+    config: BertConfig
     layers: dict
     init: object
     dtype: object
@@ -75,20 +78,23 @@ class _Backbone:
     @classmethod
     def of(cls, model: keras.Model) -> "_Backbone":
         layers = {layer.name: layer for layer in model.layers}
-        if "Embedding-Token" not in layers or "Transformer-0-FeedForward" not in layers:
-            raise fail(ModelError, "backbone", "a model from build_transformer_model (Embedding-Token, "
-                       "Transformer-0-FeedForward, ...)", f"{model.name} with layers {list(layers)[:4]} ...")
-        return cls(model, layers, layers["Transformer-0-FeedForward"].kernel_initializer,
-                   layers["Embedding-Token"].dtype_policy.name)
+        config = config_of(model)
+        init = layers[names.block(0, names.FEED_FORWARD)].kernel_initializer  # the encoder's, shared by its layers
+        return cls(model, config, layers, init, layers[names.EMBEDDING_TOKEN].dtype_policy.name)
 
     def last_block(self, part: str) -> keras.layers.Layer:
-        """The layer ``Transformer-{L-1}-{part}`` of the last block (`of` checked that block 0 exists)."""
-        last = max(int(n.split("-")[1]) for n in self.layers if re.fullmatch(r"Transformer-\d+-FeedForward-Norm", n))
-        return self.layers[f"Transformer-{last}-{part}"]
+        """The layer ``part`` of the last block, ``L - 1``."""
+        return self.layers[names.block(self.config.num_hidden_layers - 1, part)]
+
+    def model_of(self, output, head: str) -> TransformerModel:
+        """``keras.Model(backbone.inputs, output)``, named ``{backbone}-{head}``, carrying the backbone's config."""
+        return TransformerModel(self.model.inputs, output, name=f"{self.model.name}-{head}", bert_config=self.config,
+                                family=getattr(self.model, "family", "bert"),
+                                application=getattr(self.model, "application", "encoder"))
 
     def sequence_output(self, head: str):
         """The encoder's ``[B, S, H]`` output, which must be one of the backbone's outputs."""
-        sequence = self.last_block("FeedForward-Norm").output
+        sequence = self.last_block(names.FEED_FORWARD_NORM).output
         if not any(output is sequence for output in self.model.outputs):
             found = ", ".join(str(tuple(o.shape)) for o in self.model.outputs)
             raise fail(ModelError, f"{head} head", "a backbone whose output is the sequence output [batch, seq, H]",
@@ -106,26 +112,29 @@ class _Backbone:
         values, (S-1)/S of it: for BERT-base at 128 tokens 6.9 % of the forward and backward passes.
         """
         self.sequence_output(head)  # the backbone's output must be the last block's
-        block = self.last_block
-        x, mask = block("MultiHeadSelfAttention").input
+        def block(part: str, step: str | None = None) -> keras.layers.Layer:
+            return self.last_block(names.residual(part, step) if step else part)
+
+        attention, feed_forward = names.ATTENTION, names.FEED_FORWARD
+        x, mask = block(attention).input
         first = TakeToken(0, dtype=self.dtype, name=name)(x)
-        y = block("MultiHeadSelfAttention-Dropout")(block("MultiHeadSelfAttention")([x, mask], first_token=True))
-        x = block("MultiHeadSelfAttention-Norm")(block("MultiHeadSelfAttention-Add")([first, y]))
-        y = block("FeedForward-Dropout")(block("FeedForward")(x))
-        return block("FeedForward-Norm")(block("FeedForward-Add")([x, y]))
+        y = block(attention, "Dropout")(block(attention)([x, mask], first_token=True))
+        x = block(attention, "Norm")(block(attention, "Add")([first, y]))
+        y = block(feed_forward, "Dropout")(block(feed_forward)(x))
+        return block(feed_forward, "Norm")(block(feed_forward, "Add")([x, y]))
 
     def padding_mask(self):
         """``Input-Token != 0``: the backbone's ``Attention-Mask`` output (or a new `PaddingMask`)."""
-        if "Attention-Mask" in self.layers:
-            return self.layers["Attention-Mask"].output
-        return PaddingMask(name="Head-Padding-Mask")(self.model.inputs[0])
+        if names.ATTENTION_MASK in self.layers:
+            return self.layers[names.ATTENTION_MASK].output
+        return PaddingMask(name=names.HEAD_PADDING_MASK)(self.model.inputs[0])
 
     def pooled_output(self, head: str, first_token: bool):
         """The backbone's ``Pooler-Dense`` output, or a new ``Pooler``/``Pooler-Dense`` (tanh), on
         `first_token_output` where ``first_token``."""
-        if "Pooler-Dense" in self.layers:
-            return self.layers["Pooler-Dense"].output
-        x = self.first_token_output(head, "Pooler") if first_token else self.sequence_output(head)
+        if names.POOLER_DENSE in self.layers:
+            return self.layers[names.POOLER_DENSE].output
+        x = self.first_token_output(head, names.POOLER) if first_token else self.sequence_output(head)
         return pooler_output(x, int(x.shape[-1]), "tanh", self.init, self.dtype)
 
 
@@ -151,10 +160,11 @@ def _check_activation(activation):
 
 
 _POOLINGS = {  # backbone, first_token -> [B, H]
-    "first": lambda b, first: b.first_token_output("cls", "CLS-token") if first else TakeToken(
-        0, dtype=b.dtype, name="CLS-token")(b.sequence_output("cls")),
+    "first": lambda b, first: b.first_token_output("cls", names.CLS_TOKEN) if first else TakeToken(
+        0, dtype=b.dtype, name=names.CLS_TOKEN)(b.sequence_output("cls")),
     "pooler": lambda b, first: b.pooled_output("cls", first),
-    "mean": lambda b, _: MaskedMean(dtype=b.dtype, name="CLS-Mean")([b.sequence_output("cls"), b.padding_mask()]),
+    "mean": lambda b, _: MaskedMean(dtype=b.dtype, name=names.CLS_MEAN)([b.sequence_output("cls"),
+                                                                         b.padding_mask()]),
 }
 
 
@@ -191,10 +201,10 @@ def cls(backbone: keras.Model, num_classes: int, *, pooling: str = "first", drop
     bb = _Backbone.of(backbone)
     x = _POOLINGS[pooling](bb, first_token_only)
     if dropout:
-        x = keras.layers.Dropout(dropout, dtype=bb.dtype, name="CLS-Dropout")(x)  # [B, H]: too small for XLA's
+        x = keras.layers.Dropout(dropout, dtype=bb.dtype, name=names.CLS_DROPOUT)(x)  # [B, H]: too small for XLA's
     x = keras.layers.Dense(num_classes, activation=activation, kernel_initializer=bb.init, dtype=bb.dtype,
-                           name="CLS-Dense")(x)
-    return keras.Model(backbone.inputs, x, name=f"{backbone.name}-cls")
+                           name=names.CLS_DENSE)(x)
+    return bb.model_of(x, "cls")
 
 
 def tagging(backbone: keras.Model, num_labels: int, *, crf: bool = False, bilstm_units: int | None = None,
@@ -234,19 +244,19 @@ def tagging(backbone: keras.Model, num_labels: int, *, crf: bool = False, bilstm
     x, mask = bb.sequence_output("tagging"), bb.padding_mask()
     if bilstm_units is not None:
         lstm = keras.layers.LSTM(_check_count("bilstm_units", bilstm_units), return_sequences=True, dtype=bb.dtype)
-        x = keras.layers.Bidirectional(lstm, dtype=bb.dtype, name="Tagging-BiLSTM")(x, mask=mask)
+        x = keras.layers.Bidirectional(lstm, dtype=bb.dtype, name=names.TAGGING_BILSTM)(x, mask=mask)
     if not crf:  # the softmax output carries the padding mask, for compile's loss and metrics
-        x = KerasMask(dtype=bb.dtype, name="Tagging-Mask")([x, mask])
+        x = KerasMask(dtype=bb.dtype, name=names.TAGGING_MASK)([x, mask])
     if dropout:
-        x = Dropout(dropout, dtype=bb.dtype, name="Tagging-Dropout")(x)  # [B, S, H]: kerasbert's, as the encoder's
+        x = Dropout(dropout, dtype=bb.dtype, name=names.TAGGING_DROPOUT)(x)  # [B, S, H]: kerasbert's, as the encoder's
     # under a CRF, Keras's default initializer (as bert4keras's NER scripts): the emissions start at the scale of
     # the CRF's glorot transitions, not at the encoder's 0.02, which learned a lower entity F1 from the same steps
     init = "glorot_uniform" if crf else bb.init
     x = keras.layers.Dense(num_labels, activation=None if crf else "softmax", kernel_initializer=init, dtype=bb.dtype,
-                           name="Tagging-Dense")(x)
+                           name=names.TAGGING_DENSE)(x)
     if crf:
-        x = ConditionalRandomField(crf_lr_multiplier, dtype=bb.dtype, name="Tagging-CRF")([x, mask])
-    return keras.Model(backbone.inputs, x, name=f"{backbone.name}-tagging")
+        x = ConditionalRandomField(crf_lr_multiplier, dtype=bb.dtype, name=names.TAGGING_CRF)([x, mask])
+    return bb.model_of(x, "tagging")
 
 
 def crf_decoder(model: keras.Model) -> keras.Model:
@@ -266,7 +276,9 @@ def crf_decoder(model: keras.Model) -> keras.Model:
         raise fail(ModelError, "crf_decoder", "a model with one ConditionalRandomField layer",
                    f"{len(crfs)} in {model.name}", "build it with heads.tagging(..., crf=True)")
     crf = crfs[0]
-    return keras.Model(model.inputs, crf(crf.input, decode=True), name=f"{model.name}-decoder")
+    return TransformerModel(model.inputs, crf(crf.input, decode=True), name=f"{model.name}-decoder",
+                            bert_config=config_of(model), family=getattr(model, "family", "bert"),
+                            application=getattr(model, "application", "encoder"))
 
 
 def mlm(backbone: keras.Model) -> keras.Model:
@@ -281,10 +293,9 @@ def mlm(backbone: keras.Model) -> keras.Model:
     (None, None, 128)
     """
     bb = _Backbone.of(backbone)
-    feed_forward = bb.layers["Transformer-0-FeedForward"]
-    y = mlm_output(bb.sequence_output("mlm"), bb.layers["Embedding-Token"], feed_forward.activation,
-                   bb.layers["Embedding-Norm"].epsilon, bb.init, bb.dtype)
-    return keras.Model(backbone.inputs, y, name=f"{backbone.name}-mlm")
+    y = mlm_output(bb.sequence_output("mlm"), bb.layers[names.EMBEDDING_TOKEN], bb.config.activation,
+                   bb.config.layer_norm_eps, bb.init, bb.dtype)
+    return bb.model_of(y, "mlm")
 
 
 def nsp(backbone: keras.Model) -> keras.Model:
@@ -296,8 +307,7 @@ def nsp(backbone: keras.Model) -> keras.Model:
     (None, 2)
     """
     bb = _Backbone.of(backbone)
-    return keras.Model(backbone.inputs, nsp_output(bb.pooled_output("nsp", False), bb.init, bb.dtype),
-                       name=f"{backbone.name}-nsp")
+    return bb.model_of(nsp_output(bb.pooled_output("nsp", False), bb.init, bb.dtype), "nsp")
 
 
 def spans(backbone: keras.Model, num_types: int, *, head_size: int = 64, efficient: bool = False,
@@ -323,5 +333,5 @@ def spans(backbone: keras.Model, num_types: int, *, head_size: int = 64, efficie
     layer = EfficientGlobalPointer if efficient else GlobalPointer
     bb = _Backbone.of(backbone)
     x = layer(_check_count("num_types", num_types), _check_count("head_size", head_size), RoPE=rope,
-              dtype=bb.dtype, name="Span-GlobalPointer")([bb.sequence_output("spans"), bb.padding_mask()])
-    return keras.Model(backbone.inputs, x, name=f"{backbone.name}-spans")
+              dtype=bb.dtype, name=names.SPAN_POINTER)([bb.sequence_output("spans"), bb.padding_mask()])
+    return bb.model_of(x, "spans")

@@ -11,8 +11,10 @@ from collections.abc import Sequence
 
 import keras
 
+from kerasbert import layer_names as names
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.modeling import heads
+from kerasbert.modeling.backbone import TransformerModel
 from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
 from kerasbert.modeling.config import BertConfig, resolve_config
 from kerasbert.modeling.layers import (
@@ -41,32 +43,32 @@ def _embeddings(token_ids, segment_ids, cfg: BertConfig, init, dropout_rate: flo
     Returns the output and the token embedding layer (the MLM head reuses its weights).
     """
     embedding = TokenEmbedding(cfg.vocab_size, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
-                               name="Embedding-Token")
+                               name=names.EMBEDDING_TOKEN)
     x = embedding(token_ids)
     if segment_ids is not None:
         s = SegmentEmbedding(cfg.type_vocab_size, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
-                             name="Embedding-Segment")(segment_ids)
-        x = Add(dtype=dtype, name="Embedding-Token-Segment")([x, s])  # keeps the token embedding's Keras mask
+                             name=names.EMBEDDING_SEGMENT)(segment_ids)
+        x = Add(dtype=dtype, name=names.EMBEDDING_TOKEN_SEGMENT)([x, s])  # keeps the token embedding's Keras mask
     x = PositionEmbedding(cfg.max_position_embeddings, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
-                          name="Embedding-Position")(x)
-    x = LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name="Embedding-Norm")(x)
-    return Dropout(dropout_rate, dtype=dtype, name="Embedding-Dropout")(x), embedding
+                          name=names.EMBEDDING_POSITION)(x)
+    x = LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name=names.EMBEDDING_NORM)(x)
+    return Dropout(dropout_rate, dtype=dtype, name=names.EMBEDDING_DROPOUT)(x), embedding
 
 
 def _residual(x, y, name: str, cfg: BertConfig, dropout_rate: float, dtype):
     """``Norm(x + Dropout(y))``, the post-norm residual of BERT (Devlin et al. 2019, §3)."""
-    y = Dropout(dropout_rate, dtype=dtype, name=f"{name}-Dropout")(y)
-    x = keras.layers.Add(dtype=dtype, name=f"{name}-Add")([x, y])
-    return LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name=f"{name}-Norm")(x)
+    y = Dropout(dropout_rate, dtype=dtype, name=names.residual(name, "Dropout"))(y)
+    x = keras.layers.Add(dtype=dtype, name=names.residual(name, "Add"))([x, y])
+    return LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name=names.residual(name, "Norm"))(x)
 
 
 def _transformer_block(x, mask, index: int, cfg: BertConfig, init, dropout_rate: float, dtype):
     """Attention -> Dropout -> Add -> Norm -> FeedForward -> Dropout -> Add -> Norm."""
-    name = f"Transformer-{index}-MultiHeadSelfAttention"
+    name = names.block(index, names.ATTENTION)
     y = MultiHeadSelfAttention(cfg.num_attention_heads, dropout=cfg.attention_probs_dropout_prob,
                                kernel_initializer=init, dtype=dtype, name=name)([x, mask])
     x = _residual(x, y, name, cfg, dropout_rate, dtype)
-    name = f"Transformer-{index}-FeedForward"
+    name = names.block(index, names.FEED_FORWARD)
     y = FeedForward(cfg.intermediate_size, activation=cfg.activation, kernel_initializer=init, dtype=dtype,
                     name=name)(x)
     return _residual(x, y, name, cfg, dropout_rate, dtype)
@@ -120,7 +122,7 @@ def build_transformer_model(
     verbose: bool = True,
     dtype: str | None = None,
     **overrides,
-) -> keras.Model:
+) -> TransformerModel:
     """Build a functional Keras BERT from a config, optionally loading a Google or Hugging Face checkpoint.
 
     Same arguments and meaning as bert4keras's ``build_transformer_model``.
@@ -146,7 +148,8 @@ def build_transformer_model(
             ``segment_vocab_size``, ``attention_dropout_rate`` are accepted too).
 
     Returns:
-        A ``keras.Model`` with inputs ``[Input-Token, Input-Segment]``. Its output is the sequence
+        A functional `TransformerModel` that carries its `BertConfig` (`kerasbert.config_of`), with inputs
+        ``[Input-Token, Input-Segment]``. Its output is the sequence
         output ``[B, S, H]`` when no head flag is set; otherwise the pooled (or NSP) output and/or
         the MLM probabilities, in that order, as bert4keras returns them. Every sequence output (embeddings,
         ``Transformer-{i}-*``) carries ``Input-Token != 0`` as its Keras mask, as in bert4keras, for layers
@@ -167,16 +170,17 @@ def build_transformer_model(
                    str(sequence_length))
     init = keras.initializers.TruncatedNormal(stddev=cfg.initializer_range)
 
-    inputs = [keras.Input((sequence_length,), dtype="int32", name="Input-Token")]
+    inputs = [keras.Input((sequence_length,), dtype="int32", name=names.TOKEN_INPUT)]
     if cfg.type_vocab_size:
-        inputs.append(keras.Input((sequence_length,), dtype="int32", name="Input-Segment"))
-    mask = PaddingMask(name="Attention-Mask")(inputs[0])  # [B, S] bool, shared by every attention layer
+        inputs.append(keras.Input((sequence_length,), dtype="int32", name=names.SEGMENT_INPUT))
+    mask = PaddingMask(name=names.ATTENTION_MASK)(inputs[0])  # [B, S] bool, shared by every attention layer
     segment_ids = inputs[1] if cfg.type_vocab_size else None
     x, embedding = _embeddings(inputs[0], segment_ids, cfg, init, dropout_rate, dtype)
     for index in range(cfg.num_hidden_layers):
         x = _transformer_block(x, mask, index, cfg, init, dropout_rate, dtype)
     outputs = _final_layers(x, embedding, cfg, init, with_pool, with_nsp, with_mlm, dtype) or [x]
-    bert = keras.Model(inputs, outputs[0] if len(outputs) == 1 else outputs, name=name or "bert")
+    bert = TransformerModel(inputs, outputs[0] if len(outputs) == 1 else outputs, name=name or "bert",
+                            bert_config=cfg.replace(hidden_dropout_prob=dropout_rate))
     bert.jit_compile = xla_pays(bert)  # predict with XLA on a GPU for BERT-small and up (see xla_pays)
     if checkpoint_path is not None:
         load_checkpoint(bert, checkpoint_path, keep_tokens=keep_tokens, allow_missing=allow_missing, verbose=verbose)

@@ -1,0 +1,66 @@
+"""TransformerModel: a functional Keras model that carries the `BertConfig` it was built from.
+
+bert4keras keeps the config on its ``Transformer`` object, keras-hub on its ``Backbone``, Hugging Face as
+``model.config``; kerasbert keeps it on the functional model itself, with the model's family (``"bert"``) and
+application (``"encoder"``). `build_transformer_model` and every head of `kerasbert.modeling.heads` return one;
+the graph, its layer names and its outputs are those of ``keras.Model(inputs, outputs)``. The config travels
+through ``get_config``/``from_config``, ``clone_model`` and ``.keras`` files; consumers read it with
+`kerasbert.config_of` (`kerasbert.modeling.config.config_of`).
+"""
+
+from __future__ import annotations
+
+import keras
+
+from kerasbert.errors import ModelError, fail
+from kerasbert.modeling.config import BertConfig, config_from_layers
+from kerasbert.modeling.registry import register
+
+__all__ = ["APPLICATIONS", "FAMILIES", "TransformerModel"]
+
+FAMILIES = ("bert",)  # the architectures kerasbert builds
+APPLICATIONS = ("encoder",)  # bert4keras's application argument: what the encoder's attention may see
+
+
+@register
+class TransformerModel(keras.Model):
+    """``keras.Model(inputs, outputs)`` that also keeps its `BertConfig`, family and application.
+
+    Args:
+        inputs: the model's input tensors (``Input-Token``, ``Input-Segment``).
+        outputs: its output tensor(s).
+        name: str. the model's name.
+        bert_config: BertConfig or dict. the config the graph was built from; None reads it off the layers
+            (`kerasbert.modeling.config.config_from_layers`) when asked for.
+        family: str. the architecture, one of `FAMILIES`.
+        application: str. one of `APPLICATIONS`.
+        **kwargs: ``keras.Model`` arguments (``trainable``).
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> bert = build_transformer_model("tiny", verbose=False)
+    >>> type(bert).__name__, bert.family, bert.application, bert.bert_config.hidden_size
+    ('TransformerModel', 'bert', 'encoder', 32)
+    """
+
+    def __init__(self, inputs, outputs, name=None, *, bert_config: BertConfig | dict | None = None,
+                 family: str = "bert", application: str = "encoder", **kwargs):
+        super().__init__(inputs=inputs, outputs=outputs, name=name, **kwargs)
+        for argument, value, allowed in (("family", family, FAMILIES), ("application", application, APPLICATIONS)):
+            if value not in allowed:
+                raise fail(ModelError, argument, " or ".join(map(repr, allowed)), repr(value))
+        if isinstance(bert_config, dict):
+            bert_config = BertConfig.from_dict(bert_config, source=f"the config stored in model {self.name}")
+        self._stored_config = bert_config
+        self.family, self.application = family, application
+
+    @property
+    def bert_config(self) -> BertConfig:
+        """The `BertConfig` the model was built from."""
+        if self._stored_config is None:  # a model made by Keras from tensors alone (clone_model's clone_function)
+            self._stored_config = config_from_layers(self)
+        return self._stored_config
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "bert_config": self.bert_config.to_dict(), "family": self.family,
+                "application": self.application}
