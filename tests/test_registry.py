@@ -1,0 +1,127 @@
+"""Every layer, loss, metric, optimizer and schedule kerasbert defines is registered by ``import kerasbert.modeling``.
+
+The classes and functions are listed from the code (every kerasbert module outside ``compat``, whose
+bert4keras-porting classes register when ``kerasbert.compat`` is imported); `.keras` files that use each of them
+are written here and loaded in a fresh process after ``import kerasbert.modeling`` alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import pkgutil
+import subprocess
+import sys
+
+import keras
+import numpy as np
+
+import kerasbert
+
+BASES = (keras.layers.Layer, keras.losses.Loss, keras.optimizers.Optimizer,
+         keras.optimizers.schedules.LearningRateSchedule, keras.metrics.Metric)
+
+
+def defined() -> dict[str, object]:
+    """Public classes of `BASES` and registered functions defined in kerasbert's modules, outside compat."""
+    found = {}
+    for info in pkgutil.walk_packages(kerasbert.__path__, "kerasbert."):
+        if ".compat" in info.name or info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if getattr(obj, "__module__", None) != info.name or name.startswith("_"):
+                continue
+            if inspect.isclass(obj) and issubclass(obj, BASES):
+                found[f"{info.name}.{name}"] = obj
+            elif inspect.isfunction(obj) and keras.saving.get_registered_name(obj).startswith("kerasbert>"):
+                found[f"{info.name}.{name}"] = obj
+    return found
+
+
+def write_models(folder) -> list[str]:
+    """One `.keras` file for each head (compiled with its own loss and metrics), a LayerwiseAdamW with a
+    WarmupSchedule, and a model compiled with the multilabel loss directly; the paths."""
+    from kerasbert import build_transformer_model
+    from kerasbert.modeling import heads
+    from kerasbert.modeling.global_pointer import multilabel_categorical_crossentropy
+    from kerasbert.modeling.optimizers import LayerwiseAdamW, WarmupSchedule
+
+    bert = build_transformer_model("tiny", verbose=False)
+    tanh_bert = build_transformer_model("tiny", verbose=False, hidden_act="gelu_new")
+    models = {"cls": heads.cls(bert, 2), "mean": heads.cls(bert, 2, pooling="mean"), "tagging": heads.tagging(bert, 3),
+              "crf": heads.tagging(bert, 3, crf=True), "mlm": heads.mlm(tanh_bert), "mlm-erf": heads.mlm(bert),
+              "spans": heads.spans(bert, 2, head_size=8), "nsp": heads.nsp(bert), "bert": bert,
+              "efficient": heads.spans(bert, 2, head_size=8, efficient=True)}
+    paths = []
+    ids = np.array([[2, 9, 3, 0]], "int32")
+    for name, model in models.items():
+        schedule = WarmupSchedule(1e-3, total=10, warmup=2)
+        compiled = heads.loss_and_metrics(model) if name != "bert" else {"loss": multilabel_categorical_crossentropy}
+        model.compile(LayerwiseAdamW(learning_rate=schedule, num_layers=2), **compiled)
+        model.predict([ids, np.zeros_like(ids)], verbose=0)
+        paths.append(str(folder / f"{name}.keras"))
+        model.save(paths[-1])
+    return paths
+
+
+LOAD = """
+import inspect, json, sys
+import keras
+import kerasbert.modeling
+
+KERAS = (keras.layers.Layer, keras.losses.Loss, keras.optimizers.Optimizer, keras.metrics.Metric,
+         keras.optimizers.schedules.LearningRateSchedule)
+names, seen = set(), set()
+
+
+def walk(obj):
+    # the registered names of obj and of every Keras object and function it holds, sublayers included
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, (list, tuple)):
+        for item in obj:
+            walk(item)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            walk(item)
+    elif isinstance(obj, KERAS):
+        names.add(keras.saving.get_registered_name(type(obj)))
+        walk(vars(obj))
+    elif inspect.isfunction(obj):
+        names.add(keras.saving.get_registered_name(obj))
+
+
+loaded = [keras.saving.load_model(path) for path in sys.argv[1:]]
+walk(loaded)
+others = sorted(m for m in sys.modules
+                if m.startswith("kerasbert.") and m.split(".")[1] in ("compat", "finetune", "serving"))
+ours = sorted(n for n in names if n.startswith("kerasbert>"))
+print(json.dumps({"loaded": len(loaded), "others": others, "names": ours}))
+"""
+
+
+def test_import_kerasbert_modeling_registers_everything_kerasbert_defines(tmp_path):
+    found = defined()
+    wanted = {keras.saving.get_registered_name(obj) for obj in found.values()}
+    unregistered = sorted(path for path, obj in found.items()
+                          if not keras.saving.get_registered_name(obj).startswith("kerasbert>"))
+    assert not unregistered, f"not registered with kerasbert.modeling.registry.register: {unregistered}"
+    paths = write_models(tmp_path)
+    done = subprocess.run([sys.executable, "-c", LOAD, *paths], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (result["loaded"], result["others"]) == (len(paths), [])
+    assert wanted <= set(result["names"]), f"no loaded .keras file holds {sorted(wanted - set(result['names']))}"
+
+
+def test_compat_registers_its_own_classes():
+    import kerasbert.compat  # noqa: F401
+    from kerasbert.compat import layers, optimizers
+
+    extended = optimizers.extend_with_weight_decay(keras.optimizers.Adam)
+    for obj in (layers.Loss, layers.MaximumEntropyMarkovModel, extended):
+        name = keras.saving.get_registered_name(obj)
+        assert name.startswith("kerasbert>") and keras.saving.get_registered_object(name) is obj
