@@ -12,6 +12,7 @@ from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
 from kerasbert.modeling.layers import Dropout
 from kerasbert.perf import fused
 from kerasbert.perf.fused import MIN_DROPOUT_WIDTH, MIN_WIDTH, dropout_training, gelu_erf_training, random_bits
+from kerasbert.perf.variants import forced
 
 rng = np.random.default_rng(0)
 
@@ -197,18 +198,20 @@ def test_dropout_rejects_a_rate_out_of_range_and_passes_rate_zero_through():
             dropout_training(x, rate, (1, 2))
 
 
+@pytest.mark.parametrize("variant", [False, True])
 @pytest.mark.parametrize("width", [32, MIN_DROPOUT_WIDTH])
-def test_dropout_layer(width):
-    """Keras's Dropout where the XLA kernel does not pay (the same outputs for the same seed), kerasbert's
-    kernel where it does; either way: seeded runs repeat, calls differ, inference is the identity, the config
-    is Keras's, and bfloat16 stays bfloat16."""
+def test_dropout_layer(width, variant):
+    """Keras's Dropout unless the "xla_dropout" variant is chosen and its kernel pays (the same outputs for the
+    same seed), kerasbert's kernel where it does; either way: seeded runs repeat, calls differ, inference is
+    the identity, the config is Keras's, and bfloat16 stays bfloat16."""
     x = tf.constant(rng.normal(size=(4, 16, width)).astype("float32"))
     keras_layer, layer, twin = keras.layers.Dropout(0.2, seed=3), Dropout(0.2, seed=3), Dropout(0.2, seed=3)
-    first, again = layer(x, training=True).numpy(), layer(x, training=True).numpy()
-    np.testing.assert_array_equal(first, twin(x, training=True).numpy())
+    with forced({"xla_dropout": variant}):
+        first, again = layer(x, training=True).numpy(), layer(x, training=True).numpy()
+        np.testing.assert_array_equal(first, twin(x, training=True).numpy())
     assert (first != again).mean() > 0.2
     same_as_keras = np.array_equal(first, keras_layer(x, training=True).numpy())
-    assert same_as_keras == (width < MIN_DROPOUT_WIDTH)
+    assert same_as_keras == (not variant or width < MIN_DROPOUT_WIDTH)
     assert abs((first == 0).mean() - 0.2) < 0.02
     np.testing.assert_array_equal(layer(x, training=False).numpy(), x.numpy())
     assert layer.get_config() == {**keras_layer.get_config(), "name": layer.name}
@@ -221,8 +224,9 @@ def test_attention_dropout_reads_the_model_width_not_the_sequence_length():
     """Probabilities [B, A, S, S] of a BERT-base-wide attention take the kernel at any S; a narrow one's not."""
     for hidden, want in ((MIN_DROPOUT_WIDTH, 1), (64, 0)):
         attention = MultiHeadSelfAttention(num_heads=4, dropout=0.1)
-        calls, _ = _xla_calls(lambda x, m: attention([x, m], training=True),  # noqa: B023
-                              tf.TensorSpec([None, 8, hidden]), tf.TensorSpec([None, 8], tf.bool))
+        with forced({"xla_dropout": True}):
+            calls, _ = _xla_calls(lambda x, m: attention([x, m], training=True),  # noqa: B023
+                                  tf.TensorSpec([None, 8, hidden]), tf.TensorSpec([None, 8], tf.bool))
         assert len(calls) == want, hidden
 
 
@@ -241,8 +245,6 @@ def test_a_bert_base_wide_model_fits_with_every_dropout_through_the_kernel(monke
     """Embedding-Dropout, the attention's and the two residual dropouts of a block, and the tagger's
     Tagging-Dropout: traced through the kernel in `fit` at their own rates and shapes, none in `predict`; the
     model trains, and saves and loads with kerasbert's Dropout."""
-    from kerasbert import build_transformer_model
-
     traced, kernel = [], fused._xla_dropout
 
     def spy(rate):  # the rates and shapes reaching the XLA kernel, each time fit's step is traced
@@ -253,6 +255,13 @@ def test_a_bert_base_wide_model_fits_with_every_dropout_through_the_kernel(monke
         return dropout
 
     monkeypatch.setattr(fused, "_xla_dropout", spy)
+    with forced({"xla_dropout": True}):
+        _fit_save_and_load(tmp_path, head, traced)
+
+
+def _fit_save_and_load(tmp_path, head, traced):
+    from kerasbert import build_transformer_model
+
     keras.utils.set_random_seed(0)
     build, label_shape, per_trace = _HEADS[head]
     model = build(build_transformer_model("tiny", hidden_size=_WIDE, num_attention_heads=12,

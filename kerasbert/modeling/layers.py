@@ -15,7 +15,9 @@ from keras import ops
 from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.registry import register
+from kerasbert.perf.forms import MAX_ONE_HOT, centred_layer_norm, one_hot_lookup
 from kerasbert.perf.fused import dropout_pays, dropout_training
+from kerasbert.perf.variants import chosen
 
 HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
 
@@ -109,14 +111,11 @@ class TokenEmbedding(keras.layers.Embedding):
 
 @register
 class SegmentEmbedding(keras.layers.Embedding):
-    """Segment (token type) embedding ``E[ids]``, looked up as ``Σ_t one_hot(ids)_t · E_t`` in float32.
+    """Segment (token type) embedding ``E[ids]``: ``[B, S] -> [B, S, H]``, Keras's ``Embedding``.
 
-    The same weights and outputs as ``keras.layers.Embedding`` (exactly: each sum has one non-zero term);
-    what differs is the gradient. A lookup's gradient scatter-adds every token's row onto the T (= 2) rows
-    of ``E``; under mixed precision that scatter is in bfloat16/float16, which a GPU adds with emulated
-    atomics, thousands of tokens onto two rows, slowly enough to cost about half a BERT-base training step;
-    the one-hot form's gradient is a float32 sum over the tokens. Tables of
-    more than ``MAX_ONE_HOT`` rows are looked up by `lookup`, as ``TokenEmbedding`` does.
+    Looked up by `lookup` (a dense gradient, as ``TokenEmbedding``); where the ``"one_hot_segments"`` variant
+    is chosen (`kerasbert.perf.variants`), as the float32 one-hot sum `kerasbert.perf.forms.one_hot_lookup`,
+    the same outputs.
 
     Example:
     >>> layer = SegmentEmbedding(2, 4, embeddings_initializer="random_normal")
@@ -125,15 +124,10 @@ class SegmentEmbedding(keras.layers.Embedding):
     True
     """
 
-    MAX_ONE_HOT = 16
-
     def call(self, inputs):
-        if self.input_dim > self.MAX_ONE_HOT:
-            return ops.cast(lookup(self.embeddings, inputs), self.compute_dtype)
-        one_hot = ops.one_hot(ops.cast(inputs, "int32"), self.input_dim, dtype="float32")  # [B, S, T]
-        table = ops.cast(self.embeddings, "float32")  # [T, H]
-        rows = ops.sum(one_hot[..., None] * table, axis=-2)  # [B, S, H]: a sum, not a matmul (TF32 on GPUs)
-        return ops.cast(rows, self.compute_dtype)
+        if self.input_dim <= MAX_ONE_HOT and chosen("one_hot_segments"):
+            return one_hot_lookup(self.embeddings, inputs, self.compute_dtype)
+        return ops.cast(lookup(self.embeddings, inputs), self.compute_dtype)
 
     def param_formula(self) -> Formula:
         return Formula.of("T·H", T=self.input_dim, H=self.output_dim)
@@ -322,14 +316,12 @@ class Bias(keras.layers.Layer):
 
 @register
 class LayerNorm(keras.layers.LayerNormalization):
-    """Keras's ``LayerNormalization`` over the last axis, computed as ``(x-μ)·(γ/√(σ²+ε)) + β``.
+    """Keras's ``LayerNormalization``: ``(x-μ)/√(σ²+ε)·γ + β`` over the last axis (Ba et al. 2016).
 
-    A drop-in for the Keras layer (same arguments, weights ``gamma [H]`` and ``beta [H]``, config, and numbers
-    within float32 rounding; in float32 under mixed precision, as Keras): the centred ``x-μ`` is computed once
-    and used for both the variance and the output, where ``ops.layer_normalization`` takes the moments,
-    then forms ``x·(γ/σ) + (β-μ·γ/σ)`` with two more full-size products, so it is faster on TensorFlow. Other
-    axes, ``center`` or
-    ``scale`` off and ``rms_scaling`` run Keras's own code.
+    The same arguments, weights (``gamma [H]``, ``beta [H]``), config and math as the Keras layer, which it
+    runs; where the ``"centred_layer_norm"`` variant is chosen (`kerasbert.perf.variants`), a norm over the
+    last axis with both weights runs as `kerasbert.perf.forms.centred_layer_norm`, the same numbers within
+    float32 rounding.
 
     Example:
     >>> layer = LayerNorm(epsilon=1e-12)
@@ -339,14 +331,14 @@ class LayerNorm(keras.layers.LayerNormalization):
     """
 
     def call(self, inputs):
-        if self.axis not in ([-1], [len(inputs.shape) - 1]) or not (self.center and self.scale) or self.rms_scaling:
-            return super().call(inputs)
-        half = keras.backend.standardize_dtype(inputs.dtype) in HALF_DTYPES
-        x = ops.cast(inputs, "float32") if half else inputs  # as Keras: float32 for half-precision inputs
-        centred = ops.subtract(x, ops.mean(x, axis=-1, keepdims=True))
-        variance = ops.mean(ops.square(centred), axis=-1, keepdims=True)
-        scale = ops.multiply(ops.rsqrt(ops.add(variance, self.epsilon)), ops.cast(self.gamma, x.dtype))
-        return ops.cast(ops.add(ops.multiply(centred, scale), ops.cast(self.beta, x.dtype)), self.compute_dtype)
+        if self._last_axis_affine(inputs) and chosen("centred_layer_norm"):
+            return centred_layer_norm(inputs, self.gamma, self.beta, self.epsilon, self.compute_dtype)
+        return super().call(inputs)
+
+    def _last_axis_affine(self, inputs) -> bool:
+        """A norm over the last axis with both ``gamma`` and ``beta`` (the only one the variant computes)."""
+        last = self.axis in ([-1], [len(inputs.shape) - 1])
+        return last and self.center and self.scale and not self.rms_scaling
 
     def param_formula(self) -> Formula:
         return Formula.of("2·H", H=int(self.gamma.shape[-1]))
@@ -354,15 +346,17 @@ class LayerNorm(keras.layers.LayerNormalization):
 
 @register
 class Dropout(keras.layers.Dropout):
-    """Keras's ``Dropout`` (same arguments, config and rule: a fraction ``rate`` of elements zeroed in
-    training, the rest scaled by ``1/(1-rate)``), whose training pass on TensorFlow's plain graph runs as
-    one XLA kernel each way for models at least `kerasbert.perf.fused.MIN_DROPOUT_WIDTH` wide (BERT-base):
-    `kerasbert.perf.fused.dropout_training`, faster than TensorFlow's dropout. There the masks come
-    from kerasbert's counter hash (`kerasbert.perf.fused.random_bits`) instead of TensorFlow's Philox: for the
-    same seed, another random stream from the same distribution. Elsewhere it is Keras's layer.
+    """Keras's ``Dropout``: in training a fraction ``rate`` of elements zeroed, the rest scaled by
+    ``1/(1-rate)``, the mask drawn from Keras's seeded random stream (the layer's ``seed``).
 
-    Call arguments: ``inputs``, ``training``, and ``width``: the width of the model, which decides; the last
-    axis of ``inputs`` when None (the attention passes its ``H`` for probabilities ``[B, A, S, S]``).
+    The same arguments, config and random stream as the Keras layer, which it runs; where the
+    ``"xla_dropout"`` variant is chosen (`kerasbert.perf.variants`), training on TensorFlow's plain graph for a
+    model at least `kerasbert.perf.fused.MIN_DROPOUT_WIDTH` wide runs `kerasbert.perf.fused.dropout_training`,
+    one XLA kernel each way whose masks come from a counter hash: the same rule, another random stream.
+
+    Call arguments: ``inputs``, ``training``, and ``width``: the width of the model, which decides the
+    variant; the last axis of ``inputs`` when None (the attention passes its ``H`` for probabilities
+    ``[B, A, S, S]``).
 
     Example:
     >>> y = Dropout(0.5, seed=1)(ops.ones((2, 768)), training=True)
@@ -371,7 +365,8 @@ class Dropout(keras.layers.Dropout):
     """
 
     def call(self, inputs, training=False, width: int | None = None):
-        if training and 0 < self.rate < 1 and self.noise_shape is None and dropout_pays(inputs, width):
+        if training and 0 < self.rate < 1 and self.noise_shape is None and chosen("xla_dropout") and dropout_pays(
+                inputs, width):
             return dropout_training(inputs, self.rate, self.seed_generator.next(), width)
         return super().call(inputs, training=training)
 

@@ -1,0 +1,163 @@
+"""Speed variants: the seam that chooses them, and the same numbers with each one on and off.
+
+Every variant but ``xla_dropout`` gives the plain form's outputs and gradients within float rounding, in float32
+and under mixed_bfloat16; ``xla_dropout`` draws another random stream, so its rate and scaling are tested.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kerasbert.errors import ConfigError
+from kerasbert.modeling.layers import Dropout, LayerNorm, SegmentEmbedding
+from kerasbert.perf import variants
+from kerasbert.perf.fused import MIN_DROPOUT_WIDTH, MIN_WIDTH
+from kerasbert.perf.variants import KINDS, VARIANTS, chosen, cpu_kind, forced, machine_kind, table
+
+rng = np.random.default_rng(0)
+POLICIES = ["float32", "mixed_bfloat16"]
+TOLERANCE = {"float32": 2e-5, "mixed_bfloat16": 2e-2}  # relative to the largest magnitude; bf16 keeps 8 bits
+
+
+@pytest.fixture
+def policy(request):
+    keras.config.set_dtype_policy(request.param)
+    yield request.param
+    keras.config.set_dtype_policy("float32")
+
+
+def _close(a, b, policy, scale=None):
+    """``a`` equals ``b`` within the policy's rounding of ``scale`` (``b``'s largest magnitude when None)."""
+    a, b = (np.asarray(tf.cast(t, tf.float32)) for t in (a, b))
+    scale = float(np.abs(b).max()) if scale is None else scale
+    np.testing.assert_allclose(a, b, rtol=0, atol=TOLERANCE[policy] * max(scale, 1e-6))
+
+
+def _all_close(gradients, expected, policy):
+    """Each gradient equals its expected one within rounding of the largest gradient (some, as the attention's key
+    bias, are zero in exact arithmetic: only rounding noise, at the scale of the others)."""
+    expected = [np.asarray(tf.cast(tf.convert_to_tensor(g), tf.float32)) for g in expected]
+    scale = max(float(np.abs(g).max()) for g in expected)
+    for a, b in zip(gradients, expected, strict=True):
+        _close(tf.convert_to_tensor(a), b, policy, scale)
+
+
+def test_every_variant_runs_on_known_kinds_and_the_seam_reads_them():
+    assert all(v.kinds and v.kinds <= set(KINDS) and v.what for v in VARIANTS.values())
+    assert machine_kind() in KINDS
+    for name, variant in VARIANTS.items():
+        assert chosen(name) == (machine_kind() in variant.kinds)
+    assert cpu_kind({"avx512f", "avx2"}) == "avx512" and cpu_kind(["amx_tile"]) == "amx"
+
+
+def test_forced_choices_hold_inside_and_are_undone_after_even_on_error():
+    before = {name: chosen(name) for name in VARIANTS}
+    with pytest.raises(RuntimeError):
+        with forced({name: not on for name, on in before.items()}):
+            assert {name: chosen(name) for name in VARIANTS} == {n: not on for n, on in before.items()}
+            with forced({"xla_dropout": True}):
+                assert chosen("xla_dropout")
+            raise RuntimeError
+    assert {name: chosen(name) for name in VARIANTS} == before
+    with pytest.raises(ConfigError, match="variant: expected one of .*found 'fast_everything'"):
+        with forced({"fast_everything": True}):
+            pass
+    with pytest.raises(ConfigError):
+        chosen("fast_everything")
+
+
+def test_table_lists_each_variant_with_whether_it_runs():
+    rows = table("avx2").splitlines()
+    assert rows[0] == "| variant | what | kinds | runs on avx2 |" and len(rows) == 2 + len(VARIANTS)
+    with forced({"one_hot_segments": True}):
+        assert "| one_hot_segments | the segment embedding as a one-hot sum, a float32 gradient | gpu | yes |" in table(
+            "avx2")
+    assert variants.table().splitlines()[0].endswith(f"runs on {machine_kind()} |")
+
+
+def _value_and_gradients(layer, x, upstream, variant, on):
+    """The layer's output and the gradients of ``Σ output·upstream`` for its input and weights, traced inside
+    `forced` so that the variant's choice is read when the graph is built."""
+    with forced({variant: on}):
+        @tf.function
+        def run(x):
+            sources = [x] if x.dtype.is_floating else []  # ids have no gradient
+            with tf.GradientTape() as tape:
+                tape.watch(sources)
+                loss = tf.reduce_sum(tf.cast(y := layer(x), tf.float32) * upstream)
+            return y, tape.gradient(loss, [*sources, *layer.trainable_variables])
+
+        return run(x)
+
+
+@pytest.mark.parametrize("policy", POLICIES, indirect=True)
+def test_centred_layer_norm_gives_keras_numbers_forward_and_backward(policy):
+    layer = LayerNorm(epsilon=1e-12)
+    x = tf.constant(3 + 2 * rng.normal(size=(2, 5, 64)), dtype=layer.compute_dtype)
+    layer.build(x.shape)
+    layer.gamma.assign(rng.normal(size=64)), layer.beta.assign(rng.normal(size=64))
+    upstream = tf.constant(rng.normal(size=(2, 5, 64)), tf.float32)
+    (y_on, g_on), (y_off, g_off) = (_value_and_gradients(layer, x, upstream, "centred_layer_norm", on)
+                                    for on in (True, False))
+    assert y_on.dtype == y_off.dtype == layer.compute_dtype
+    _close(y_on, y_off, policy)
+    _all_close(g_on, g_off, policy)
+
+
+@pytest.mark.parametrize("policy", POLICIES, indirect=True)
+def test_one_hot_segments_give_a_lookups_numbers_forward_and_backward(policy):
+    layer = SegmentEmbedding(2, 16, embeddings_initializer="random_normal")
+    ids = tf.constant(rng.integers(0, 2, size=(3, 7)), tf.int32)
+    layer.build(ids.shape)
+    upstream = tf.constant(rng.normal(size=(3, 7, 16)), tf.float32)
+    (y_on, g_on), (y_off, g_off) = (_value_and_gradients(layer, ids, upstream, "one_hot_segments", on)
+                                    for on in (True, False))
+    np.testing.assert_array_equal(tf.cast(y_on, tf.float32), tf.cast(y_off, tf.float32))  # one term per sum
+    _close(tf.convert_to_tensor(g_on[0]), tf.convert_to_tensor(g_off[0]), policy)
+
+
+@pytest.mark.parametrize("policy", POLICIES, indirect=True)
+def test_xla_dropout_keeps_the_rate_and_the_scaling(policy):
+    layer = Dropout(0.25, seed=5)
+    x = tf.ones((8, 16, MIN_DROPOUT_WIDTH), layer.compute_dtype)
+    for on in (True, False):
+        with forced({"xla_dropout": on}):
+            y = np.asarray(tf.cast(tf.function(lambda x: layer(x, training=True))(x), tf.float32))
+        assert sorted(np.unique(y).tolist()) == [0.0, pytest.approx(4 / 3, rel=1e-2)]
+        assert abs((y == 0).mean() - 0.25) < 0.01
+        np.testing.assert_array_equal(layer(x, training=False), x)
+
+
+def _tiny_model():
+    from kerasbert import build_transformer_model
+
+    keras.utils.set_random_seed(1)
+    return build_transformer_model("tiny", hidden_size=64, num_attention_heads=4, intermediate_size=MIN_WIDTH,
+                                   num_hidden_layers=1, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                   verbose=False)
+
+
+@pytest.mark.parametrize("policy", POLICIES, indirect=True)
+@pytest.mark.parametrize("variant", sorted(set(VARIANTS) - {"xla_dropout"}))
+def test_each_variant_keeps_the_models_numbers(policy, variant):
+    """A one-block model (an inner layer wide enough for the XLA GELU), inference and the gradients of
+    training, with the variant on and off: the same numbers within float32 (or bf16) rounding."""
+    model = _tiny_model()
+    ids = rng.integers(1, 100, size=(2, 9)).astype("int32")
+    ids[1, 6:] = 0
+    inputs = [tf.constant(ids), tf.constant(np.zeros_like(ids))]
+    results = []
+    for on in (True, False):
+        with forced({variant: on}):
+            @tf.function
+            def run(inputs):
+                with tf.GradientTape() as tape:
+                    train = model(inputs, training=True)
+                    loss = tf.reduce_sum(tf.cast(train, tf.float32) ** 2)
+                return model(inputs, training=False), tape.gradient(loss, model.trainable_variables)
+
+            results.append(run(inputs))
+    (y_on, g_on), (y_off, g_off) = results
+    _close(y_on, y_off, policy)
+    _all_close(g_on, g_off, policy)
