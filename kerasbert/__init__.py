@@ -8,10 +8,12 @@ On x86-64, importing kerasbert turns on TensorFlow's oneDNN kernels (`kerasbert.
 ``TF_ENABLE_ONEDNN_OPTS`` is already set; ``TF_ENABLE_ONEDNN_OPTS=0`` keeps them off.
 
 Example:
->>> from kerasbert import build_transformer_model
+>>> from kerasbert import build_transformer_model, config_of
 >>> bert = build_transformer_model("tiny", verbose=False)   # a bundled preset, random weights
 >>> bert.get_layer("Transformer-1-FeedForward-Norm").name
 'Transformer-1-FeedForward-Norm'
+>>> config_of(bert).num_hidden_layers                      # the config the model carries
+2
 """
 
 import importlib
@@ -23,6 +25,7 @@ prefer_onednn()  # before anything imports TensorFlow: it reads the switch once,
 
 _HOMES = {  # public name -> the module that owns it
     "BertConfig": "kerasbert.modeling.config",
+    "config_of": "kerasbert.modeling.config",
     "build_transformer_model": "kerasbert.modeling.models",
     "heads": "kerasbert.modeling.heads",
     "LoadReport": "kerasbert.weights.table",
@@ -60,8 +63,8 @@ def __dir__() -> list[str]:
 
 __all__ = [  # the names of _HOMES, and the errors
     "BertConfig", "CheckpointError", "ConfigError", "DataError", "KerasBertError", "LoadReport", "ModelError",
-    "Summary", "Tokenizer", "annotate", "build_transformer_model", "convert_checkpoint", "evaluate", "export", "heads",
-    "load_checkpoint", "load_google_checkpoint", "load_vocab", "predict", "save_google_checkpoint",
+    "Summary", "Tokenizer", "annotate", "build_transformer_model", "config_of", "convert_checkpoint", "evaluate",
+    "export", "heads", "load_checkpoint", "load_google_checkpoint", "load_vocab", "predict", "save_google_checkpoint",
     "save_hf_checkpoint", "summary", "train",
 ]
 __version__ = "0.1.0"

@@ -23,20 +23,13 @@ from collections.abc import Callable
 
 import keras
 
+from kerasbert import layer_names as ln
 from kerasbert.annotated.formulas import Symbols, formula_for
 from kerasbert.annotated.report import FORMATS, Activations, Group, Memory, Row, Summary, WeightRow
 from kerasbert.errors import ModelError, fail
 from kerasbert.internals import inbound_nodes, nodes_by_depth
 
-GROUP_ORDER = ("inputs", "embeddings", "encoder", "pooler", "nsp", "mlm", "head")
-_GROUP_PATTERNS = (
-    (re.compile(r"Input-|Attention-Mask$"), "inputs"),
-    (re.compile(r"Embedding-"), "embeddings"),
-    (re.compile(r"Transformer-(\d+)-"), "encoder"),
-    (re.compile(r"Pooler"), "pooler"),
-    (re.compile(r"NSP-"), "nsp"),
-    (re.compile(r"MLM-"), "mlm"),
-)
+GROUP_ORDER = ln.PARTS  # a row's group is the part of the model its layer's name belongs to
 ADAM_BYTES_PER_PARAM = 16  # float32 weight + gradient + Adam's two moments (m, v), 4 bytes each
 WEIGHT_DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
@@ -87,23 +80,20 @@ def _reuse_notes(nodes) -> list[str]:
 def _group_of(name: str, layer) -> tuple[str, int | None]:
     if isinstance(layer, keras.layers.InputLayer):
         return "inputs", None
-    for pattern, group in _GROUP_PATTERNS:
-        match = pattern.match(name)
-        if match:
-            return group, int(match.group(1)) if match.groups() else None
-    return "head", None
+    return ln.part_of(name)
 
 
 def _count_weights(layer, name: str, seen: dict[int, str]) -> tuple[int, list[WeightRow], list[str]]:
     """Params this row adds (weights not seen before), one WeightRow per weight, notes on tied weights."""
     counted, weights, notes = 0, [], []
+    keys = {id(w): key for key, w in layer.weights_by_key().items()} if hasattr(layer, "weights_by_key") else {}
     for weight in layer.weights:
-        size = math.prod(int(n) for n in weight.shape)
+        size, key = math.prod(int(n) for n in weight.shape), keys.get(id(weight), weight.name)  # qkv_kernel
         owner = seen.setdefault(id(weight), name)
         tied = owner if owner != name else ""
-        weights.append(WeightRow(weight.name, tuple(int(n) for n in weight.shape), size, weight.trainable, tied))
+        weights.append(WeightRow(key, tuple(int(n) for n in weight.shape), size, weight.trainable, tied))
         if tied:
-            notes.append(f"{weight.name} is tied to {owner}: counted there")
+            notes.append(f"{key} is tied to {owner}: counted there")
         else:
             counted += size
     return counted, weights, notes

@@ -19,8 +19,8 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
     Example:
     >>> from kerasbert.compat.backend import set_gelu
     >>> set_gelu("tanh")
-    >>> bert = build_transformer_model("tiny", verbose=False)
-    >>> bert.get_layer("Transformer-0-FeedForward").activation
+    >>> from kerasbert import config_of
+    >>> config_of(build_transformer_model("tiny", verbose=False)).activation
     'gelu_tanh'
     >>> set_gelu("erf")
     """

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from kerasbert import layer_names as ln
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.files import publish_folder, write_text
 from kerasbert.finetune.tasks import Task, get_task
@@ -285,8 +286,8 @@ def _parser(meta: dict, labels: bool):
         rows = tf.io.parse_example(serialized, spec)
         dense = {name: value.to_tensor() if isinstance(value, tf.RaggedTensor) else value
                  for name, value in rows.items()}  # padded with 0 to the batch's longest row
-        inputs = {"Input-Token": tf.cast(dense["token_ids"], tf.int32),
-                  "Input-Segment": tf.cast(dense["segment_ids"], tf.int32)}
+        inputs = {ln.TOKEN_INPUT: tf.cast(dense["token_ids"], tf.int32),
+                  ln.SEGMENT_INPUT: tf.cast(dense["segment_ids"], tf.int32)}
         parts = [tf.cast(dense[name], tf.int32) if kind != "floats" else dense[name] for name, kind in columns.items()]
         return (inputs, *parts) if parts else inputs
 

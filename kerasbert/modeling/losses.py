@@ -10,13 +10,13 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from kerasbert import layer_names as names
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.crf import ConditionalRandomField, crf_accuracy
 from kerasbert.modeling.global_pointer import GlobalPointer, global_pointer_crossentropy, global_pointer_f1
 from kerasbert.modeling.registry import register
 
 __all__ = ["CRFLoss", "SparseLabelLoss", "accuracy_metric", "check_label_ids", "loss_and_metrics", "masked_accuracy"]
-
 
 
 def loss_and_metrics(model: keras.Model) -> dict:
@@ -39,7 +39,7 @@ def loss_and_metrics(model: keras.Model) -> dict:
         return {"loss": CRFLoss(layer), "metrics": [accuracy_metric(crf_accuracy)]}
     if isinstance(layer, GlobalPointer):
         return {"loss": global_pointer_crossentropy, "metrics": [accuracy_metric(global_pointer_f1)]}
-    if layer.name == "MLM-Activation":
+    if layer.name == names.MLM_ACTIVATION:
         loss = SparseLabelLoss(int(layer.output.shape[-1]), ignore_id=0, what=layer.name, name="masked_lm_loss")
         return {"loss": loss, "metrics": [accuracy_metric(masked_accuracy)]}
     activation = keras.activations.serialize(layer.activation)
@@ -67,16 +67,13 @@ def accuracy_metric(fn) -> keras.metrics.Metric:
     return keras.metrics.MeanMetricWrapper(fn, name=fn.__name__)
 
 
-_HEAD_OUTPUTS = ("Tagging-CRF", "Span-GlobalPointer", "MLM-Activation", "CLS-Dense", "Tagging-Dense", "NSP-Proba")
-
-
 def _output_layer(model: keras.Model) -> keras.layers.Layer:
     """The head layer that produces the model's single output."""
     layers = {layer.name: layer for layer in model.layers}
-    for name in _HEAD_OUTPUTS:
+    for name in names.HEAD_OUTPUTS:
         if name in layers and len(model.outputs) == 1 and layers[name].output is model.outputs[0]:
             return layers[name]
-    raise fail(ModelError, "loss_and_metrics", f"a model with one output from {', '.join(_HEAD_OUTPUTS)}",
+    raise fail(ModelError, "loss_and_metrics", f"a model with one output from {', '.join(names.HEAD_OUTPUTS)}",
                f"{len(model.outputs)} outputs from {model.name}", "build it with kerasbert.modeling.heads")
 
 

@@ -8,10 +8,10 @@ no decay. Both are registered, so a saved optimizer state names them.
 from __future__ import annotations
 
 import math
-import re
 
 import keras
 
+from kerasbert import layer_names as names
 from kerasbert.choices import SCHEDULES
 from kerasbert.internals import optimizer_variables, variable_index
 from kerasbert.modeling.registry import register
@@ -46,9 +46,9 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
 
     def lr_scale(self, path: str) -> float:
         """The learning-rate factor of the variable at ``path`` (``Transformer-3-FeedForward/kernel``)."""
-        match = re.match(r"Transformer-(\d+)-", path)
-        depth = (self.num_layers - int(match.group(1)) if match else
-                 self.num_layers + 1 if path.startswith("Embedding") else 0)
+        block = names.parse_block(path)  # (index, part) under Transformer-{index}-
+        depth = (self.num_layers - block[0] if block else
+                 self.num_layers + 1 if path.startswith(names.EMBEDDING_PREFIX) else 0)
         return self.layer_decay ** depth
 
     def apply(self, grads, trainable_variables=None):

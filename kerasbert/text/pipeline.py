@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kerasbert import layer_names as ln
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.log import logger
 from kerasbert.text import schemes
@@ -278,8 +279,8 @@ def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, 
         flat = np.fromiter(itertools.chain.from_iterable(picked), dtype.as_numpy_dtype, int(lengths.sum()))
         return tf.RaggedTensor.from_row_lengths(flat, lengths)
 
-    inputs = {"Input-Token": ragged(features.token_ids, tf.int32),
-              "Input-Segment": ragged(features.segment_ids, tf.int32)}
+    inputs = {ln.TOKEN_INPUT: ragged(features.token_ids, tf.int32),
+              ln.SEGMENT_INPUT: ragged(features.segment_ids, tf.int32)}
     parts: list = [inputs]
     if labels and features.labels is not None:
         sequence = bool(features.labels) and isinstance(features.labels[0], list)
@@ -295,7 +296,7 @@ def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, 
 
     if bucket_boundaries:
         dataset = dataset.map(dense).bucket_by_sequence_length(
-            lambda *xs: tf.shape(xs[0]["Input-Token"])[0], list(bucket_boundaries),
+            lambda *xs: tf.shape(xs[0][ln.TOKEN_INPUT])[0], list(bucket_boundaries),
             [batch_size] * (len(bucket_boundaries) + 1))
     else:
         dataset = dataset.map(dense).padded_batch(batch_size)
@@ -349,7 +350,7 @@ def length_buckets(dataset, maxlen: int, smallest: int = 16):
     def pad(*batch):
         batch = batch if len(batch) > 1 else batch[0]
         inputs = batch[0] if isinstance(batch, tuple) else batch
-        length = tf.shape(inputs["Input-Token"])[1]
+        length = tf.shape(inputs[ln.TOKEN_INPUT])[1]
         target = sizes[tf.minimum(tf.searchsorted(sizes, [length])[0], len(sizes) - 1)]
 
         def widen(x):  # [B, S, ...] -> [B, target, ...]; labels of classification ([B]) stay

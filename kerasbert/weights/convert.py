@@ -21,6 +21,7 @@ import shutil
 
 import numpy as np
 
+from kerasbert import layer_names as ln
 from kerasbert.errors import CheckpointError, ConfigError, fail
 from kerasbert.files import TEMPORARY, atomic_path, publish_folder
 from kerasbert.log import logger
@@ -105,11 +106,11 @@ def _plan(frm: Format, to: Format, config: BertConfig) -> list[tuple[str, str, s
                              config.max_position_embeddings, config.type_vocab_size)
     plan = []
     for key, names in frm.names.items():
-        if key not in to.names or key not in shapes or (key[0] == "Embedding-Segment" and not config.type_vocab_size):
+        if key not in to.names or key not in shapes or (key[0] == ln.EMBEDDING_SEGMENT and not config.type_vocab_size):
             continue
         src = names if isinstance(names, tuple) else (names,)
         dst = to.names[key] if isinstance(to.names[key], tuple) else (to.names[key],)
-        for i in range(config.num_hidden_layers) if "{i}" in key[0] else [""]:
+        for i in range(config.num_hidden_layers) if ln.BLOCK_KEY in key[0] else [""]:
             for a, b in zip(src, dst, strict=True):
                 plan.append((key[0].format(i=i), a.format(i=i), b.format(i=i),
                              _file_shape(shapes[key], len(src), frm.transposed(a.format(i=i)))))

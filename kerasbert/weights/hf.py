@@ -22,7 +22,8 @@ import numpy as np
 
 from kerasbert.errors import CheckpointError, fail
 from kerasbert.log import logger
-from kerasbert.weights.names import HF_NAMES
+from kerasbert.modeling.config import config_of
+from kerasbert.weights.names import CLASSIFIERS, HF_NAMES
 from kerasbert.weights.table import Format
 
 HF = Format(
@@ -36,7 +37,7 @@ HF = Format(
     hints={"word_embeddings": "vocab_size", "predictions.bias": "vocab_size",
            "position_embeddings": "max_position_embeddings", "token_type_embeddings": "type_vocab_size",
            "intermediate.": "intermediate_size", ".output.dense.weight": "intermediate_size"},
-    optional=frozenset({"CLS-Dense", "Tagging-Dense"}),
+    optional=CLASSIFIERS,
 )
 
 SAFETENSORS, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
@@ -241,34 +242,19 @@ def _safetensors_header(file: str) -> tuple[dict[str, dict], int]:
 _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "swish": "silu"}
 
 
-def config_of(model) -> dict:
-    """A Hugging Face ``config.json`` dict read off a kerasbert model's layers (names and sizes).
+def hf_config_dict(model) -> dict:
+    """A Hugging Face ``config.json`` dict of the model's config (`kerasbert.config_of`), with HF's activation names.
 
     Example:
     >>> from kerasbert import build_transformer_model
-    >>> config = config_of(build_transformer_model("tiny", verbose=False))
+    >>> config = hf_config_dict(build_transformer_model("tiny", verbose=False))
     >>> config["model_type"], config["vocab_size"], config["num_hidden_layers"], config["num_attention_heads"]
     ('bert', 128, 2, 2)
     """
-    from kerasbert.weights.table import all_layers
-
-    layers = {layer.name: layer for layer in all_layers(model)}
-    if "Embedding-Token" not in layers:
-        raise fail(CheckpointError, "model", "layers with bert4keras names (Embedding-Token, ...)", "none")
-    blocks = sorted(int(m.group(1)) for name in layers if (m := re.fullmatch(r"Transformer-(\d+)-FeedForward", name)))
-    token, position = layers["Embedding-Token"], layers["Embedding-Position"]
-    feed_forward = layers["Transformer-0-FeedForward"] if blocks else None
-    return {
-        "architectures": ["BertForPreTraining"], "model_type": "bert",
-        "vocab_size": token.input_dim, "hidden_size": token.output_dim, "num_hidden_layers": len(blocks),
-        "num_attention_heads": layers["Transformer-0-MultiHeadSelfAttention"].num_heads if blocks else 1,
-        "intermediate_size": feed_forward.units if blocks else 4 * token.output_dim,
-        "hidden_act": _HF_ACTIVATIONS.get(feed_forward.activation, feed_forward.activation) if blocks else "gelu",
-        "max_position_embeddings": position.input_dim,
-        "type_vocab_size": layers["Embedding-Segment"].input_dim if "Embedding-Segment" in layers else 0,
-        "layer_norm_eps": float(layers["Embedding-Norm"].epsilon), "initializer_range": 0.02,
-        "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1, "pad_token_id": 0,
-    }
+    config = config_of(model)
+    values = {"pad_token_id": 0, **config.to_dict()}
+    values["hidden_act"] = _HF_ACTIVATIONS[config.activation]
+    return {**values, "architectures": ["BertForPreTraining"], "model_type": "bert"}  # the names save_hf writes
 
 
 def save_hf_checkpoint(model, folder: str | os.PathLike, *, config: dict | None = None,
@@ -283,7 +269,7 @@ def save_hf_checkpoint(model, folder: str | os.PathLike, *, config: dict | None 
         model: keras.Model. a model with kerasbert's layer names (heads with an HF name are saved too).
         folder: str. the output folder.
         config: dict or None. the ``config.json`` to write (a `kerasbert.BertConfig`'s ``to_dict()`` will do);
-            None reads the sizes off the model (`config_of`).
+            None writes the model's own (`hf_config_dict`).
         vocab: str or None. a ``vocab.txt`` to copy beside the weights.
 
     Returns:
@@ -302,7 +288,7 @@ def save_hf_checkpoint(model, folder: str | os.PathLike, *, config: dict | None 
     from kerasbert.weights.table import model_tensors
 
     tensors = model_tensors(model, HF)
-    config = {**config_of(model), **(dict(config) if config is not None else {})}
+    config = {**hf_config_dict(model), **(dict(config) if config is not None else {})}
     config.setdefault("model_type", "bert")
     with publish_folder(folder) as staging:
         with atomic_path(os.path.join(staging, SAFETENSORS)) as tmp:  # the mode every kerasbert file gets

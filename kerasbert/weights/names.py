@@ -6,64 +6,68 @@ Google stores kernels ``[in, out]`` (except ``cls/seq_relationship/output_weight
 linear weight ``[out, in]``: each format's `kerasbert.weights.table.Format` says which names it transposes.
 
 Example:
->>> GOOGLE_NAMES[("Transformer-{i}-FeedForward-Norm", "gamma")].format(i=3)
+>>> from kerasbert.layer_names import BLOCK_KEY, FEED_FORWARD_NORM, block
+>>> GOOGLE_NAMES[(block(BLOCK_KEY, FEED_FORWARD_NORM), "gamma")].format(i=3)
 'bert/encoder/layer_3/output/LayerNorm/gamma'
->>> HF_NAMES[("Transformer-{i}-FeedForward-Norm", "gamma")].format(i=3)
+>>> HF_NAMES[(block(BLOCK_KEY, FEED_FORWARD_NORM), "gamma")].format(i=3)
 'bert.encoder.layer.3.output.LayerNorm.weight'
 """
 
 from __future__ import annotations
 
+from kerasbert import layer_names as ln
+
 _G, _H = "bert/encoder/layer_{i}", "bert.encoder.layer.{i}"
 _QKV = ("query", "key", "value")
-_BLOCK = {  # Transformer-{i}-<layer>, weight -> (Google path after layer_{i}/, HF path after layer.{i}.)
-    ("MultiHeadSelfAttention", "output_kernel"): ("attention/output/dense/kernel", "attention.output.dense.weight"),
-    ("MultiHeadSelfAttention", "output_bias"): ("attention/output/dense/bias", "attention.output.dense.bias"),
-    ("MultiHeadSelfAttention-Norm", "gamma"): ("attention/output/LayerNorm/gamma", "attention.output.LayerNorm.weight"),
-    ("MultiHeadSelfAttention-Norm", "beta"): ("attention/output/LayerNorm/beta", "attention.output.LayerNorm.bias"),
-    ("FeedForward", "intermediate_kernel"): ("intermediate/dense/kernel", "intermediate.dense.weight"),
-    ("FeedForward", "intermediate_bias"): ("intermediate/dense/bias", "intermediate.dense.bias"),
-    ("FeedForward", "output_kernel"): ("output/dense/kernel", "output.dense.weight"),
-    ("FeedForward", "output_bias"): ("output/dense/bias", "output.dense.bias"),
-    ("FeedForward-Norm", "gamma"): ("output/LayerNorm/gamma", "output.LayerNorm.weight"),
-    ("FeedForward-Norm", "beta"): ("output/LayerNorm/beta", "output.LayerNorm.bias"),
+_ATTENTION, _FEED_FORWARD = ln.block(ln.BLOCK_KEY, ln.ATTENTION), ln.block(ln.BLOCK_KEY, ln.FEED_FORWARD)
+_BLOCK = {  # the layer in block {i}, weight -> (Google path after layer_{i}/, HF path after layer.{i}.)
+    (ln.ATTENTION, "output_kernel"): ("attention/output/dense/kernel", "attention.output.dense.weight"),
+    (ln.ATTENTION, "output_bias"): ("attention/output/dense/bias", "attention.output.dense.bias"),
+    (ln.ATTENTION_NORM, "gamma"): ("attention/output/LayerNorm/gamma", "attention.output.LayerNorm.weight"),
+    (ln.ATTENTION_NORM, "beta"): ("attention/output/LayerNorm/beta", "attention.output.LayerNorm.bias"),
+    (ln.FEED_FORWARD, "intermediate_kernel"): ("intermediate/dense/kernel", "intermediate.dense.weight"),
+    (ln.FEED_FORWARD, "intermediate_bias"): ("intermediate/dense/bias", "intermediate.dense.bias"),
+    (ln.FEED_FORWARD, "output_kernel"): ("output/dense/kernel", "output.dense.weight"),
+    (ln.FEED_FORWARD, "output_bias"): ("output/dense/bias", "output.dense.bias"),
+    (ln.FEED_FORWARD_NORM, "gamma"): ("output/LayerNorm/gamma", "output.LayerNorm.weight"),
+    (ln.FEED_FORWARD_NORM, "beta"): ("output/LayerNorm/beta", "output.LayerNorm.bias"),
 }
 NAMES: dict[tuple[str, str], tuple] = {  # (layer, weight) -> (Google name(s) or None, HF name(s))
-    ("Embedding-Token", "embeddings"): ("bert/embeddings/word_embeddings", "bert.embeddings.word_embeddings.weight"),
-    ("Embedding-Segment", "embeddings"): ("bert/embeddings/token_type_embeddings",
-                                          "bert.embeddings.token_type_embeddings.weight"),
-    ("Embedding-Position", "embeddings"): ("bert/embeddings/position_embeddings",
-                                           "bert.embeddings.position_embeddings.weight"),
-    ("Embedding-Norm", "gamma"): ("bert/embeddings/LayerNorm/gamma", "bert.embeddings.LayerNorm.weight"),
-    ("Embedding-Norm", "beta"): ("bert/embeddings/LayerNorm/beta", "bert.embeddings.LayerNorm.bias"),
-    ("Transformer-{i}-MultiHeadSelfAttention", "qkv_kernel"): (
+    (ln.EMBEDDING_TOKEN, "embeddings"): ("bert/embeddings/word_embeddings", "bert.embeddings.word_embeddings.weight"),
+    (ln.EMBEDDING_SEGMENT, "embeddings"): ("bert/embeddings/token_type_embeddings",
+                                           "bert.embeddings.token_type_embeddings.weight"),
+    (ln.EMBEDDING_POSITION, "embeddings"): ("bert/embeddings/position_embeddings",
+                                            "bert.embeddings.position_embeddings.weight"),
+    (ln.EMBEDDING_NORM, "gamma"): ("bert/embeddings/LayerNorm/gamma", "bert.embeddings.LayerNorm.weight"),
+    (ln.EMBEDDING_NORM, "beta"): ("bert/embeddings/LayerNorm/beta", "bert.embeddings.LayerNorm.bias"),
+    (_ATTENTION, "qkv_kernel"): (
         tuple(f"{_G}/attention/self/{p}/kernel" for p in _QKV), tuple(f"{_H}.attention.self.{p}.weight" for p in _QKV)),
-    ("Transformer-{i}-MultiHeadSelfAttention", "qkv_bias"): (
+    (_ATTENTION, "qkv_bias"): (
         tuple(f"{_G}/attention/self/{p}/bias" for p in _QKV), tuple(f"{_H}.attention.self.{p}.bias" for p in _QKV)),
-    **{(f"Transformer-{{i}}-{layer}", weight): (f"{_G}/{google}", f"{_H}.{hf}")
+    **{(ln.block(ln.BLOCK_KEY, layer), weight): (f"{_G}/{google}", f"{_H}.{hf}")
        for (layer, weight), (google, hf) in _BLOCK.items()},
-    ("Pooler-Dense", "kernel"): ("bert/pooler/dense/kernel", "bert.pooler.dense.weight"),
-    ("Pooler-Dense", "bias"): ("bert/pooler/dense/bias", "bert.pooler.dense.bias"),
-    ("NSP-Proba", "kernel"): ("cls/seq_relationship/output_weights", "cls.seq_relationship.weight"),
-    ("NSP-Proba", "bias"): ("cls/seq_relationship/output_bias", "cls.seq_relationship.bias"),
-    ("MLM-Dense", "kernel"): ("cls/predictions/transform/dense/kernel", "cls.predictions.transform.dense.weight"),
-    ("MLM-Dense", "bias"): ("cls/predictions/transform/dense/bias", "cls.predictions.transform.dense.bias"),
-    ("MLM-Norm", "gamma"): ("cls/predictions/transform/LayerNorm/gamma", "cls.predictions.transform.LayerNorm.weight"),
-    ("MLM-Norm", "beta"): ("cls/predictions/transform/LayerNorm/beta", "cls.predictions.transform.LayerNorm.bias"),
-    ("MLM-Bias", "bias"): ("cls/predictions/output_bias", "cls.predictions.bias"),
+    (ln.POOLER_DENSE, "kernel"): ("bert/pooler/dense/kernel", "bert.pooler.dense.weight"),
+    (ln.POOLER_DENSE, "bias"): ("bert/pooler/dense/bias", "bert.pooler.dense.bias"),
+    (ln.NSP_PROBA, "kernel"): ("cls/seq_relationship/output_weights", "cls.seq_relationship.weight"),
+    (ln.NSP_PROBA, "bias"): ("cls/seq_relationship/output_bias", "cls.seq_relationship.bias"),
+    (ln.MLM_DENSE, "kernel"): ("cls/predictions/transform/dense/kernel", "cls.predictions.transform.dense.weight"),
+    (ln.MLM_DENSE, "bias"): ("cls/predictions/transform/dense/bias", "cls.predictions.transform.dense.bias"),
+    (ln.MLM_NORM, "gamma"): ("cls/predictions/transform/LayerNorm/gamma", "cls.predictions.transform.LayerNorm.weight"),
+    (ln.MLM_NORM, "beta"): ("cls/predictions/transform/LayerNorm/beta", "cls.predictions.transform.LayerNorm.bias"),
+    (ln.MLM_BIAS, "bias"): ("cls/predictions/output_bias", "cls.predictions.bias"),
     # a fine-tuned BertForSequenceClassification / BertForTokenClassification head; Google's release has none
-    ("CLS-Dense", "kernel"): (None, "classifier.weight"),
-    ("CLS-Dense", "bias"): (None, "classifier.bias"),
-    ("Tagging-Dense", "kernel"): (None, "classifier.weight"),
-    ("Tagging-Dense", "bias"): (None, "classifier.bias"),
+    (ln.CLS_DENSE, "kernel"): (None, "classifier.weight"),
+    (ln.CLS_DENSE, "bias"): (None, "classifier.bias"),
+    (ln.TAGGING_DENSE, "kernel"): (None, "classifier.weight"),
+    (ln.TAGGING_DENSE, "bias"): (None, "classifier.bias"),
 }
 GOOGLE_NAMES = {key: google for key, (google, _) in NAMES.items() if google is not None}
 HF_NAMES = {key: hf for key, (_, hf) in NAMES.items()}
 
 # Layers a converted checkpoint may lack: the pre-training heads and a fine-tuned classifier. The embeddings and
 # every encoder block are required.
-OPTIONAL_LAYERS = frozenset({"Pooler-Dense", "NSP-Proba", "MLM-Dense", "MLM-Norm", "MLM-Bias", "CLS-Dense",
-                             "Tagging-Dense"})
+CLASSIFIERS = frozenset({ln.CLS_DENSE, ln.TAGGING_DENSE})  # a fine-tuned head, sized by its labels, not the config
+OPTIONAL_LAYERS = frozenset({ln.POOLER_DENSE, ln.NSP_PROBA, ln.MLM_DENSE, ln.MLM_NORM, ln.MLM_BIAS, *CLASSIFIERS})
 
 
 def variable_shapes(vocab: int, hidden: int, intermediate: int, positions: int, segments: int) -> dict:
@@ -72,18 +76,17 @@ def variable_shapes(vocab: int, hidden: int, intermediate: int, positions: int, 
     left out.
 
     Example:
-    >>> variable_shapes(128, 32, 64, 512, 2)[("Transformer-{i}-MultiHeadSelfAttention", "qkv_kernel")]
+    >>> variable_shapes(128, 32, 64, 512, 2)[(ln.block(ln.BLOCK_KEY, ln.ATTENTION), "qkv_kernel")]
     (32, 96)
     """
     h = hidden
-    shapes = {("Embedding-Token", "embeddings"): (vocab, h), ("Embedding-Segment", "embeddings"): (segments, h),
-              ("Embedding-Position", "embeddings"): (positions, h),
-              ("Transformer-{i}-MultiHeadSelfAttention", "qkv_kernel"): (h, 3 * h),
-              ("Transformer-{i}-MultiHeadSelfAttention", "qkv_bias"): (3 * h,),
-              ("Transformer-{i}-MultiHeadSelfAttention", "output_kernel"): (h, h),
-              ("Transformer-{i}-FeedForward", "intermediate_kernel"): (h, intermediate),
-              ("Transformer-{i}-FeedForward", "intermediate_bias"): (intermediate,),
-              ("Transformer-{i}-FeedForward", "output_kernel"): (intermediate, h),
-              ("Pooler-Dense", "kernel"): (h, h), ("NSP-Proba", "kernel"): (h, 2), ("NSP-Proba", "bias"): (2,),
-              ("MLM-Dense", "kernel"): (h, h), ("MLM-Bias", "bias"): (vocab,)}
-    return {key: shapes.get(key, (h,)) for key in NAMES if key[0] not in ("CLS-Dense", "Tagging-Dense")}
+    shapes = {(ln.EMBEDDING_TOKEN, "embeddings"): (vocab, h), (ln.EMBEDDING_SEGMENT, "embeddings"): (segments, h),
+              (ln.EMBEDDING_POSITION, "embeddings"): (positions, h),
+              (_ATTENTION, "qkv_kernel"): (h, 3 * h), (_ATTENTION, "qkv_bias"): (3 * h,),
+              (_ATTENTION, "output_kernel"): (h, h),
+              (_FEED_FORWARD, "intermediate_kernel"): (h, intermediate),
+              (_FEED_FORWARD, "intermediate_bias"): (intermediate,),
+              (_FEED_FORWARD, "output_kernel"): (intermediate, h),
+              (ln.POOLER_DENSE, "kernel"): (h, h), (ln.NSP_PROBA, "kernel"): (h, 2), (ln.NSP_PROBA, "bias"): (2,),
+              (ln.MLM_DENSE, "kernel"): (h, h), (ln.MLM_BIAS, "bias"): (vocab,)}
+    return {key: shapes.get(key, (h,)) for key in NAMES if key[0] not in CLASSIFIERS}
