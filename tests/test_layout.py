@@ -15,7 +15,7 @@ import pathlib
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "kerasbert"
-CORE = {"errors", "log", "files", "internals", "choices"}
+CORE = {"errors", "log", "files", "internals", "choices", "layer_names"}
 CORE_MODULES = {"kerasbert.modeling.config"}
 ENTRY = {"__init__", "__main__", "cli", "compat"}
 ALLOWED = {
