@@ -66,6 +66,7 @@ def parse_head(spec: str) -> Callable:
     >>> parse_head("tagging:11:crf").__name__
     'tagging:11:crf'
     """
+    from kerasbert import layer_names
     from kerasbert.modeling import heads
 
     match = re.fullmatch(r"(cls|tagging):([1-9][0-9]*)(:crf)?|mlm|nsp", spec or "")
@@ -75,7 +76,7 @@ def parse_head(spec: str) -> Callable:
 
     def attach(backbone):
         if kind == "cls":
-            pooled = any(layer.name == "Pooler-Dense" for layer in backbone.layers)
+            pooled = any(layer.name == layer_names.POOLER_DENSE for layer in backbone.layers)
             return heads.cls(backbone, int(size), pooling="pooler" if pooled else "first")
         if kind == "tagging":
             return heads.tagging(backbone, int(size), crf=crf)

@@ -20,6 +20,7 @@ from typing import Protocol
 import keras
 import numpy as np
 
+from kerasbert import layer_names as ln
 from kerasbert.errors import CheckpointError, fail
 from kerasbert.log import logger
 
@@ -119,13 +120,13 @@ def name_table(model: keras.Model, names: Names) -> list[Entry]:
     """The rows of ``names`` that apply to ``model``, in graph order."""
     entries = []
     for layer in all_layers(model):
-        match = re.fullmatch(r"Transformer-(\d+)-(.*)", layer.name)
-        key = f"Transformer-{{i}}-{match.group(2)}" if match else layer.name
+        match = ln.parse_block(layer.name)  # (index, part) of a block layer
+        key = ln.block(ln.BLOCK_KEY, match[1]) if match else layer.name
         for variable in layer.weights:
             found = names.get((key, variable.name))
             if found is not None:
                 found = found if isinstance(found, tuple) else (found,)
-                index = match.group(1) if match else ""
+                index = match[0] if match else ""
                 entries.append(Entry(layer.name, variable, tuple(n.format(i=index) for n in found)))
     return entries
 
@@ -213,7 +214,7 @@ def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: S
     if missing and not allow_missing:
         raise fail(CheckpointError, source.path, "every variable the model needs", listed(missing),
                    _missing_hint(entries, absent, fmt))
-    hidden = next((layer.output_dim for layer in all_layers(model) if layer.name == "Embedding-Token"), 0)
+    hidden = next((layer.output_dim for layer in all_layers(model) if layer.name == ln.EMBEDDING_TOKEN), 0)
     present = [e for e in entries if not absent & set(e.names) and id(e.variable) not in misfit]
     for entry in present:  # every name and shape checked before any tensor is read
         _check_shapes(source, entry, fmt, available, keep_tokens, hidden)
@@ -240,8 +241,8 @@ def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: S
 def _missing_hint(entries: list[Entry], absent: set[str], fmt: Format) -> str:
     """num_hidden_layers when the missing variables are whole transformer blocks, else how to load without a head."""
     def block(entry: Entry) -> int | None:
-        match = re.fullmatch(r"Transformer-(\d+)-.*", entry.layer)
-        return int(match.group(1)) if match else None
+        match = ln.parse_block(entry.layer)
+        return match[0] if match else None
 
     hit = {block(e) for e in entries if absent & set(e.names)}
     whole = {block(e) for e in entries} - {block(e) for e in entries if not set(e.names) <= absent}
@@ -271,5 +272,5 @@ def model_tensors(model: keras.Model, fmt: Format) -> dict[str, np.ndarray]:
         for name, part in zip(entry.names, np.split(value, len(entry.names), axis=-1), strict=True):
             tensors[name] = np.ascontiguousarray(part.T if fmt.transposed(name) else part)
     if not tensors:
-        raise fail(CheckpointError, "model", "layers with bert4keras names (Embedding-Token, ...)", "none")
+        raise fail(CheckpointError, "model", f"layers with bert4keras names ({ln.EMBEDDING_TOKEN}, ...)", "none")
     return tensors
