@@ -1,7 +1,14 @@
 """The two blocks of a Transformer layer: multi-head self-attention and the position-wise feed-forward.
 
-Written with `keras.ops` only; each states its parameter formula next to its `build`. Symbols: H hidden,
-I intermediate, A heads, d = H/A the head size.
+Each block's projections are `keras.layers.Dense` sublayers (`Projection`), so Keras's own tools reach them:
+``model.quantize("int8")`` (or ``"float8"``) quantizes their kernels and ``enable_lora(rank)`` (on a block, or
+on each projection) adds LoRA weights. A block names its weights as the checkpoint tables do
+(`weights_by_key`: ``qkv_kernel``, ``output_bias``, ...) and loads `.keras` files whose blocks kept those four
+weights as their own (`load_own_variables`).
+
+The math is written plainly with `keras.ops`; where `kerasbert.perf.variants.chosen` picks a faster form of a
+step, it comes from `kerasbert.perf.block_variants` in a one-line branch. Each block states its parameter
+formula next to its `build`. Symbols: H hidden, I intermediate, A heads, d = H/A the head size.
 """
 
 from __future__ import annotations
@@ -13,40 +20,116 @@ from keras import ops
 
 from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
-from kerasbert.modeling.layers import HALF_DTYPES, Dropout, get_activation
+from kerasbert.modeling.layers import Dropout, get_activation
 from kerasbert.modeling.registry import register
+from kerasbert.perf.block_variants import activation_in_float32, dense_2d, flat_tokens, onednn_scores
 from kerasbert.perf.fused import gelu_erf_training
-from kerasbert.perf.onednn import fuses_bf16_activation
-
-
-def dense(x, kernel, bias):
-    """``x·kernel + bias`` for a 2-D ``x`` [N, in], as ``ops.add(ops.matmul(x, kernel), bias)``.
-
-    The layers flatten ``[B, S, H]`` to ``[B·S, H]`` around it, so TensorFlow's graph optimizer sees
-    ``MatMul -> BiasAdd -> Gelu`` with nothing between (``ops.add`` of a vector is ``tf.nn.bias_add`` there; a
-    3-D ``ops.matmul`` is a ``Tensordot`` that reshapes its product back before the bias and the GELU): its
-    oneDNN kernels then run the matmul, the bias and the GELU as one kernel. The same numbers on every backend.
-
-    Example:
-    >>> tuple(dense(ops.ones((10, 8)), ops.ones((8, 3)), ops.zeros(3)).shape)
-    (10, 3)
-    """
-    return ops.add(ops.matmul(x, kernel), bias)
+from kerasbert.perf.variants import chosen
 
 
 @register
-class MultiHeadSelfAttention(keras.layers.Layer):
-    """Multi-head self-attention over ``[x, key_mask]`` with one fused Q/K/V projection.
+class Projection(keras.layers.Dense):
+    """A block's projection: Keras's ``Dense`` with its math unchanged, whose weights its block may have loaded.
 
-    ``softmax(Q·Kᵀ/√d + mask)·V`` per head (Vaswani et al. 2017, eq. 1), padding keys set to -inf
-    as bert4keras does. Weights: ``qkv_kernel [H, 3H]`` (Google's query, key and value kernels
-    side by side), ``qkv_bias [3H]``, ``output_kernel [H, H]``, ``output_bias [H]``.
+    Keras quantizes it as a ``Dense`` (``Dense.quantize`` refuses subclasses unless told their math is its
+    own). A `.keras` file can keep a block's four weights as the block's own (a flat store of four
+    variables); the block then assigns them here (`ProjectedBlock.load_own_variables`) and this
+    projection's own store in that file is empty.
+    """
 
-    How the scores are formed is chosen for TensorFlow with oneDNN (benchmarks/HISTORY.md): ``1/√d``
-    multiplies Q, ``[B, A, S, d]``, not the scores, ``[B, A, S, S]`` (the same numbers for d = 64), and the
-    padding keys' ``+inf`` is *subtracted* as a ``[B, 1, 1, S]`` penalty, faster than a broadcast ``where``.
-    Not added as a ``-inf`` bias: TensorFlow's remapper then folds the scale and the add into the batch
-    matmul as oneDNN post-ops, and the broadcast one makes that slower than the three apart.
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.loaded_by_block = False
+
+    def load_own_variables(self, store):
+        if self.loaded_by_block and not len(store.keys()):
+            self.loaded_by_block = False
+            return
+        super().load_own_variables(store)
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        super().quantize(mode, type_check=False, config=config)
+
+
+class ProjectedBlock(keras.layers.Layer):
+    """What both blocks share: their `Projection` sublayers, their dtype policies, LoRA and weight keys.
+
+    ``dtype`` may be a `keras.dtype_policies.DTypePolicyMap` whose keys are projection names (``qkv``): a block
+    with quantized projections saves one, so that its projections are rebuilt quantized when it is loaded.
+    """
+
+    PROJECTIONS: tuple[str, ...] = ()  # projection names, in the order of the block's weights
+
+    def __init__(self, **kwargs):
+        policy = keras.dtype_policies.get(kwargs.pop("dtype", None))
+        is_map = isinstance(policy, keras.dtype_policies.DTypePolicyMap)
+        super().__init__(dtype=policy.default_policy if is_map else policy, **kwargs)
+        self.projection_policies = dict(policy.items()) if is_map else {}
+
+    def _projection(self, name: str, units: int, inputs: int) -> Projection:
+        """A built `Projection` ``[inputs, units]`` named ``name``, in the block's dtype policy or its saved one."""
+        layer = Projection(units, kernel_initializer=self.kernel_initializer, name=name,
+                           dtype=self.projection_policies.get(name, self.dtype_policy))
+        layer.build((None, inputs))
+        return layer
+
+    @property
+    def projections(self) -> dict[str, Projection]:
+        """The projections by name, in the order of the block's weights."""
+        return {name: getattr(self, f"{name}_dense") for name in self.PROJECTIONS}
+
+    def weights_by_key(self) -> dict[str, keras.Variable]:
+        """Every weight by its key ``<projection>_<weight>``: ``qkv_kernel``, ``output_bias``, and under int8
+        ``qkv_kernel_scale``, under LoRA ``qkv_lora_kernel_a`` (the keys of `kerasbert.weights.names`)."""
+        return {f"{name}_{w.name}": w for name, layer in self.projections.items() for w in layer.weights}
+
+    def enable_lora(self, rank: int, lora_alpha: float | None = None, a_initializer="he_uniform",
+                    b_initializer="zeros") -> None:
+        """LoRA weights of rank ``rank`` on every projection, whose kernel freezes (`keras.layers.Dense.enable_lora`).
+
+        Saving merges them into the kernels, as Keras's ``Dense`` does; a loaded model has plain kernels.
+        """
+        for layer in self.projections.values():
+            layer.enable_lora(rank, lora_alpha=lora_alpha, a_initializer=a_initializer, b_initializer=b_initializer)
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Quantize every projection (`keras.layers.Dense.quantize`); ``model.quantize`` reaches them itself."""
+        for layer in self.projections.values():
+            layer.quantize(mode, type_check=type_check, config=config)
+
+    def load_own_variables(self, store):
+        """Nothing of its own in a file this block saved; a block's four weights in the flat store of a file
+        that kept them as the block's own, assigned to its projections (their stores there are then empty)."""
+        if not len(store.keys()):
+            return
+        weights = [w for layer in self.projections.values() for w in (layer.kernel, layer.bias)]
+        if len(store.keys()) != len(weights) or any(layer.lora_enabled or layer.quantization_mode
+                                                    for layer in self.projections.values()):
+            raise fail(ModelError, f"the stored weights of {self.name}",
+                       f"{len(weights)} float weights for its {', '.join(self.PROJECTIONS)} projections",
+                       f"{len(store.keys())} weights")
+        for i, weight in enumerate(weights):
+            weight.assign(store[str(i)])
+        for layer in self.projections.values():
+            layer.loaded_by_block = True
+
+    def get_config(self):
+        config = super().get_config()
+        quantized = {name: layer.dtype_policy for name, layer in self.projections.items()
+                     if layer.dtype_policy.name != self.dtype_policy.name} if self.built else {}
+        if quantized:
+            config["dtype"] = keras.dtype_policies.serialize(
+                keras.dtype_policies.DTypePolicyMap(default_policy=self.dtype_policy, policy_map=quantized))
+        return config
+
+
+@register
+class MultiHeadSelfAttention(ProjectedBlock):
+    """Multi-head self-attention over ``[x, key_mask]``: ``softmax(Q·Kᵀ/√d + mask)·V`` per head, then ``W_o``.
+
+    Vaswani et al. 2017, eq. 1, with padding keys set to -inf as bert4keras does. Projections: ``qkv``
+    ``[H, 3H]`` (Google's query, key and value kernels side by side) and ``output`` ``[H, H]``, with biases;
+    weight keys ``qkv_kernel``, ``qkv_bias``, ``output_kernel``, ``output_bias``.
 
     Called with ``first_token=True`` it attends from position 0 (``[CLS]``) alone, over every key, and
     returns ``[B, H]``, equal to ``layer([x, mask])[:, 0]``: a head that reads only ``[CLS]`` runs the last
@@ -62,7 +145,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     >>> x, mask = ops.ones((2, 5, 8)), ops.array([[1, 1, 1, 0, 0]] * 2) > 0
     >>> tuple(layer([x, mask]).shape), tuple(layer([x, mask], first_token=True).shape)
     ((2, 5, 8), (2, 8))
+    >>> sorted(layer.weights_by_key())
+    ['output_bias', 'output_kernel', 'qkv_bias', 'qkv_kernel']
     """
+
+    PROJECTIONS = ("qkv", "output")
 
     def __init__(self, num_heads: int, dropout: float = 0.0, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
@@ -84,11 +171,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             raise fail(ModelError, self.name, f"a width divisible by {self.num_heads} heads", str(hidden))
         self.head_size = hidden // self.num_heads
         # 4·(H·H+H) parameters: Q, K, V and output projections with biases
-        add = self.add_weight
-        self.qkv_kernel = add(shape=(hidden, 3 * hidden), initializer=self.kernel_initializer, name="qkv_kernel")
-        self.qkv_bias = add(shape=(3 * hidden,), initializer="zeros", name="qkv_bias")
-        self.output_kernel = add(shape=(hidden, hidden), initializer=self.kernel_initializer, name="output_kernel")
-        self.output_bias = add(shape=(hidden,), initializer="zeros", name="output_bias")
+        self.qkv_dense = self._projection("qkv", 3 * hidden, hidden)
+        self.output_dense = self._projection("output", hidden, hidden)
+
+    qkv_kernel = property(lambda self: self.qkv_dense.kernel, doc="``[H, 3H]``, Q, K and V side by side.")
+    qkv_bias = property(lambda self: self.qkv_dense.bias, doc="``[3H]``.")
+    output_kernel = property(lambda self: self.output_dense.kernel, doc="``[H, H]``.")
+    output_bias = property(lambda self: self.output_dense.bias, doc="``[H]``.")
 
     def param_formula(self) -> Formula:
         return Formula.of("4·(H·H+H)", H=int(self.output_bias.shape[0]))
@@ -102,29 +191,44 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def call(self, inputs, training=None, first_token: bool = False):
         x, key_mask = inputs
         batch, length, hidden = ops.shape(x)[0], ops.shape(x)[1], self.num_heads * self.head_size
-        flat = ops.reshape(x, (-1, hidden))  # (batch·seq, H)
-        if first_token:  # [CLS]'s query alone (a head that reads only [CLS]): keys and values of every position
-            q_kernel, kv_kernel = ops.split(self.qkv_kernel, [hidden], axis=-1)
-            q_bias, kv_bias = ops.split(self.qkv_bias, [hidden], axis=-1)
-            q = ops.reshape(dense(x[:, 0], q_kernel, q_bias), (batch, self.num_heads, 1, self.head_size))
-            k, v = ops.unstack(self._heads_first(dense(flat, kv_kernel, kv_bias), 2, batch), axis=0)
+        q, k, v = self._first_token_qkv(x) if first_token else self._qkv(x)  # each (batch, heads, seq or 1, d)
+        if chosen("onednn_scores"):
+            scores = onednn_scores(q, k, key_mask)
         else:
-            q, k, v = ops.unstack(self._heads_first(dense(flat, self.qkv_kernel, self.qkv_bias), 3, batch), axis=0)
-        scores = ops.einsum("bhqd,bhkd->bhqk", q * (1 / math.sqrt(self.head_size)), k)  # (batch, heads, seq or 1, seq)
-        penalty = ops.where(key_mask, 0.0, math.inf)[:, None, None, :]  # (batch, 1, 1, seq): +inf on padding keys
-        probs = ops.softmax(ops.subtract(ops.cast(scores, "float32"), penalty), axis=-1)  # float32 in mixed precision
-        probs = ops.cast(probs, x.dtype)
+            scores = ops.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(self.head_size)  # (batch, heads, seq or 1, seq)
+            scores = ops.where(key_mask[:, None, None, :], ops.cast(scores, "float32"), -math.inf)  # padding keys
+        probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)  # the softmax in float32 in mixed precision
         probs = self.dropout_layer(probs, training=training, width=hidden)
-        out = ops.einsum("bhqk,bhkd->bhqd", probs, v)  # (batch, heads, seq or 1, d)
+        context = ops.einsum("bhqk,bhkd->bhqd", probs, v)  # (batch, heads, seq or 1, d)
         if first_token:
-            return dense(ops.reshape(out, (batch, hidden)), self.output_kernel, self.output_bias)  # (batch, H)
-        out = ops.reshape(ops.transpose(out, (0, 2, 1, 3)), (-1, hidden))  # (batch·seq, H)
-        return ops.reshape(dense(out, self.output_kernel, self.output_bias), (batch, length, hidden))
+            return self.output_dense(ops.reshape(context, (batch, hidden)))  # (batch, H)
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, length, hidden))
+        return dense_2d(self.output_dense, context) if chosen("dense_2d") else self.output_dense(context)
+
+    def _qkv(self, x):
+        """Q, K and V of every position, each ``[B, A, S, d]``."""
+        projected = dense_2d(self.qkv_dense, x) if chosen("dense_2d") else self.qkv_dense(x)  # (batch, seq, 3H)
+        return ops.unstack(self._heads_first(projected, 3, ops.shape(x)[0]), axis=0)
+
+    def _first_token_qkv(self, x):
+        """``[CLS]``'s query ``[B, A, 1, d]``, and every position's keys and values: the query kernel's columns
+        alone multiply ``[CLS]``. A quantized kernel is not split: there every position's query is computed
+        and ``[CLS]``'s kept."""
+        if self.qkv_dense.quantization_mode:
+            q, k, v = self._qkv(x)
+            return q[:, :, :1], k, v
+        batch, hidden = ops.shape(x)[0], self.num_heads * self.head_size
+        q_kernel, kv_kernel = ops.split(self.qkv_dense.kernel, [hidden], axis=-1)
+        q_bias, kv_bias = ops.split(self.qkv_dense.bias, [hidden], axis=-1)
+        q = ops.reshape(ops.matmul(x[:, 0], q_kernel) + q_bias, (batch, self.num_heads, 1, self.head_size))
+        kv = ops.add(ops.matmul(flat_tokens(x) if chosen("dense_2d") else x, kv_kernel), kv_bias)  # (batch[·seq], 2H)
+        k, v = ops.unstack(self._heads_first(kv, 2, batch), axis=0)
+        return q, k, v
 
     def _heads_first(self, projected, parts: int, batch):
-        """``[B·S, parts·H]`` (Q, K, V side by side) to ``[parts, B, A, S, d]`` in one transpose: the parts
-        are then slices of one tensor (``ops.unstack``), and the attention's matmuls read them as they lie.
-        A split into Q, K and V and a transpose of each would copy every element twice."""
+        """``[B, S, parts·H]`` or ``[B·S, parts·H]`` (Q, K, V side by side) to ``[parts, B, A, S, d]`` in one
+        transpose: the parts are then slices of one tensor (``ops.unstack``), and the attention's matmuls read
+        them as they lie. A split into Q, K and V and a transpose of each would copy every element twice."""
         parts_last = ops.reshape(projected, (batch, -1, parts, self.num_heads, self.head_size))
         return ops.transpose(parts_last, (2, 0, 3, 1, 4))
 
@@ -142,11 +246,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
 
 @register
-class FeedForward(keras.layers.Layer):
+class FeedForward(ProjectedBlock):
     """Position-wise feed-forward block ``act(x·W1 + b1)·W2 + b2``.
 
-    Weights: ``intermediate_kernel [H, I]``, ``intermediate_bias [I]``, ``output_kernel [I, H]``,
-    ``output_bias [H]``.
+    Projections: ``intermediate`` ``[H, I]`` and ``output`` ``[I, H]``, with biases; weight keys
+    ``intermediate_kernel``, ``intermediate_bias``, ``output_kernel``, ``output_bias``.
 
     Args:
         units: int. I, the inner width.
@@ -158,6 +262,8 @@ class FeedForward(keras.layers.Layer):
     (2, 5, 8)
     """
 
+    PROJECTIONS = ("intermediate", "output")
+
     def __init__(self, units: int, activation: str = "gelu", kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.units = units
@@ -167,12 +273,15 @@ class FeedForward(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        hidden, add, init = input_shape[-1], self.add_weight, self.kernel_initializer
+        hidden = input_shape[-1]
         # H·I+I+I·H+H parameters
-        self.intermediate_kernel = add(shape=(hidden, self.units), initializer=init, name="intermediate_kernel")
-        self.intermediate_bias = add(shape=(self.units,), initializer="zeros", name="intermediate_bias")
-        self.output_kernel = add(shape=(self.units, hidden), initializer=init, name="output_kernel")
-        self.output_bias = add(shape=(hidden,), initializer="zeros", name="output_bias")
+        self.intermediate_dense = self._projection("intermediate", self.units, hidden)
+        self.output_dense = self._projection("output", hidden, self.units)
+
+    intermediate_kernel = property(lambda self: self.intermediate_dense.kernel, doc="``[H, I]``.")
+    intermediate_bias = property(lambda self: self.intermediate_dense.bias, doc="``[I]``.")
+    output_kernel = property(lambda self: self.output_dense.kernel, doc="``[I, H]``.")
+    output_bias = property(lambda self: self.output_dense.bias, doc="``[H]``.")
 
     def param_formula(self) -> Formula:
         return Formula.of("H·I+I+I·H+H", H=int(self.output_bias.shape[0]), I=self.units)
@@ -182,23 +291,19 @@ class FeedForward(keras.layers.Layer):
         for Q positions (S; 1 on ``[B, H]``, the ``[CLS]``-only block)."""
         return 2 * batch * (seq if queries is None else queries) * self.units
 
-    def _activation_in_float32(self, training) -> bool:
-        """Inference under mixed precision computes the activation in float32, rounded once: faster on a CPU,
-        where TensorFlow runs erf/erfc on bf16 one element at a time. Not where oneDNN fuses a bf16 GELU into the matmul
-        (`fuses_bf16_activation`), which computes it in float32 on the accumulator and rounds once, in one
-        kernel. Not in training: the backward pass would keep its float32 intermediates."""
-        if training or self.compute_dtype not in HALF_DTYPES:
-            return False
-        return not (self.compute_dtype == "bfloat16" and self.activation == "gelu" and fuses_bf16_activation())
-
     def call(self, inputs, training=None):
-        activation = gelu_erf_training if training and self.activation == "gelu" else self.activation_fn
-        x = dense(ops.reshape(inputs, (-1, inputs.shape[-1])), self.intermediate_kernel, self.intermediate_bias)
-        if self._activation_in_float32(training):
-            x = ops.cast(activation(ops.cast(x, "float32")), self.compute_dtype)
-        else:
-            x = activation(x)
-        return ops.reshape(dense(x, self.output_kernel, self.output_bias), ops.shape(inputs))  # (batch, seq, H)
+        x = flat_tokens(inputs) if chosen("dense_2d") else inputs  # (batch·seq, H): MatMul + BiasAdd + GELU fuse
+        x = self._activation(self.intermediate_dense(x), training)
+        return ops.reshape(self.output_dense(x), ops.shape(inputs))  # (batch, seq, H)
+
+    def _activation(self, x, training):
+        """The activation of the inner layer ``x``."""
+        activation = self.activation_fn
+        if training and self.activation == "gelu" and chosen("xla_gelu"):
+            activation = gelu_erf_training
+        if chosen("float32_activation") and activation_in_float32(self.compute_dtype, self.activation, training):
+            return ops.cast(activation(ops.cast(x, "float32")), self.compute_dtype)
+        return activation(x)
 
     def get_config(self):
         return {

@@ -116,14 +116,22 @@ def all_layers(model: keras.Model) -> list[keras.layers.Layer]:
     return out
 
 
+def weight_keys(layer: keras.layers.Layer) -> list[tuple[str, keras.Variable]]:
+    """A layer's weights under the keys of the name tables: a Transformer block's own (its ``weights_by_key``:
+    ``qkv_kernel`` for its ``qkv`` projection's kernel), else each weight's name."""
+    if hasattr(layer, "weights_by_key"):
+        return list(layer.weights_by_key().items())
+    return [(variable.name, variable) for variable in layer.weights]
+
+
 def name_table(model: keras.Model, names: Names) -> list[Entry]:
     """The rows of ``names`` that apply to ``model``, in graph order."""
     entries = []
     for layer in all_layers(model):
         match = ln.parse_block(layer.name)  # (index, part) of a block layer
         key = ln.block(ln.BLOCK_KEY, match[1]) if match else layer.name
-        for variable in layer.weights:
-            found = names.get((key, variable.name))
+        for weight_key, variable in weight_keys(layer):
+            found = names.get((key, weight_key))
             if found is not None:
                 found = found if isinstance(found, tuple) else (found,)
                 index = match[0] if match else ""

@@ -1,0 +1,83 @@
+"""Faster forms of steps of the two Transformer blocks (`kerasbert.modeling.blocks`) for TensorFlow with oneDNN.
+
+Each gives the blocks' plain form's numbers within float32 rounding; `kerasbert.perf.variants.chosen` says where
+each runs:
+
+- ``dense_2d`` (`flat_tokens`, `dense_2d`): a projection of ``[B, S, H]`` as a 2-D matmul on ``[B·S, H]``.
+  TensorFlow's graph optimizer then sees ``MatMul -> BiasAdd -> Gelu`` with nothing between (a 3-D matmul is
+  a ``Tensordot`` that reshapes its product back before the bias and the GELU), and oneDNN runs the three as
+  one kernel.
+- ``onednn_scores`` (`onednn_scores`): ``1/√d`` multiplies Q, ``[B, A, S, d]``, not the scores, ``[B, A, S, S]``
+  (the same numbers for d = 64), and the padding keys' ``+inf`` is *subtracted* as a ``[B, 1, 1, S]`` penalty,
+  faster than a broadcast ``where``. Not added as a ``-inf`` bias: TensorFlow's remapper then folds the scale
+  and the add into the batch matmul as oneDNN post-ops, and the broadcast one makes that slower than the
+  three apart.
+- ``float32_activation`` (`activation_in_float32`): mixed-precision inference computes the feed-forward
+  activation in float32, rounded once.
+
+Example:
+>>> import keras
+>>> tuple(flat_tokens(keras.ops.ones((2, 5, 8))).shape)
+(10, 8)
+>>> tuple(dense_2d(keras.layers.Dense(3), keras.ops.ones((2, 5, 8))).shape)
+(2, 5, 3)
+"""
+
+from __future__ import annotations
+
+import math
+
+from keras import ops
+
+from kerasbert.perf.onednn import fuses_bf16_activation
+
+HALF = ("float16", "bfloat16")
+
+
+def flat_tokens(x):
+    """``[B, S, H]`` as ``[B·S, H]``, the rows a 2-D matmul reads."""
+    return ops.reshape(x, (-1, x.shape[-1]))
+
+
+def dense_2d(layer, x):
+    """``layer(x)`` for a Dense ``layer`` and ``x`` ``[B, S, H]``, computed on `flat_tokens` and shaped back."""
+    batch, length = ops.shape(x)[0], ops.shape(x)[1]
+    return ops.reshape(layer(flat_tokens(x)), (batch, length, layer.units))
+
+
+def onednn_scores(q, k, key_mask):
+    """``Q·Kᵀ/√d`` in float32 with the padding keys at ``-inf``, as ``(Q/√d)·Kᵀ - penalty``.
+
+    Args:
+        q: ``[B, A, Q, d]`` queries.
+        k: ``[B, A, S, d]`` keys.
+        key_mask: ``[B, S]`` bool, False on padding keys.
+
+    Returns:
+        ``[B, A, Q, S]`` float32 scores.
+
+    Example:
+    >>> s = onednn_scores(ops.ones((1, 1, 1, 4)), ops.ones((1, 1, 2, 4)), ops.array([[True, False]]))
+    >>> [float(v) for v in ops.reshape(s, (-1,))]
+    [2.0, -inf]
+    """
+    scores = ops.einsum("bhqd,bhkd->bhqk", q * (1 / math.sqrt(q.shape[-1])), k)
+    penalty = ops.where(key_mask, 0.0, math.inf)[:, None, None, :]  # (batch, 1, 1, seq): +inf on padding keys
+    return ops.subtract(ops.cast(scores, "float32"), penalty)
+
+
+def activation_in_float32(compute_dtype: str, activation: str, training) -> bool:
+    """Whether a half-precision feed-forward computes its activation in float32 and rounds once.
+
+    At inference it is faster on a CPU, where TensorFlow runs erf/erfc on bf16 one element at a time. Not
+    where oneDNN fuses a bf16 GELU into the matmul (`fuses_bf16_activation`), which computes it in float32
+    on the accumulator and rounds once, in one kernel. Not in training: the backward pass would keep its
+    float32 intermediates.
+
+    Example:
+    >>> activation_in_float32("float32", "gelu", False), activation_in_float32("float16", "relu", True)
+    (False, False)
+    """
+    if training or compute_dtype not in HALF:
+        return False
+    return not (compute_dtype == "bfloat16" and activation == "gelu" and fuses_bf16_activation())
