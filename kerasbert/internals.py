@@ -4,6 +4,19 @@ No public API answers these questions, so kerasbert reads attributes that Keras 
 any release. Each accessor here returns a safe answer when its name is gone (the feature that needs it
 degrades, nothing crashes), and `missing()` lists the names this installation lacks: the test suite
 fails on it, naming the symbol, so a move is found at once rather than as a silent slowdown.
+
+Why each is still needed (`SYMBOLS` names the reader):
+
+- ``IsMklEnabled``: whether oneDNN is on in this process, which the environment variable does not tell (TensorFlow
+  decides by CPU when it is unset); the mixed-precision feed-forward asks it (`kerasbert.perf.onednn`).
+- ``get_enclosing_xla_context``: whether a layer is traced inside an XLA compile, which a layer cannot see
+  otherwise (``jit_compile`` is the model's); the XLA-kernel variants (`kerasbert.perf.fused`) must not nest
+  in one.
+- ``Model._nodes_by_depth`` and ``Layer._inbound_nodes``: a functional model's graph, call by call, for the
+  annotated summary (Keras's own ``summary`` reads the same).
+- ``Optimizer._trainable_variables`` and ``Optimizer._get_variable_index``: on TensorFlow ``update_step``
+  receives the backend variable, without its Keras path; these map it back to the Keras variable, for a
+  per-variable learning rate (`kerasbert.modeling.optimizers.LayerwiseAdamW`) and kerasbert's optimizer wrappers.
 """
 
 from __future__ import annotations

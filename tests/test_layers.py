@@ -22,6 +22,7 @@ from kerasbert.modeling.layers import (
     gelu_tanh,
 )
 from kerasbert.perf.fused import gelu_erf_composed
+from kerasbert.perf.variants import forced
 
 rng = np.random.default_rng(0)
 
@@ -63,10 +64,12 @@ def test_token_embedding_reverse_is_tied_projection():
     np.testing.assert_allclose(emb(looked_up, reverse=True), looked_up @ emb.embeddings.numpy().T, atol=1e-6)
 
 
+@pytest.mark.parametrize("variant", [False, True])
 @pytest.mark.parametrize("rows", [2, 20])
-def test_segment_embedding_equals_a_lookup_and_so_does_its_gradient(rows):
-    """One-hot sum (2 rows) or lookup (20 > MAX_ONE_HOT): the same outputs as keras.layers.Embedding, bit for bit,
-    and the same gradient: each row gets the sum of its tokens' output gradients."""
+def test_segment_embedding_equals_a_lookup_and_so_does_its_gradient(rows, variant):
+    """A lookup, or with the "one_hot_segments" variant a one-hot sum (2 rows; 20 > MAX_ONE_HOT: a lookup): the
+    same outputs as keras.layers.Embedding, bit for bit, and the same gradient: each row gets the sum of its
+    tokens' output gradients."""
     import tensorflow as tf
 
     ours, theirs = SegmentEmbedding(rows, 4), keras.layers.Embedding(rows, 4)
@@ -77,7 +80,7 @@ def test_segment_embedding_equals_a_lookup_and_so_does_its_gradient(rows):
     upstream = rng.normal(size=(3, 5, 4)).astype("float32")
     grads = []
     for layer in (ours, theirs):
-        with tf.GradientTape() as tape:
+        with tf.GradientTape() as tape, forced({"one_hot_segments": variant}):
             out = layer(ids)
             loss = tf.reduce_sum(out * upstream)
         np.testing.assert_array_equal(out, table[ids])
@@ -88,12 +91,14 @@ def test_segment_embedding_equals_a_lookup_and_so_does_its_gradient(rows):
     np.testing.assert_allclose(grads[1], expected, atol=1e-5)
 
 
-def test_segment_embedding_under_mixed_precision_rounds_the_table_once():
+@pytest.mark.parametrize("variant", [False, True])
+def test_segment_embedding_under_mixed_precision_rounds_the_table_once(variant):
     layer = SegmentEmbedding(2, 4, dtype="mixed_bfloat16")
     layer.build((1, 3))
     table = rng.normal(size=(2, 4)).astype("float32")
     layer.embeddings.assign(table)
-    out = layer(np.array([[0, 1, 1]]))
+    with forced({"one_hot_segments": variant}):
+        out = layer(np.array([[0, 1, 1]]))
     assert out.dtype == "bfloat16" and layer.embeddings.dtype == "float32"
     expected = keras.ops.convert_to_numpy(keras.ops.cast(keras.ops.cast(table, "bfloat16"), "float32"))[[0, 1, 1]]
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))[0], expected)
@@ -123,12 +128,13 @@ LAYERS = [
 ]
 
 
+@pytest.mark.parametrize("variant", [False, True])
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
 @pytest.mark.parametrize("kwargs", [{}, {"axis": 1}, {"center": False}, {"scale": False}])
-def test_layer_norm_equals_keras_layer_normalization_in_values_and_gradients(policy, kwargs):
+def test_layer_norm_equals_keras_layer_normalization_in_values_and_gradients(policy, kwargs, variant):
     """Same weights in, the same outputs and gradients for x, gamma and beta (float32: within 1e-5; bf16:
-    within one bf16 rounding of values up to ~4, both computing in float32); other axes, and center or scale
-    off, go to Keras's own code."""
+    within one bf16 rounding of values up to ~4, both computing in float32), with the "centred_layer_norm"
+    variant too; other axes, and center or scale off, go to Keras's own code."""
     import tensorflow as tf
 
     ours, keras_ln = (cls(epsilon=1e-6, dtype=policy, **kwargs) for cls in (LayerNorm, keras.layers.LayerNormalization))
@@ -140,7 +146,7 @@ def test_layer_norm_equals_keras_layer_normalization_in_values_and_gradients(pol
     keras_ln.set_weights(weights)
     results = []
     for layer in (ours, keras_ln):
-        with tf.GradientTape() as tape:
+        with tf.GradientTape() as tape, forced({"centred_layer_norm": variant}):
             tape.watch(x)
             y = tf.cast(layer(x), "float32")
             loss = tf.reduce_sum(y * tf.cast(tf.range(16), "float32"))

@@ -56,6 +56,7 @@ def test_bf16_by_onednn_needs_its_cpu_flags_and_a_traced_graph_outside_xla():
     from tensorflow.python.util import _pywrap_util_port
 
     from kerasbert.perf.onednn import cpu_flags, fuses_bf16_activation
+    from kerasbert.perf.variants import forced
 
     if os.path.exists("/proc/cpuinfo"):
         assert ("avx2" in cpu_flags()) == ("avx2" in open("/proc/cpuinfo").read())
@@ -67,7 +68,10 @@ def test_bf16_by_onednn_needs_its_cpu_flags_and_a_traced_graph_outside_xla():
         seen[key] = [fuses_bf16_activation(flags) for flags in ({"avx512f"}, {"avx_ne_convert"}, {"avx2"})]
         return tf.constant(0.0)
 
-    tf.function(lambda: trace("graph"))()
-    tf.function(lambda: trace("xla"), jit_compile=True)()
+    with forced({"dense_2d": True}):
+        tf.function(lambda: trace("graph"))()
+        tf.function(lambda: trace("xla"), jit_compile=True)()
+    with forced({"dense_2d": False}):  # 3-D projections: the GELU cannot join the matmul's kernel
+        tf.function(lambda: trace("3-D"))()
     fused = on and not tf.config.list_logical_devices("GPU")
-    assert seen == {"graph": [fused, fused, False], "xla": [False, False, False]}
+    assert seen == {"graph": [fused, fused, False], "xla": [False, False, False], "3-D": [False, False, False]}

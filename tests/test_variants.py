@@ -4,6 +4,10 @@ Every variant but ``xla_dropout`` gives the plain form's outputs and gradients w
 and under mixed_bfloat16; ``xla_dropout`` draws another random stream, so its rate and scaling are tested.
 """
 
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -161,3 +165,17 @@ def test_each_variant_keeps_the_models_numbers(policy, variant):
     (y_on, g_on), (y_off, g_off) = results
     _close(y_on, y_off, policy)
     _all_close(g_on, g_off, policy)
+
+
+@pytest.mark.slow
+def test_the_variants_benchmark_writes_a_row_per_variant(tmp_path):
+    """``benchmarks/variants.py --quick`` runs every variant on and off and writes its RESULTS.md section."""
+    results = tmp_path / "RESULTS.md"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "variants.py"), "--quick", "--results",
+                           str(results)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = results.read_text()
+    assert f"<!-- variants-{machine_kind()} -->" in text and "CPU flags:" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and " × |" in line]
+    assert sorted(row.split(" | ")[0][2:] for row in rows) == sorted(VARIANTS)

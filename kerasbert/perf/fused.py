@@ -12,14 +12,17 @@ custom gradient TensorFlow's:
   in three passes and keeps the mask for the backward pass. Here the keep decision comes from a counter
   hash (`random_bits`) in the same pass as the select, and the backward pass recomputes it from its seed.
 
-The same numbers as the formulas within float32 rounding (`tests/test_fused.py`); under mixed precision the
-GELU's kernels compute in float32 and round to bf16 once (`_in_float32`). Where the step is compiled
-with XLA already (`jit_compile`, JAX), the compiler fuses the GELU as written and Keras's own dropout is used;
-so it is on PyTorch, and on models narrower than BERT-base (`MIN_WIDTH`, `MIN_DROPOUT_WIDTH`). XLA compiles
-once for each batch shape, and without XLA `kerasbert train` pads a batch to its longest row, so a run meets
-up to ``maxlen`` shapes: BERT-base repays each compile in about one step of that shape, a much smaller model
-only after many (hence the width thresholds; figures in benchmarks/HISTORY.md). Inference keeps Keras's erfc GELU
-(`kerasbert.modeling.layers.gelu_erf`), which TensorFlow's oneDNN fuses with the matmul before it, and has no dropout.
+Both are speed variants (`kerasbert.perf.variants`, ``"xla_gelu"`` and ``"xla_dropout"``): the feed-forward
+and `kerasbert.modeling.layers.Dropout` take them where `kerasbert.perf.variants.chosen` says so; the dropout's
+masks then come from this random stream, not Keras's. The same numbers as the formulas within float32 rounding
+(`tests/test_fused.py`); under mixed precision the GELU's kernels compute in float32 and round to bf16 once
+(`_in_float32`). Where the step is compiled with XLA already (`jit_compile`, JAX), the compiler fuses the GELU as
+written and Keras's own dropout is used; so it is on PyTorch, and on models narrower than BERT-base
+(`MIN_WIDTH`, `MIN_DROPOUT_WIDTH`). XLA compiles once for each batch shape, and without XLA `kerasbert train`
+pads a batch to its longest row, so a run meets up to ``maxlen`` shapes: BERT-base repays each compile in about
+one step of that shape, a much smaller model only after many (hence the width thresholds; figures in
+benchmarks/HISTORY.md). Inference keeps Keras's erfc GELU (`kerasbert.modeling.layers.gelu_erf`), which
+TensorFlow's oneDNN fuses with the matmul before it, and has no dropout.
 
 Example:
 >>> import keras

@@ -4,10 +4,10 @@ TensorFlow turns its oneDNN kernels on by itself only on x86 CPUs with AVX-512 V
 CPUs they are faster too, as the plain graph runs a projection's MatMul + BiasAdd + GELU as one kernel
 (figures in ``benchmarks/HISTORY.md``), with outputs equal to bert4keras's within 1e-5.
 
-TensorFlow reads the switch, the environment variable ``TF_ENABLE_ONEDNN_OPTS``, once: when it is
-imported. So kerasbert sets it when kerasbert is imported before TensorFlow (and before Keras, which
-imports TensorFlow), never over a value already set: ``TF_ENABLE_ONEDNN_OPTS=0`` keeps it off,
-``TF_ENABLE_ONEDNN_OPTS=1`` turns it on for code that imports Keras first.
+TensorFlow reads the switch, the environment variable ``TF_ENABLE_ONEDNN_OPTS``, once, when it is imported,
+and has no call that turns oneDNN on later. So kerasbert sets it when kerasbert is imported before TensorFlow
+(and before Keras, which imports TensorFlow), never over a value already set: ``TF_ENABLE_ONEDNN_OPTS=0`` keeps
+it off, ``TF_ENABLE_ONEDNN_OPTS=1`` turns it on for code that imports Keras first.
 
 With oneDNN on, TensorFlow's graph runs a projection and its GELU as one kernel, which computes the GELU
 on the matmul's float32 accumulator and rounds once: in bfloat16 too where oneDNN does bf16 (an AVX-512 or
@@ -113,7 +113,9 @@ def fuses_bf16_activation(flags: Container[str] | None = None) -> bool:
     """Whether the graph being traced runs a bfloat16 MatMul + BiasAdd + GELU as one oneDNN kernel.
 
     That is a graph TensorFlow traces (not eager, not inside an XLA compile), with no GPU to place ops on,
-    oneDNN on and a CPU on which TensorFlow gives oneDNN bf16 ops (`ONEDNN_BF16_FLAGS`). There the kernel
+    oneDNN on, a CPU on which TensorFlow gives oneDNN bf16 ops (`ONEDNN_BF16_FLAGS`), and projections written
+    as 2-D matmuls (the ``"dense_2d"`` variant, `kerasbert.perf.variants`: a 3-D one reshapes its product
+    between the matmul and the GELU, which then cannot join the kernel). There the kernel
     computes the GELU in float32 on the accumulator, faster than a float32 GELU beside the matmul; elsewhere
     TensorFlow would run bf16 erf element by element.
 
@@ -129,6 +131,7 @@ def fuses_bf16_activation(flags: Container[str] | None = None) -> bool:
     import tensorflow as tf
 
     from kerasbert.internals import enclosing_xla_context, onednn_enabled
+    from kerasbert.perf.variants import chosen
 
     return (onednn_enabled() and not tf.executing_eagerly() and enclosing_xla_context() is None
-            and not tf.config.list_logical_devices("GPU"))
+            and not tf.config.list_logical_devices("GPU") and chosen("dense_2d"))

@@ -1,0 +1,177 @@
+"""What each speed variant buys here: a training and an inference step with the variant on and off.
+
+```bash
+python benchmarks/variants.py                 # BERT-base width, 2 layers, 10 rounds: RESULTS.md, variants-<kind>
+python benchmarks/variants.py --layers 4 --rounds 20 --variants xla_dropout,dense_2d
+python benchmarks/variants.py --quick         # a tiny model, 2 rounds: checks that it runs
+```
+
+For each variant of `kerasbert.perf.variants.VARIANTS`, two models of the same shape and seed are built and traced
+in this one process, one inside ``forced({variant: True})`` and one inside ``forced({variant: False})``, every other
+variant as this machine's kind chooses (`chosen` is read when a graph is traced, so each model keeps its choice).
+A training step is one ``train_on_batch`` of a ``heads.cls`` classifier (batch 8 × 128, Adam, the config's
+dropout), an inference step one ``predict_on_batch`` (16 × 128). The two models are then stepped in turn, one
+step each a round, in an order that reverses every round; the gain is the median over rounds of the paired
+ratio ``off / on`` (above 1: the variant is faster). Float32, except ``float32_activation``, which acts only under
+mixed precision and is timed in mixed_bfloat16. A variant that acts on one kind of step only is timed there
+(``xla_gelu`` and ``xla_dropout``: training; ``float32_activation``: inference).
+
+The table goes to the RESULTS.md section ``variants-<kind>`` (`kerasbert.perf.variants.machine_kind`), with the
+CPU flags that decide the kind. A variant stays where it buys at least 2 % (`kerasbert.perf.variants`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # the repository: kerasbert and benchmarks.results
+
+import kerasbert  # noqa: E402, F401  (before Keras: it turns TensorFlow's oneDNN on, as users get it)
+
+MODES = {"train": "training", "infer": "inference"}
+ONLY = {"xla_gelu": ("train",), "xla_dropout": ("train",), "float32_activation": ("infer",)}
+POLICY = {"float32_activation": "mixed_bfloat16"}
+SHOWN_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_ne_convert", "amx_tile", "amx_bf16")
+FULL = {"hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 21128}
+TINY = {"hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 256, "vocab_size": 1000}
+
+
+def build(shape: dict, layers: int, policy: str, seq: int):
+    """A ``heads.cls`` classifier of ``shape`` compiled for ``train_on_batch``; the same weights every call."""
+    import keras
+
+    from kerasbert import build_transformer_model, heads
+
+    keras.utils.set_random_seed(0)
+    backbone = build_transformer_model("tiny", num_hidden_layers=layers, max_position_embeddings=max(seq, 512),
+                                       dtype=policy, verbose=False, **shape)
+    model = heads.cls(backbone, 2)
+    model.compile(optimizer=keras.optimizers.Adam(1e-5), loss="sparse_categorical_crossentropy")
+    return model
+
+
+def batch(size: int, seq: int, vocab: int):
+    """``size`` rows of ``seq`` random ids (the last quarter of odd rows padding) and their labels."""
+    import numpy as np
+
+    rng = np.random.default_rng(size)
+    ids = rng.integers(1, vocab, size=(size, seq)).astype("int32")
+    ids[1::2, seq - seq // 4:] = 0
+    return [ids, np.zeros_like(ids)], rng.integers(0, 2, size=(size,))
+
+
+def step(model, mode: str, data) -> float:
+    """Seconds for one training or inference step of ``model`` on ``data``."""
+    inputs, labels = data
+    start = time.perf_counter()
+    if mode == "train":
+        model.train_on_batch(inputs, labels)
+    else:
+        model.predict_on_batch(inputs)
+    return time.perf_counter() - start
+
+
+def measure(name: str, args, shape: dict) -> dict[str, float]:
+    """The median paired gain ``off / on`` of variant ``name`` for each mode it acts on."""
+    import keras
+
+    from kerasbert.perf.variants import forced
+
+    modes = ONLY.get(name, tuple(MODES))
+    data = {"train": batch(args.train_batch, args.seq, shape["vocab_size"]),
+            "infer": batch(args.infer_batch, args.seq, shape["vocab_size"])}
+    models = {}
+    for on in (True, False):
+        with forced({name: on}):  # traced here: each model keeps this choice
+            models[on] = build(shape, args.layers, POLICY.get(name, "float32"), args.seq)
+            for mode in modes:
+                for _ in range(args.warmup):
+                    step(models[on], mode, data[mode])
+    gains = {}
+    for mode in modes:
+        ratios = []
+        for r in range(args.rounds):
+            seconds = {on: step(models[on], mode, data[mode]) for on in ((True, False) if r % 2 else (False, True))}
+            ratios.append(seconds[False] / seconds[True])
+        gains[mode] = statistics.median(ratios)
+    del models
+    keras.backend.clear_session()
+    gc.collect()
+    return gains
+
+
+def report(gains: dict[str, dict[str, float]], args, shape: dict) -> str:
+    """The Markdown section: how it was measured, then one row per variant."""
+    import keras
+    import tensorflow as tf
+
+    from kerasbert.perf.onednn import cpu_flags
+    from kerasbert.perf.variants import VARIANTS, machine_kind
+
+    kind = machine_kind()
+    flags = " ".join(f for f in SHOWN_FLAGS if f in cpu_flags()) or "none of " + " ".join(SHOWN_FLAGS)
+    command = "python benchmarks/variants.py" + (" --quick" if args.quick else
+                                                 f" --layers {args.layers} --rounds {args.rounds}")
+    lines = [f"## Speed variants: what each buys on this machine ({kind})", "",
+             f"`{command}` — hidden {shape['hidden_size']}, {shape['num_attention_heads']} heads, inner "
+             f"{shape['intermediate_size']}, {args.layers} layers, `heads.cls`; training {args.train_batch} × "
+             f"{args.seq} (`train_on_batch`), inference {args.infer_batch} × {args.seq} (`predict_on_batch`); "
+             f"float32 (float32_activation: mixed_bfloat16). Gain: median over interleaved rounds of the paired "
+             f"ratio variant off / on (above 1.00: the variant is faster). {os.cpu_count()} CPU cores, "
+             f"{platform.machine()}, CPU flags: {flags}; TensorFlow {tf.__version__}, Keras {keras.__version__}.",
+             "", "| variant | what | machine kind | runs here by default | inference gain | training gain | rounds |",
+             "|---|---|---|---|---|---|---|"]
+    for name, variant in VARIANTS.items():
+        if name not in gains:
+            continue
+        cells = [f"{gains[name][mode]:.3f} ×" if mode in gains[name] else "—" for mode in MODES]
+        runs = "yes" if kind in variant.kinds else "no"
+        lines.append(f"| {name} | {variant.what} | {kind} | {runs} | {cells[1]} | {cells[0]} | {args.rounds} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import tensorflow as tf
+
+    from kerasbert.perf.variants import VARIANTS, machine_kind
+
+    tf.get_logger().setLevel("ERROR")  # each model traces its own step functions: TensorFlow warns of retracing
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a tiny model and 2 rounds: checks that it runs")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of the variants")
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--train-batch", type=int, default=8)
+    parser.add_argument("--infer-batch", type=int, default=16)
+    parser.add_argument("--results", default=None, help="the file to write the section to (RESULTS.md)")
+    args = parser.parse_args(argv)
+    names = args.variants.split(",")
+    unknown = sorted(set(names) - set(VARIANTS))
+    if unknown:
+        parser.error(f"--variants: unknown {unknown}; expected some of {sorted(VARIANTS)}")
+    shape = TINY if args.quick else FULL
+    if args.quick:
+        args.layers, args.rounds, args.warmup, args.seq, args.train_batch, args.infer_batch = 1, 2, 1, 16, 2, 2
+    gains = {}
+    for name in names:
+        gains[name] = measure(name, args, shape)
+        print(name, {mode: round(g, 3) for mode, g in gains[name].items()}, flush=True)
+    text = report(gains, args, shape)
+    print(text)
+    from benchmarks.results import RESULTS, write_section
+
+    write_section(f"variants-{machine_kind()}", text, args.results or RESULTS)
+
+
+if __name__ == "__main__":
+    main()
