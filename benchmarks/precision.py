@@ -13,16 +13,16 @@ from __future__ import annotations
 import numpy as np
 
 from kerasbert.errors import ConfigError, fail
-from kerasbert.finetune.runs import Run
-from kerasbert.finetune.training import load_run
+from kerasbert.finetune.runs import Run, open_run
 
 
 def _predicted(run_dir: str, data: str, batch_size: int) -> np.ndarray:
     """The class of every example (cls) or the tag on every word's first piece (ner), in file order."""
-    _, args, task, tokenizer, labels, model = load_run(run_dir)
-    features = task.encode(tokenizer, task.read(data, labels), labels, args.maxlen, data)
-    ids = task.predicted_ids(model, features, batch_size)
-    if args.task != "ner":
+    loaded = open_run(run_dir)
+    task, labels = loaded.task, loaded.labels
+    features = task.encode(loaded.tokenizer, task.read(data, labels), labels, loaded.args.maxlen, data)
+    ids = task.predicted_ids(loaded.model, features, batch_size)
+    if loaded.args.task != "ner":
         return ids
     # the pieces the spans are read from (`decode_ner`): not [CLS], [SEP], padding, or a word's later pieces
     return np.concatenate([row[[i for i in firsts if i >= 0]] for row, firsts in

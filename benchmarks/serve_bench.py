@@ -129,9 +129,10 @@ def _bert4keras_predict(job: dict):
 
 
 def _keras_predict(job: dict):
-    from kerasbert.finetune.training import load_run
+    from kerasbert.finetune.runs import open_run
 
-    _, args, the_task, tokenizer, labels, model = load_run(job["run"])
+    loaded = open_run(job["run"])
+    the_task, tokenizer, labels, model = loaded.task, loaded.tokenizer, loaded.labels, loaded.model
 
     def predict(batch: list[str]) -> list[str]:
         examples = the_task.examples_of_texts(tokenizer, [{"text": text} for text in batch])

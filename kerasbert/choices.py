@@ -2,11 +2,12 @@
 
 The CLI reads them to answer ``--help`` and to reject a bad argument before TensorFlow starts; the modules that
 act on them (`kerasbert.modeling.optimizers.WarmupSchedule`, `kerasbert.modeling.crf.ConditionalRandomField`,
-`kerasbert.finetune.tasks`) import them from here.
+`kerasbert.finetune.tasks`, `kerasbert.finetune.distribute`, `kerasbert.perf.xla`, `kerasbert.serving.export`,
+`kerasbert.serving.runtime`, `kerasbert.serving.server`) import them from here.
 
 Example:
->>> SCHEDULES[0], CRF_LR_MULTIPLIER
-('cosine', 1000.0)
+>>> SCHEDULES[0], CRF_LR_MULTIPLIER, EXPORT_FORMATS[0], PRECISIONS[0]
+('cosine', 1000.0, 'saved_model', 'f32')
 """
 
 from __future__ import annotations
@@ -16,3 +17,18 @@ SCHEDULES = ("cosine", "linear", "constant")  # the decays after warmup of ``--s
 # the CRF's transitions learn this many times faster than the encoder in kerasbert's tagging head (as in bert4keras's
 # NER example): at the encoder's rate they barely move, and the CRF decodes almost as argmax would
 CRF_LR_MULTIPLIER = 1000.0
+MAXLEN = 128  # the word pieces a row keeps unless ``--maxlen`` says (fewer when the model has fewer positions)
+STRATEGIES = ("auto", "one", "mirrored", "multiworker")  # the ``tf.distribute`` choices of ``--strategy``
+# ``--jit-compile``'s default: XLA compiles the training step on a GPU for models of this many parameters and more
+XLA_MIN_PARAMS = 10_000_000
+
+EXPORT_FORMATS = ("saved_model", "openvino", "onnx")  # ``kerasbert export --format``; the first is the default
+PRECISIONS = ("f32", "bf16")  # what OpenVINO runs the operations that are not int8 in; the first is the default
+# the most dev score an export may lose against its run unless ``--accept-loss``: (metric, bound) by task
+LOSS_BOUND = {"cls": ("accuracy", 0.005), "ner": ("f1", 0.01)}
+PREDICT_BATCH_SIZE = 32  # texts an export runs at once unless told
+
+# ``kerasbert serve``'s address and limits (`kerasbert.serving.server.serve` has one argument of each name)
+SERVE_DEFAULTS = {"host": "127.0.0.1", "port": 8501, "max_batch": 32, "max_wait_ms": 5.0, "max_queue": 1024,
+                  "max_instances": 256, "max_body_bytes": 1_000_000, "timeout_s": 30.0, "header_timeout_s": 10.0,
+                  "body_timeout_s": 20.0, "keep_alive_s": 5.0, "max_connections": 512, "grace_s": 25.0}

@@ -26,9 +26,20 @@ import sys
 import traceback
 from collections.abc import Callable, MutableMapping, Sequence
 
-from kerasbert.choices import SCHEDULES, TASK_NAMES
+from kerasbert.choices import (
+    EXPORT_FORMATS,
+    LOSS_BOUND,
+    MAXLEN,
+    PRECISIONS,
+    PREDICT_BATCH_SIZE,
+    SCHEDULES,
+    SERVE_DEFAULTS,
+    STRATEGIES,
+    TASK_NAMES,
+    XLA_MIN_PARAMS,
+)
 from kerasbert.errors import ConfigError, KerasBertError, ModelError, fail
-from kerasbert.finetune.args import TASK_OPTIONS, TrainArgs
+from kerasbert.finetune.args import TaskOptions, TrainArgs
 from kerasbert.finetune.demo_data import DEMO_TRAINING
 from kerasbert.log import start_tensorflow
 
@@ -128,8 +139,6 @@ def _reading_arguments(group, crf_help: str) -> None:
 
 
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
-    from kerasbert.finetune.distribute import STRATEGIES
-
     defaults = TrainArgs(task="cls", train="", out="")
     data = parser.add_argument_group("data")
     _task_argument(data)
@@ -149,7 +158,8 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--bilstm-units", type=int, help="NER: a BiLSTM of this size before the tagging head")
     model.add_argument("--dropout", type=float, help="dropout before the head")
     fit = parser.add_argument_group("training")
-    fit.add_argument("--maxlen", type=int, help="word pieces a row keeps (default: 128, or the model's max positions)")
+    fit.add_argument("--maxlen", type=int,
+                     help=f"word pieces a row keeps (default: {MAXLEN}, or the model's max positions)")
     for name, kind, text in (("batch_size", int, "rows per batch"),
                              ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
                              ("warmup", float, "warmup, a ratio of the steps in [0, 1]"),
@@ -168,9 +178,9 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--save-every", type=int, help="also save the resume state every N batches")
     fit.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=None,
                      help="compile the training step with XLA; batches are then padded to length buckets "
-                          "(default: on for 10M+ parameters without --crf)")
+                          f"(default: on a GPU for {XLA_MIN_PARAMS / 1e6:g}M+ parameters without --crf)")
     fit.add_argument("--strategy", choices=STRATEGIES, default=defaults.strategy,
-                     help="tf.distribute strategy; --batch-size is per replica (default: auto)")
+                     help="tf.distribute strategy; --batch-size is per replica (default: %(default)s)")
     run = parser.add_argument_group("run folder")
     run.add_argument("--resume", action="store_true", help="continue the run in --out with its saved arguments")
     run.add_argument("--overwrite", action="store_true",
@@ -229,7 +239,8 @@ def _predict_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", help='a .jsonl file of {"text": ...} (and "text_b") or a .txt file, a text a line')
     parser.add_argument("--output", help="write the predictions here as JSONL (default: print them)")
     parser.add_argument("--batch-size", type=int,
-                        help="texts the model runs at once (default: the run's training batch size; 32 with --model)")
+                        help="texts the model runs at once (default: the run's training batch size; "
+                             f"{PREDICT_BATCH_SIZE} with --model)")
 
 
 def _check_output(path: str) -> None:
@@ -257,7 +268,7 @@ def _run_predict(args: argparse.Namespace) -> int:
     if args.model:  # an OpenVINO or ONNX export runs without TensorFlow: nothing on this path imports it
         from kerasbert.serving.exported import predict_export
 
-        predictions = predict_export(args.model, rows, args.batch_size or 32)
+        predictions = predict_export(args.model, rows, args.batch_size or PREDICT_BATCH_SIZE)
     else:
         from kerasbert.finetune.training import predict
 
@@ -278,7 +289,7 @@ def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="a file, or a glob of files in quotes ('data/train-*.tsv')")
     parser.add_argument("--vocab", required=True, help="vocab.txt of the checkpoint")
     parser.add_argument("--out", required=True, help="the folder to write (new or empty)")
-    parser.add_argument("--maxlen", type=int, default=128, help="word pieces a row keeps (default: %(default)s)")
+    parser.add_argument("--maxlen", type=int, default=MAXLEN, help="word pieces a row keeps (default: %(default)s)")
     parser.add_argument("--labels", help="labels.json of a run: use its label ids instead of reading the data's")
     parser.add_argument("--chunk", type=int, default=10_000, help="examples encoded at once (default: %(default)s)")
     _reading_arguments(parser, "NER: labels for a CRF head (every piece labelled)")
@@ -291,7 +302,7 @@ def _run_prepare(args: argparse.Namespace) -> int:
     from kerasbert.text.readers import LabelSet
     from kerasbert.text.tokenizer import Tokenizer
 
-    task = get_task(args.task, **{name: vars(args)[name] for name in TASK_OPTIONS if name in vars(args)})
+    task = get_task(args.task, **TaskOptions.of(args).task_options())
     labels = LabelSet.load(args.labels) if args.labels else None
     meta = prepare(task, args.data, Tokenizer(args.vocab, do_lower_case=args.lowercase), args.maxlen, args.out,
                    labels, chunk=args.chunk, verbose=0 if args.quiet else 1)
@@ -337,19 +348,20 @@ def _run_demo(args: argparse.Namespace) -> int:
 def _export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="a run folder written by `kerasbert train`")
     parser.add_argument("out", help="the export folder to write (must not exist)")
-    parser.add_argument("--format", choices=("saved_model", "openvino", "onnx"), default="saved_model",
+    parser.add_argument("--format", choices=EXPORT_FORMATS, default=EXPORT_FORMATS[0],
                         help="saved_model: raw text in, labels or entities out, TF Serving loads it; openvino or "
                              "onnx: the model alone, for `kerasbert serve` (default: %(default)s)")
     parser.add_argument("--int8", action="store_true",
                         help="openvino or onnx: quantize the matrix products to int8 and score the export on dev")
     parser.add_argument("--calibration", help="openvino --int8: the data file whose first examples calibrate int8 "
                                               "(default: the run's training file)")
-    parser.add_argument("--precision", default="f32",
+    parser.add_argument("--precision", default=PRECISIONS[0],
                         help="openvino: f32, or bf16 on a CPU with AMX or avx512_bf16, for what is not int8 "
                              "(default: %(default)s)")
     parser.add_argument("--accept-loss", action="store_true",
-                        help="publish an openvino or onnx export even if it loses more than 0.005 dev accuracy "
-                             "(0.01 entity F1) against the run; without it such an export is kept at OUT.rejected")
+                        help="publish an openvino or onnx export even if it loses more than "
+                             f"{LOSS_BOUND['cls'][1]:g} dev accuracy ({LOSS_BOUND['ner'][1]:g} entity F1) against "
+                             "the run; without it such an export is kept at OUT.rejected")
 
 
 def _run_export(args: argparse.Namespace) -> int:
@@ -366,35 +378,38 @@ def _run_export(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------- serve
-SERVE_LIMITS = (("--max-batch", int, 32, "the most instances the model runs at once"),
-                ("--max-wait-ms", float, 5.0, "how long the oldest waiting instance waits for others, in ms"),
-                ("--max-queue", int, 1024, "the most instances waiting; a request that does not fit answers 429"),
-                ("--max-instances", int, 256, "the most instances of one request; beyond, 413"),
-                ("--max-body-bytes", int, 1_000_000, "the largest request body; beyond, 413"),
-                ("--timeout-s", float, 30.0, "how long a request waits for its answer; beyond, 504"),
-                ("--header-timeout-s", float, 10.0, "how long a client may take to send a request's header; beyond, "
-                                                    "408 and the connection closes"),
-                ("--body-timeout-s", float, 20.0, "how long a client may take to send a body after its header; "
-                                                  "beyond, 408 and the connection closes"),
-                ("--keep-alive-s", float, 5.0, "how long an idle kept-alive connection stays open"),
-                ("--max-connections", int, 512, "the most connections open at once; beyond, 503 at once (lowered "
-                                                "to fit the open-file limit)"),
-                ("--grace-s", float, 25.0, "on SIGTERM, how long requests in flight may finish; then 503 and exit "
-                                           "(keep it under the orchestrator's, 30 s in Kubernetes)"))
+SERVE_LIMITS = (("--max-batch", int, "the most instances the model runs at once"),
+                ("--max-wait-ms", float, "how long the oldest waiting instance waits for others, in ms"),
+                ("--max-queue", int, "the most instances waiting; a request that does not fit answers 429"),
+                ("--max-instances", int, "the most instances of one request; beyond, 413"),
+                ("--max-body-bytes", int, "the largest request body; beyond, 413"),
+                ("--timeout-s", float, "how long a request waits for its answer; beyond, 504"),
+                ("--header-timeout-s", float, "how long a client may take to send a request's header; beyond, 408 "
+                                              "and the connection closes"),
+                ("--body-timeout-s", float, "how long a client may take to send a body after its header; beyond, "
+                                            "408 and the connection closes"),
+                ("--keep-alive-s", float, "how long an idle kept-alive connection stays open"),
+                ("--max-connections", int, "the most connections open at once; beyond, 503 at once (lowered to fit "
+                                           "the open-file limit)"),
+                ("--grace-s", float, "on SIGTERM, how long requests in flight may finish; then 503 and exit (keep it "
+                                     "under the orchestrator's, 30 s in Kubernetes)"))  # defaults: SERVE_DEFAULTS
 
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="an export folder (`kerasbert export`), or a run folder, exported first into a "
                                      "temporary folder")
-    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=8501, help="the port; 0 picks a free one (default: %(default)s)")
+    parser.add_argument("--host", default=SERVE_DEFAULTS["host"], help="the address to listen on (default: "
+                                                                       "%(default)s)")
+    parser.add_argument("--port", type=int, default=SERVE_DEFAULTS["port"],
+                        help="the port; 0 picks a free one (default: %(default)s)")
     parser.add_argument("--name", help="the model name of the URLs, /v1/models/NAME:predict (default: the folder's "
                                        "name)")
-    parser.add_argument("--backend", choices=("saved_model", "openvino", "onnx"),
+    parser.add_argument("--backend", choices=EXPORT_FORMATS,
                         help="the format a run folder is exported to first (default: saved_model); an export folder "
                              "is served in its own format")
-    for flag, kind, default, text in SERVE_LIMITS:
-        parser.add_argument(flag, type=kind, default=default, help=f"{text} (default: %(default)s)")
+    for flag, kind, text in SERVE_LIMITS:
+        parser.add_argument(flag, type=kind, default=SERVE_DEFAULTS[flag[2:].replace("-", "_")],
+                            help=f"{text} (default: %(default)s)")
 
 
 def _serve_loads_tensorflow(args: argparse.Namespace) -> bool:

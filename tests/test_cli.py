@@ -141,3 +141,34 @@ def test_console_script_in_a_real_process():
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads(done.stdout)
     assert data["params"] == 101_677_056 and groups(data) == {"embeddings": 16_622_592, "encoder": 85_054_464}
+
+
+def test_task_options_are_declared_once():
+    from kerasbert.finetune.args import TASK_OPTIONS, TaskOptions, TrainArgs
+    from kerasbert.finetune.tasks import TASKS, get_task
+
+    assert issubclass(TrainArgs, TaskOptions) and all(issubclass(task, TaskOptions) for task in TASKS.values())
+    args = TrainArgs("ner", "train.conll", "run", crf=True, dropout=0.2, scheme="BIO")
+    options = TaskOptions.of(args)
+    assert options == TaskOptions.of(args.make_task()) == TaskOptions.of(get_task("ner", **args.task_options()))
+    assert TASK_OPTIONS == tuple(args.task_options())
+
+
+def test_an_args_json_of_the_released_layout_loads():
+    # the keys and values `kerasbert train` wrote in its args.json, in the order it wrote them
+    released = {"task": "ner", "train": "/data/train.conll", "out": "/runs/ner", "dev": None, "config": "tiny",
+                "checkpoint": None, "vocab": "/data/vocab.txt", "lowercase": True, "crf": True,
+                "crf_lr_multiplier": 1000.0, "bilstm_units": None, "dropout": None, "text": None, "text_b": None,
+                "label": None, "scheme": "BIO", "strict": False, "maxlen": 64, "batch_size": 16, "epochs": 2,
+                "lr": 0.001, "warmup": 0.1, "schedule": "cosine", "weight_decay": 0.01, "grad_accum": 1,
+                "layerwise_lr_decay": 1.0, "seed": 0, "mixed_precision": False, "jit_compile": None,
+                "strategy": "auto", "max_steps": None, "monitor": None, "save_every": None,
+                "export_google_checkpoint": False, "relative_to_run": {}}
+    from kerasbert.finetune.args import TrainArgs
+
+    args = TrainArgs.saved(released)
+    assert (args.crf, args.scheme, args.maxlen, args.make_task().crf_lr_multiplier) == (True, "BIO", 64, 1000.0)
+    saved = args.to_saved("/runs/ner")
+    assert {key: saved[key] for key in released if key != "relative_to_run"} == {
+        key: value for key, value in released.items() if key != "relative_to_run"}
+    assert set(saved) == set(released)

@@ -21,7 +21,7 @@ from kerasbert.cli import main
 from kerasbert.finetune.demo_data import write_demo_data
 from kerasbert.serving.export import EXPORT_INFO, export
 from kerasbert.serving.exported import open_export, predict_export
-from kerasbert.serving.runtime import LENGTH_STEP, PortableExport, row_chunks, viterbi
+from kerasbert.serving.runtime import LENGTH_STEP, PortableExport, row_chunks
 from kerasbert.serving.server import _open, make_app
 
 pytestmark = pytest.mark.slow  # trains two small models and converts them
@@ -152,27 +152,6 @@ def test_the_runtime_meets_few_shapes_and_answers_as_row_by_row(exports):
     assert {rows for rows, _ in shapes} <= {1, 2, 4, 8, 16, 32} and len(shapes) >= 2
     assert all(length % LENGTH_STEP == 0 for _, length in shapes)
     assert together == [ner.predict([{"text": text}])[0] for text in texts]
-
-
-# ------------------------------------------------------------------------------------------- viterbi
-def test_numpy_viterbi_is_the_crf_layers():
-    from keras import ops
-
-    from kerasbert.modeling.crf import viterbi_decode
-
-    rng = np.random.default_rng(0)
-    for case in range(50):
-        batch, length, k = int(rng.integers(1, 4)), int(rng.integers(1, 21)), int(rng.integers(2, 10))
-        emissions = rng.normal(size=(batch, length, k)).astype(np.float32) * 3
-        trans = rng.normal(size=(k, k)).astype(np.float32) * 2
-        lengths = rng.integers(1, length + 1, size=batch)
-        lengths[0] = length  # one row unpadded
-        mask = np.arange(length)[None] < lengths[:, None]
-        paths = ops.convert_to_numpy(viterbi_decode(ops.array(emissions), ops.array(trans), ops.array(mask)))
-        for row in range(batch):
-            n = int(lengths[row])
-            assert viterbi(emissions[row, :n], trans).tolist() == paths[row, :n].tolist(), (case, row)
-            assert (paths[row, n:] == -1).all()
 
 
 # ------------------------------------------------------------------------------------------- no TensorFlow

@@ -2,9 +2,10 @@
 
 Rooms, from the ground up: the core modules (errors, log, files, internals, and the model config
 ``modeling.config``, plain data every room reads: it imports only the core); perf, annotated, weights and text,
-which need only the core; modeling (the graph), which may use perf, annotated and weights; finetune, which may
-use every room below it; serving (exports), above finetune; and the entry points (the package's ``__init__``,
-cli, compat), which may use all.
+which need only the core; modeling (the graph), which may use perf, annotated, weights and text (plain data code
+without TensorFlow: bert4keras's NumPy ``ViterbiDecoder`` decodes with ``text.predictions.viterbi``); finetune,
+which may use every room below it; serving (exports), above finetune; and the entry points (the package's
+``__init__``, cli, compat), which may use all.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ ALLOWED = {
     "annotated": {"core"},
     "weights": {"core"},
     "text": {"core"},
-    "modeling": {"core", "perf", "annotated", "weights"},
+    "modeling": {"core", "perf", "annotated", "weights", "text"},
     "finetune": {"core", "perf", "annotated", "weights", "text", "modeling"},
     "serving": {"core", "perf", "annotated", "weights", "text", "modeling", "finetune"},
     "entry": {"core", "perf", "annotated", "weights", "text", "modeling", "finetune", "serving"},
@@ -67,6 +68,12 @@ def test_a_room_imports_only_the_rooms_below_it(module):
     wrong = sorted(m for m in _imports(MODULES[module], top_level_only=False)
                    if _room(m) != room and _room(m) not in ALLOWED[room])
     assert not wrong, f"{module} ({room}) imports {wrong}; {room} may use {sorted(ALLOWED[room])}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) == "serving"))
+def test_serving_stands_without_the_training_loop(module):
+    # an export reads a run folder through kerasbert.finetune.runs, never through the training loop
+    assert "kerasbert.finetune.training" not in _imports(MODULES[module], top_level_only=False), module
 
 
 def test_no_modules_import_each_other_in_a_circle():

@@ -13,8 +13,7 @@ import pytest
 from kerasbert import evaluate, train
 from kerasbert.cli import main
 from kerasbert.finetune.demo_data import write_demo_data
-from kerasbert.finetune.runs import Run
-from kerasbert.finetune.training import load_run
+from kerasbert.finetune.runs import Run, open_run
 
 SMALL = {"epochs": 2, "batch_size": 16, "maxlen": 16, "lr": 1e-3}
 
@@ -67,7 +66,7 @@ def test_a_run_resumes_and_evaluates_from_another_folder_and_after_a_move(tree, 
 
     shutil.move(str(tree), str(tmp_path / "moved"))
     moved = tmp_path / "moved"
-    _, args, *_ = load_run(str(moved / "run"))
+    args = open_run(str(moved / "run")).args
     data = moved / "data" / "cls"
     assert (args.train, args.dev) == (str(data / "train.tsv"), str(data / "dev.tsv"))
     assert evaluate(str(moved / "run"), verbose=0) == result["dev"]

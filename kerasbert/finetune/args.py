@@ -14,20 +14,66 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING
 
-from kerasbert.choices import CRF_LR_MULTIPLIER, SCHEDULES
+from kerasbert.choices import CRF_LR_MULTIPLIER, SCHEDULES, STRATEGIES
 from kerasbert.errors import ConfigError, fail
 
 if TYPE_CHECKING:
     from kerasbert.finetune.tasks import Task
 
-TASK_OPTIONS = ("text", "text_b", "label", "scheme", "strict", "crf", "bilstm_units", "dropout", "crf_lr_multiplier")
 PATH_FIELDS = ("train", "dev", "config", "checkpoint", "vocab")  # the inputs a run folder names
 RELATIVE = "relative_to_run"  # the key of args.json that holds the inputs' paths relative to the run folder
 
 
+@dataclasses.dataclass(kw_only=True)
+class TaskOptions:
+    """The options of a task: how its files are read and its head is built. `TrainArgs` holds them among the
+    arguments of ``kerasbert train`` (flat in ``args.json``, one flag each); each
+    `kerasbert.finetune.tasks.Task` is made of them.
+
+    Args:
+        text: str or int or None. the text field (classification files).
+        text_b: str or int or None. the second text field, for pairs.
+        label: str or int or None. the label field.
+        scheme: str or None. NER files' tag scheme (detected when None).
+        strict: bool. NER: an ``I-`` tag with no entity before it is an error instead of being repaired.
+        crf: bool. NER: a CRF on the tagging head.
+        bilstm_units: int or None. NER: a BiLSTM before the tagging head.
+        dropout: float or None. dropout before the head's Dense.
+        crf_lr_multiplier: float. NER: the CRF transitions' learning rate over the optimizer's.
+
+    Example:
+    >>> TaskOptions.of(TrainArgs(task="ner", train="train.conll", out="run", crf=True)).crf
+    True
+    """
+
+    text: str | int | None = None
+    text_b: str | int | None = None
+    label: str | int | None = None
+    scheme: str | None = None
+    strict: bool = False
+    crf: bool = False
+    bilstm_units: int | None = None
+    dropout: float | None = None
+    crf_lr_multiplier: float = CRF_LR_MULTIPLIER
+
+    @classmethod
+    def of(cls, source) -> TaskOptions:
+        """The task options ``source`` (`TrainArgs`, a task, or a namespace holding some of them) holds; the
+        defaults for those it lacks."""
+        return cls(**{name: getattr(source, name) for name in TASK_OPTIONS if hasattr(source, name)})
+
+    def task_options(self) -> dict:
+        """These options by name, as `kerasbert.finetune.tasks.get_task` takes them."""
+        return {name: getattr(self, name) for name in TASK_OPTIONS}
+
+
+TASK_OPTIONS = tuple(field.name for field in dataclasses.fields(TaskOptions))
+
+
 @dataclasses.dataclass
-class TrainArgs:
-    """The arguments of ``kerasbert train`` (and of `train`), saved as ``args.json`` in the run folder."""
+class TrainArgs(TaskOptions):
+    """The arguments of ``kerasbert train`` (and of `train`), saved as ``args.json`` in the run folder; the task's
+    options are `TaskOptions`'s fields."""
 
     task: str
     train: str
@@ -37,28 +83,19 @@ class TrainArgs:
     checkpoint: str | None = None
     vocab: str | None = None  # None: the checkpoint folder's vocab.txt
     lowercase: bool | None = None  # None: the checkpoint folder's tokenizer_config.json, else True
-    crf: bool = False
-    crf_lr_multiplier: float = CRF_LR_MULTIPLIER
-    bilstm_units: int | None = None
-    dropout: float | None = None
-    text: str | int | None = None
-    text_b: str | int | None = None
-    label: str | int | None = None
-    scheme: str | None = None
-    strict: bool = False
-    maxlen: int | None = None  # 128, or the model's max positions when fewer
+    maxlen: int | None = None  # None: MAXLEN, or the model's max positions when fewer
     batch_size: int = 32
     epochs: int = 3
     lr: float = 2e-5
     warmup: float = 0.1
-    schedule: str = "cosine"
+    schedule: str = SCHEDULES[0]
     weight_decay: float = 0.01
     grad_accum: int = 1
     layerwise_lr_decay: float = 1.0
     seed: int = 0
     mixed_precision: bool = False
-    jit_compile: bool | None = None  # None: XLA when kerasbert.perf.xla.xla_pays (GPU, 10M+ parameters, no CRF)
-    strategy: str = "auto"
+    jit_compile: bool | None = None  # None: XLA when kerasbert.perf.xla.xla_pays (GPU, XLA_MIN_PARAMS+, no CRF)
+    strategy: str = STRATEGIES[0]
     max_steps: int | None = None
     monitor: str | None = None
     save_every: int | None = None
@@ -173,7 +210,7 @@ class TrainArgs:
         """The `kerasbert.finetune.tasks.Task` these arguments describe."""
         from kerasbert.finetune.tasks import get_task
 
-        return get_task(self.task, **{name: getattr(self, name) for name in TASK_OPTIONS})
+        return get_task(self.task, **self.task_options())
 
 
 def _exists(path: str) -> bool:

@@ -22,11 +22,10 @@ from __future__ import annotations
 import json
 import os
 
+from kerasbert.choices import STRATEGIES
 from kerasbert.errors import ConfigError, fail
 
-__all__ = ["STRATEGIES", "describe", "fit_epoch", "is_chief", "make_strategy"]
-
-STRATEGIES = ("auto", "one", "mirrored", "multiworker")
+__all__ = ["describe", "fit_epoch", "is_chief", "make_strategy"]
 
 
 def _cluster_tasks() -> int:

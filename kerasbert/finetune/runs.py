@@ -41,14 +41,22 @@ import shutil
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kerasbert.errors import ConfigError, fail
 from kerasbert.files import TEMPORARY, atomic_path, remove_temporaries, replace_folder, write_text
+from kerasbert.finetune.args import TrainArgs
 from kerasbert.text.readers import LabelSet, read_text
+from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["RUN_FILES", "Run", "State"]
+if TYPE_CHECKING:
+    import keras
+
+    from kerasbert.finetune.tasks import Task
+
+__all__ = ["RUN_FILES", "LoadedRun", "Run", "State", "open_run"]
 
 RUN_FILES = ("args.json", "labels.json", "bert_config.json", "vocab.txt", "model.keras", "history.csv", "curves.png",
              "metrics.json", "confusion.png", "per_type.txt", "state", "state.old", "google", "eval-*.json",
@@ -289,3 +297,40 @@ class Run:
                         raise fail(ConfigError, path, f"{prefix}/{i} of shape {tuple(variable.shape)}",
                                    f"{type(error).__name__}: {error}"[:200], _DAMAGED) from None
         return state
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """A finished run folder, opened: what evaluation, prediction and export read of it.
+
+    Args:
+        run: Run. the folder.
+        args: TrainArgs. its ``args.json``, input paths as they are found now.
+        task: Task. the task those arguments describe.
+        tokenizer: Tokenizer. the run's ``vocab.txt`` with its case.
+        labels: LabelSet. its ``labels.json``.
+        model: keras.Model. the best model (``model.keras``), without optimizer.
+    """
+
+    run: Run
+    args: TrainArgs
+    task: Task
+    tokenizer: Tokenizer
+    labels: LabelSet
+    model: keras.Model
+
+
+def open_run(run_dir: str) -> LoadedRun:
+    """Open the run folder ``run_dir`` of a ``kerasbert train`` run; a ConfigError naming the file that is missing
+    or damaged.
+
+    Example:
+    >>> open_run("/no/run")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ConfigError: /no/run: expected a kerasbert run folder with args.json, found no args.json...
+    """
+    run = Run(run_dir)
+    args = TrainArgs.saved(run.read_json("args.json"), run.path)
+    return LoadedRun(run, args, args.make_task(), Tokenizer(run.file("vocab.txt"), do_lower_case=args.lowercase),
+                     run.labels(), run.load_model())

@@ -1,9 +1,10 @@
 """The two fine-tuning tasks, ``cls`` and ``ner``: what training, evaluation and prediction need of each.
 
 A task reads its files (`kerasbert.text.readers`), builds its label set, encodes examples
-(`kerasbert.text.pipeline`), attaches its head (`kerasbert.modeling.heads`), turns model outputs into
-predictions and scores them (`kerasbert.finetune.metrics`). `kerasbert.finetune.training` and `kerasbert.finetune.runs`
-only talk to this interface, so both tasks share one training loop and one run-folder format.
+(`kerasbert.text.pipeline`), attaches its head (`kerasbert.modeling.heads`), turns model outputs into prediction
+rows (`kerasbert.text.predictions`) and scores them (`kerasbert.finetune.metrics`). `kerasbert.finetune.training`
+and `kerasbert.finetune.runs` only talk to this interface, so both tasks share one training loop and one run-folder
+format.
 """
 
 from __future__ import annotations
@@ -17,21 +18,13 @@ from dataclasses import dataclass, field
 import keras
 import numpy as np
 
-from kerasbert.choices import CRF_LR_MULTIPLIER
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.finetune import metrics
+from kerasbert.finetune.args import TaskOptions
 from kerasbert.modeling import heads, losses
 from kerasbert.text.ner_readers import NerExample, iter_conll, iter_span_jsonl
-from kerasbert.text.pipeline import (
-    Features,
-    decode_ner,
-    encode_classification,
-    encode_ner,
-    entity_rows,
-    ner_tag_set,
-    text_example,
-    to_dataset,
-)
+from kerasbert.text.pipeline import Features, encode_classification, encode_ner, ner_tag_set, text_example, to_dataset
+from kerasbert.text.predictions import entities_row, label_row
 from kerasbert.text.readers import ClassificationExample, LabelSet, iter_classification, write_text
 from kerasbert.text.tokenizer import Tokenizer
 
@@ -71,30 +64,10 @@ def predict_batches(model, dataset, verbose: int = 0) -> list[np.ndarray]:
 
 
 @dataclass
-class Task(abc.ABC):
-    """Options shared by the tasks, and the interface each task implements (its abstract methods).
+class Task(TaskOptions, abc.ABC):
+    """A task made of its options (`kerasbert.finetune.args.TaskOptions`), and the interface each task
+    implements (its abstract methods)."""
 
-    Args:
-        text: str or int or None. the text field (classification files).
-        text_b: str or int or None. the second text field, for pairs.
-        label: str or int or None. the label field.
-        scheme: str or None. NER files' tag scheme (detected when None).
-        strict: bool. NER: an ``I-`` tag with no entity before it is an error instead of being repaired.
-        crf: bool. NER: a CRF on the tagging head.
-        bilstm_units: int or None. NER: a BiLSTM before the tagging head.
-        dropout: float or None. dropout before the head's Dense.
-        crf_lr_multiplier: float. NER: the CRF transitions' learning rate over the optimizer's.
-    """
-
-    text: str | int | None = None
-    text_b: str | int | None = None
-    label: str | int | None = None
-    scheme: str | None = None
-    strict: bool = False
-    crf: bool = False
-    bilstm_units: int | None = None
-    dropout: float | None = None
-    crf_lr_multiplier: float = CRF_LR_MULTIPLIER
     name: str = field(default="", init=False)
     monitor: str = field(default="", init=False)
     dev_keys: tuple = field(default=(), init=False)  # the scores logged as val_<key> after each epoch
@@ -193,10 +166,7 @@ class ClassificationTask(Task):
 
     def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
                 verbose: int = 0) -> list[dict]:
-        probabilities = self._probabilities(model, features, batch_size, verbose)
-        return [{"label": labels.labels[int(np.argmax(row))],
-                 "probabilities": {label: round(float(p), 6) for label, p in zip(labels.labels, row, strict=True)}}
-                for row in probabilities]
+        return [label_row(row, labels.labels) for row in self._probabilities(model, features, batch_size, verbose)]
 
     def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:
         y_true = [labels.index(example.label) for example in examples]
@@ -268,11 +238,8 @@ class NerTask(Task):
     def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
                 verbose: int = 0) -> list[dict]:
         rows = self.predicted_ids(model, features, batch_size, verbose)
-        predictions = []
-        for example, row, firsts in zip(examples, rows, features.first_pieces, strict=True):
-            spans = decode_ner(row, firsts, example.offsets, labels)
-            predictions.append({"entities": entity_rows(example.text, spans)})
-        return predictions
+        return [entities_row(example.text, row, firsts, example.offsets, labels)
+                for example, row, firsts in zip(examples, rows, features.first_pieces, strict=True)]
 
     def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:
         gold = [example.spans for example in examples]
@@ -294,7 +261,8 @@ TASKS = {"cls": ClassificationTask, "ner": NerTask}
 
 
 def get_task(name: str, **options) -> Task:
-    """The task called ``name`` (``"cls"`` or ``"ner"``) with its options."""
+    """The task called ``name`` (``"cls"`` or ``"ner"``) with its options (`kerasbert.finetune.args.TaskOptions`'s
+    fields)."""
     if name not in TASKS:
         raise fail(ConfigError, "--task", f"one of {sorted(TASKS)}", repr(name))
     return TASKS[name](**options)

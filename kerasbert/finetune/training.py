@@ -31,12 +31,13 @@ from collections.abc import Callable, Sequence
 
 import keras
 
+from kerasbert.choices import MAXLEN
 from kerasbert.errors import ConfigError, fail
 from kerasbert.files import copy_file
 from kerasbert.finetune import plots, streaming
-from kerasbert.finetune.args import TASK_OPTIONS, TrainArgs  # noqa: E402,F401 (TrainArgs: also imported from here)
+from kerasbert.finetune.args import TrainArgs
 from kerasbert.finetune.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
-from kerasbert.finetune.runs import Run, State
+from kerasbert.finetune.runs import Run, State, open_run
 from kerasbert.finetune.tasks import Task
 from kerasbert.log import logger
 from kerasbert.modeling.config import BertConfig, resolve_config
@@ -70,9 +71,9 @@ def compile_model(model: keras.Model, the_task: Task, args: TrainArgs, total_ste
     """``model.compile`` as `train` does it (the benchmark times this path); returns the optimizer.
 
     The step is compiled with XLA when ``args.jit_compile`` says so, or, left at None, when
-    `kerasbert.perf.xla.xla_pays` (on a GPU, models of 10M parameters and more without a CRF; never on a CPU
-    with TensorFlow, whose plain graph with oneDNN is as fast there). A model of that size whose step is not
-    compiled still gets the optimizer's update compiled (`LayerwiseAdamW`'s ``xla_update``).
+    `kerasbert.perf.xla.xla_pays` (on a GPU, models of `kerasbert.choices.XLA_MIN_PARAMS` parameters and more
+    without a CRF; never on a CPU with TensorFlow, whose plain graph with oneDNN is as fast there). A model of that
+    size whose step is not compiled still gets the optimizer's update compiled (`LayerwiseAdamW`'s ``xla_update``).
     """
     jit_compile = xla_pays(model) if args.jit_compile is None else args.jit_compile
     if jit_compile and crf_layers(model):
@@ -370,8 +371,9 @@ def _temporary_folder(prefix: str) -> str:
 
 
 def _maxlen(args: TrainArgs, config, prepared: int | None = None) -> int:
-    """``--maxlen``: as given, or the prepared data's, or 128 (at most the model's positions)."""
-    maxlen = args.maxlen or prepared or min(128, config.max_position_embeddings)
+    """``--maxlen``: as given, or the prepared data's, or `kerasbert.choices.MAXLEN` (at most the model's
+    positions)."""
+    maxlen = args.maxlen or prepared or min(MAXLEN, config.max_position_embeddings)
     if maxlen > config.max_position_embeddings:
         raise fail(ConfigError, "--maxlen", f"<= max_position_embeddings = {config.max_position_embeddings}",
                    str(maxlen))
@@ -431,15 +433,6 @@ def _finish(run, args, the_task, inputs: _Inputs, state, monitor) -> dict:
     return result
 
 
-def load_run(run_dir: str):
-    """A run folder's ``(Run, TrainArgs, Task, Tokenizer, LabelSet, best model)``."""
-    run = Run(run_dir)
-    args = TrainArgs.saved(run.read_json("args.json"), run.path)
-    the_task = args.make_task()
-    tokenizer = Tokenizer(run.file("vocab.txt"), do_lower_case=args.lowercase)
-    return run, args, the_task, tokenizer, run.labels(), run.load_model()
-
-
 def evaluate(run_dir: str, data: str | None = None, batch_size: int | None = None, verbose: int = 1) -> dict:
     """Score the run's model on a labelled file in the training format (None: the run's dev file); writes
     ``eval-<file>.json``.
@@ -448,16 +441,17 @@ def evaluate(run_dir: str, data: str | None = None, batch_size: int | None = Non
         dict. cls: ``accuracy``, ``macro_f1``, ``per_label``, ``confusion``; ner: micro/macro
         ``precision``/``recall``/``f1`` and ``per_type`` (entity level, on character spans).
     """
-    run, args, the_task, tokenizer, labels, model = load_run(run_dir)
+    loaded = open_run(run_dir)
+    args, the_task, labels = loaded.args, loaded.task, loaded.labels
     if data is None and args.dev is None:
         raise fail(ConfigError, "--data", "a labelled file", "none, and the run had no --dev",
                    f"pass the file to score {run_dir} on")
     data = args.dev if data is None else data
     examples = the_task.read(data, labels)
-    features = the_task.encode(tokenizer, examples, labels, args.maxlen, data)
-    predictions = the_task.predict(model, features, examples, labels, batch_size or args.batch_size, verbose)
+    features = the_task.encode(loaded.tokenizer, examples, labels, args.maxlen, data)
+    predictions = the_task.predict(loaded.model, features, examples, labels, batch_size or args.batch_size, verbose)
     scores = the_task.score(examples, predictions, labels)
-    run.write_json(f"eval-{os.path.splitext(os.path.basename(data))[0]}.json", scores)
+    loaded.run.write_json(f"eval-{os.path.splitext(os.path.basename(data))[0]}.json", scores)
     return scores
 
 
@@ -468,9 +462,10 @@ def predict(run_dir: str, texts: Sequence[str | dict], batch_size: int | None = 
         list of dict. cls: ``{"text", "label", "probabilities"}``; ner: ``{"text", "entities": [{"start",
         "end", "label", "text"}]}`` with character offsets into the text.
     """
-    run, args, the_task, tokenizer, labels, model = load_run(run_dir)
+    loaded = open_run(run_dir)
     rows = [row if isinstance(row, dict) else {"text": row} for row in texts]
-    examples = the_task.examples_of_texts(tokenizer, rows)
-    features = the_task.encode(tokenizer, examples, None, args.maxlen, "input")
-    predictions = the_task.predict(model, features, examples, labels, batch_size or args.batch_size, verbose)
+    examples = loaded.task.examples_of_texts(loaded.tokenizer, rows)
+    features = loaded.task.encode(loaded.tokenizer, examples, None, loaded.args.maxlen, "input")
+    predictions = loaded.task.predict(loaded.model, features, examples, loaded.labels,
+                                      batch_size or loaded.args.batch_size, verbose)
     return [{**row, **prediction} for row, prediction in zip(rows, predictions, strict=True)]

@@ -4,7 +4,8 @@ The layer keeps bert4keras's interface (``trans``, ``lr_multiplier``, ``sparse_l
 ``dense_loss``, ``sparse_accuracy``, ``dense_accuracy``) and its padding convention: the
 layer's output is the emissions with padded steps set to ``-inf``, and the losses read the
 mask back from those ``-inf`` steps. Everything in the graph is written with ``keras.ops``;
-:class:`ViterbiDecoder` is the NumPy decoder of bert4keras's ``snippets``.
+:class:`ViterbiDecoder` is the NumPy decoder of bert4keras's ``snippets`` (over
+`kerasbert.text.predictions.viterbi`, the one NumPy Viterbi).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from keras import ops
 from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.registry import register
+from kerasbert.text.predictions import viterbi
 
 
 def _time_major(x):
@@ -237,23 +239,14 @@ class ViterbiDecoder:
     def __init__(self, trans, starts=None, ends=None):
         self.trans = np.asarray(trans)
         self.num_labels = len(self.trans)
+        self.starts, self.ends = starts, ends
         self.non_starts = [i for i in range(self.num_labels) if starts is not None and i not in starts]
         self.non_ends = [i for i in range(self.num_labels) if ends is not None and i not in ends]
 
     def decode(self, nodes) -> np.ndarray:
-        """The best label path for emissions ``nodes`` ``[S, K]`` (not modified)."""
-        nodes = np.array(nodes, dtype=np.result_type(nodes, self.trans, np.float32))
-        if nodes.ndim != 2 or nodes.shape[1] != self.num_labels:
+        """The best label path for emissions ``nodes`` ``[S, K]`` (not modified), by
+        `kerasbert.text.predictions.viterbi`."""
+        if np.ndim(nodes) != 2 or np.shape(nodes)[1] != self.num_labels:
             raise fail(ModelError, "ViterbiDecoder.decode", f"emissions [seq, {self.num_labels}]",
-                       f"shape {list(nodes.shape)}", "decode one sequence at a time, padding removed")
-        nodes[0, self.non_starts] = -np.inf
-        nodes[-1, self.non_ends] = -np.inf
-        delta, backs = nodes[0], []
-        for emission in nodes[1:]:
-            scores = delta[:, None] + self.trans  # (from, to)
-            backs.append(scores.argmax(0))
-            delta = scores.max(0) + emission
-        path = [int(delta.argmax())]
-        for back in reversed(backs):
-            path.append(int(back[path[-1]]))
-        return np.array(path[::-1])
+                       f"shape {list(np.shape(nodes))}", "decode one sequence at a time, padding removed")
+        return viterbi(nodes, self.trans, self.starts, self.ends)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import keras
 
-XLA_MIN_PARAMS = 10_000_000
+from kerasbert.choices import XLA_MIN_PARAMS
 
 
 def xla_pays(model: keras.Model) -> bool:

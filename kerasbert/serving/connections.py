@@ -37,6 +37,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from kerasbert.choices import SERVE_DEFAULTS
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 
@@ -74,11 +75,11 @@ class ConnectionLimits:
     kerasbert.errors.ConfigError: header_timeout_s: expected a finite number > 0, found nan
     """
 
-    header_timeout_s: float = 10.0
-    body_timeout_s: float = 20.0
-    keep_alive_s: float = 5.0
-    max_connections: int = 512
-    grace_s: float = 25.0
+    header_timeout_s: float = SERVE_DEFAULTS["header_timeout_s"]
+    body_timeout_s: float = SERVE_DEFAULTS["body_timeout_s"]
+    keep_alive_s: float = SERVE_DEFAULTS["keep_alive_s"]
+    max_connections: int = SERVE_DEFAULTS["max_connections"]
+    grace_s: float = SERVE_DEFAULTS["grace_s"]
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

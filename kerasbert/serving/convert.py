@@ -21,11 +21,15 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
+
+if TYPE_CHECKING:
+    from kerasbert.finetune.runs import LoadedRun
 
 __all__ = ["CALIBRATION", "OPSET", "activation_products", "require", "to_onnx", "to_openvino", "write_portable"]
 
@@ -172,11 +176,11 @@ def _quantize_openvino(converted, calibration: Sequence[tuple[np.ndarray, np.nda
         nncf_logger.setLevel(level)
 
 
-def _calibration(loaded: tuple, info: dict, path: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
+def _calibration(loaded: LoadedRun, info: dict, path: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
     """Up to ``CALIBRATION`` examples of ``path`` (default: the run's training file, else its dev file), encoded."""
     from kerasbert.serving.export import data_file
 
-    _, args, the_task, tokenizer, labels, _ = loaded
+    args, the_task, tokenizer, labels = loaded.args, loaded.task, loaded.tokenizer, loaded.labels
     candidates = [path] if path is not None else [p for p in (data_file(args.train), data_file(args.dev)) if p]
     if not candidates or not os.path.isfile(candidates[0]):
         found = repr(path) if path is not None else f"neither the training file {args.train!r} nor a dev file"
@@ -188,17 +192,17 @@ def _calibration(loaded: tuple, info: dict, path: str | None) -> list[tuple[np.n
             for ids, segments in zip(features.token_ids, features.segment_ids, strict=True)]
 
 
-def write_portable(folder: str, loaded: tuple, info: dict, calibration: str | None = None,
+def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str | None = None,
                    dev: str | None = None) -> None:
-    """An OpenVINO or ONNX export of a loaded run (``load_run``'s tuple) into ``folder``; fills ``info``'s
-    ``crf_transitions`` and ``dev`` with the export's own score on the dev file ``dev`` (``{}`` without one, and
-    ``dev_unscored`` saying why)."""
+    """An OpenVINO or ONNX export of an opened run (`kerasbert.finetune.runs.LoadedRun`) into ``folder``; fills
+    ``info``'s ``crf_transitions`` and ``dev`` with the export's own score on the dev file ``dev`` (``{}`` without
+    one, and ``dev_unscored`` saying why)."""
     import shutil
 
     from kerasbert.modeling.crf import crf_layers
     from kerasbert.serving.runtime import MODEL_FILES, PortableExport
 
-    run, args, the_task, _, labels, model = loaded
+    run, args, the_task, labels, model = loaded.run, loaded.args, loaded.task, loaded.labels, loaded.model
     shutil.copyfile(run.file("vocab.txt"), os.path.join(folder, "vocab.txt"))
     if info["crf"]:
         info["crf_transitions"] = np.asarray(crf_layers(model)[0].trans, np.float64).tolist()

@@ -18,9 +18,9 @@ signatures:
 Beside the model, ``kerasbert-export.json`` records the task, labels, maximum length, vocabulary checksum,
 source run, format, precision and the exported model's dev score.
 
-An OpenVINO or ONNX export scores itself on the run's dev file. One that loses more than `LOSS_BOUND` of the
-run's dev score (int8 or bf16 can) is not published: it is kept aside beside the target, and export fails naming
-it, unless the caller accepts the loss.
+An OpenVINO or ONNX export scores itself on the run's dev file. One that loses more than
+`kerasbert.choices.LOSS_BOUND` of the run's dev score (int8 or bf16 can) is not published: it is kept aside beside
+the target, and export fails naming it, unless the caller accepts the loss.
 """
 
 from __future__ import annotations
@@ -28,15 +28,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from typing import TYPE_CHECKING
 
+from kerasbert.choices import EXPORT_FORMATS, LOSS_BOUND, MAXLEN, PRECISIONS
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.files import publish_folder
 from kerasbert.log import logger
 
+if TYPE_CHECKING:
+    from kerasbert.finetune.runs import LoadedRun
+
 EXPORT_INFO = "kerasbert-export.json"
-FORMATS = ("saved_model", "openvino", "onnx")
-# the most dev score an export may lose against its run: (metric, bound) by task
-LOSS_BOUND = {"cls": ("accuracy", 0.005), "ner": ("f1", 0.01)}
 REJECTED = ".rejected"  # the suffix of an export kept aside for its loss
 
 
@@ -127,14 +129,14 @@ def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, preci
 
 
 def _check_arguments(out: str, format: str, int8: bool, precision: str) -> None:
-    if format not in FORMATS:
-        raise fail(ConfigError, "--format", " or ".join(FORMATS), repr(format))
+    if format not in EXPORT_FORMATS:
+        raise fail(ConfigError, "--format", " or ".join(EXPORT_FORMATS), repr(format))
     if int8 and format == "saved_model":
         raise fail(ConfigError, "--int8", "--format onnx or openvino", "--format saved_model",
                    "int8 models are written for ONNX Runtime and OpenVINO")
-    if precision != "f32":
+    if precision != PRECISIONS[0]:
         from kerasbert.serving.convert import require
-        from kerasbert.serving.runtime import PRECISIONS, check_precision
+        from kerasbert.serving.runtime import check_precision
 
         if precision in PRECISIONS and format != "openvino":
             raise fail(ConfigError, f"--precision {precision}", "--format openvino", f"--format {format}",
@@ -154,12 +156,13 @@ def kind_of(info: dict) -> str:
     >>> kind_of({"format": "openvino", "int8": True, "precision": "bf16"})
     'openvino int8 bf16'
     """
-    precision = info.get("precision", "f32")
-    return info["format"] + (" int8" if info["int8"] else "") + (f" {precision}" if precision != "f32" else "")
+    precision = info.get("precision", PRECISIONS[0])
+    return info["format"] + (" int8" if info["int8"] else "") + (f" {precision}" if precision != PRECISIONS[0] else "")
 
 
 def data_file(path: str | None) -> str | None:
-    """``path`` if a file is there (``load_run`` has already looked beside the run too), else None."""
+    """``path`` if a file is there (`kerasbert.finetune.runs.open_run` has already looked beside the run too), else
+    None."""
     return path if path and os.path.isfile(path) else None
 
 
@@ -187,8 +190,8 @@ def _set_aside(staging: str, out: str) -> str:
     return kept
 
 
-def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "saved_model", int8: bool = False,
-           calibration: str | None = None, precision: str = "f32", accept_loss: bool = False) -> dict:
+def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXPORT_FORMATS[0], int8: bool = False,
+           calibration: str | None = None, precision: str = PRECISIONS[0], accept_loss: bool = False) -> dict:
     """Export the best model of a ``kerasbert train`` run folder for serving.
 
     Args:
@@ -221,15 +224,15 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "sa
     >>> info["task"], info["labels"]
     ('cls', ['neg', 'pos'])
     """
-    from kerasbert.finetune.training import load_run
+    from kerasbert.finetune.runs import open_run
     from kerasbert.modeling.config import resolve_config
 
     out = os.fspath(out)
     _check_arguments(out, format, int8, precision)
-    loaded = load_run(os.fspath(run_dir))
-    run, args, labels = loaded[0], loaded[1], loaded[4]
-    maxlen = args.maxlen or min(128, resolve_config(run.file("bert_config.json")).max_position_embeddings)
-    info = _info(run, args, labels.labels, maxlen, format, int8, precision)
+    loaded = open_run(os.fspath(run_dir))
+    run, args = loaded.run, loaded.args
+    maxlen = args.maxlen or min(MAXLEN, resolve_config(run.file("bert_config.json")).max_position_embeddings)
+    info = _info(run, args, loaded.labels.labels, maxlen, format, int8, precision)
     kind = kind_of(info)
     with publish_folder(out) as staging:
         if format == "saved_model":
@@ -254,7 +257,7 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = "sa
     return info
 
 
-def _write_saved_model(folder: str, loaded: tuple, maxlen: int) -> None:
+def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int) -> None:
     """The raw-text SavedModel of a loaded run, into ``folder``."""
     import tensorflow as tf
 
@@ -265,9 +268,9 @@ def _write_saved_model(folder: str, loaded: tuple, maxlen: int) -> None:
     except ImportError as e:
         raise fail(ConfigError, "export", "tensorflow-text, for the tokenizer inside the SavedModel",
                    f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
-    run, args, _, _, labels, model = loaded
-    vocab = list(load_vocab(run.file("vocab.txt")))
+    args = loaded.args
+    vocab = list(load_vocab(loaded.run.file("vocab.txt")))
     tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen)
-    module, signatures = _served(model, tokenizer, labels.labels, vocab, args.task, bool(args.crf),
+    module, signatures = _served(loaded.model, tokenizer, loaded.labels.labels, vocab, args.task, bool(args.crf),
                                  args.text_b is not None)
     tf.saved_model.save(module, folder, signatures=signatures)

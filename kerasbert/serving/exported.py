@@ -1,10 +1,10 @@
 """Use an export folder written by `kerasbert.serving.export.export`: check it, load it, predict with it.
 
-`open_export` checks ``kerasbert-export.json`` and the model before any request, so a folder that is not an
-export, is cut short, was made for another task, or lists other labels than its model answers fails at once with a
-named error; ``kerasbert serve`` and ``kerasbert predict --model`` both open exports through it. `predict_export`
-gives the same rows as `kerasbert.predict` does for a run folder. An OpenVINO or ONNX export is opened and run
-without importing TensorFlow.
+`open_export` checks ``kerasbert-export.json`` and the model before any request, so a folder that is not an export,
+is cut short, was made for another task, or lists other labels than its model answers fails at once with a named
+error; ``kerasbert serve`` and ``kerasbert predict --model`` both open exports through it. `predict_export` gives
+the same rows as `kerasbert.predict` does for a run folder (both made by `kerasbert.text.predictions`). An OpenVINO
+or ONNX export is opened and run without importing TensorFlow.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from kerasbert.choices import PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, fail
 from kerasbert.serving.export import EXPORT_INFO, vocab_checksum
 from kerasbert.serving.runtime import MODEL_FILES, PortableExport
+from kerasbert.text.predictions import label_row, spans_row
 
 __all__ = ["Export", "open_export", "predict_export"]
 
@@ -28,7 +30,7 @@ class Export:
     def __init__(self, path: str, info: dict, signature):
         self.path, self.info, self.signature = path, info, signature
 
-    def predict(self, rows: Sequence[dict], batch_size: int = 32) -> list[dict]:
+    def predict(self, rows: Sequence[dict], batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
         """``{"text"[, "text_b"]}`` rows -> predictions, as `kerasbert.predict` writes them."""
         import tensorflow as tf
 
@@ -43,18 +45,14 @@ class Export:
         return out
 
     def _rows(self, batch: Sequence[dict], result: dict) -> list[dict]:
-        labels = self.info["labels"]
         if self.info["task"] == "cls":
-            return [{**row, "label": labels[int(i)],
-                     "probabilities": {label: round(float(p), 6) for label, p in zip(labels, probs, strict=True)}}
-                    for row, i, probs in zip(batch, result["label_id"], result["probabilities"], strict=True)]
+            return [{**row, **label_row(probabilities, self.info["labels"])}
+                    for row, probabilities in zip(batch, result["probabilities"], strict=True)]
         predictions = []
         for i, row in enumerate(batch):
-            count = int(result["entity_count"][i])
-            entities = [{"start": int(result["entity_start"][i, k]), "end": int(result["entity_end"][i, k]),
-                         "label": result["entity_label"][i, k].decode(), "text": result["entity_text"][i, k].decode()}
-                        for k in range(count)]
-            predictions.append({**row, "entities": entities})
+            spans = [(int(result["entity_start"][i, k]), int(result["entity_end"][i, k]),
+                      result["entity_label"][i, k].decode()) for k in range(int(result["entity_count"][i]))]
+            predictions.append({**row, **spans_row(row["text"], spans)})
         return predictions
 
 
@@ -154,7 +152,8 @@ def _open_saved_model(path: str, info: dict) -> Export:
     return Export(path, info, signature)
 
 
-def predict_export(path: str | os.PathLike, texts: Sequence[str | dict], batch_size: int = 32) -> list[dict]:
+def predict_export(path: str | os.PathLike, texts: Sequence[str | dict],
+                   batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
     """Predict raw texts (str, or ``{"text", "text_b"}``) with an export folder, as `kerasbert.predict` does.
 
     Example:

@@ -2,9 +2,9 @@
 
 These exports hold the model without the tokenizer (``model.onnx``, or ``model.xml`` and ``model.bin``) beside
 ``vocab.txt``; `PortableExport` tokenizes with `kerasbert.text.tokenizer.Tokenizer`, pads each batch to its
-longest row, runs the model, and decodes as `kerasbert.predict` does (a CRF head's Viterbi path in NumPy from
-the transitions ``kerasbert-export.json`` holds). Nothing here imports TensorFlow, so a server of such an export
-stays small.
+longest row, runs the model, and makes the rows `kerasbert.predict` makes (`kerasbert.text.predictions`: a CRF
+head's Viterbi path in NumPy from the transitions ``kerasbert-export.json`` holds). Nothing here imports
+TensorFlow, so a server of such an export stays small.
 """
 
 from __future__ import annotations
@@ -15,27 +15,22 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from kerasbert.choices import PRECISIONS, PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, fail
-from kerasbert.text.pipeline import (
-    decode_ner,
-    encode_classification,
-    encode_ner,
-    entity_rows,
-    text_example,
-)
+from kerasbert.text.pipeline import encode_classification, encode_ner, text_example
+from kerasbert.text.predictions import entities_row, label_row, piece_tags
 from kerasbert.text.readers import ClassificationExample, LabelSet
 from kerasbert.text.tokenizer import Tokenizer, pad_ids
 
-__all__ = ["MODEL_FILES", "PRECISIONS", "PortableExport", "check_precision", "cpu_has_bf16", "length_batches",
-           "load_runtime", "openvino_config", "row_chunks", "viterbi"]
+__all__ = ["MODEL_FILES", "PortableExport", "check_precision", "cpu_has_bf16", "length_batches",
+           "load_runtime", "openvino_config", "row_chunks"]
 
 MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}
 INSTALL = {"onnx": "onnxruntime", "openvino": "openvino"}
 LENGTH_STEP = 8
-PRECISIONS = ("f32", "bf16")  # what OpenVINO runs the operations that are not int8 in
 
 
-def openvino_config(precision: str = "f32") -> dict:
+def openvino_config(precision: str = PRECISIONS[0]) -> dict:
     """OpenVINO's CPU settings for an export: latency first, and the precision pinned, since OpenVINO would
     otherwise run a float32 model in bfloat16 on a CPU with AMX or avx512_bf16 units.
 
@@ -60,24 +55,6 @@ def check_precision(what: str, precision: str, hint: str = "export the run again
     if precision == "bf16" and not cpu_has_bf16():
         raise fail(ConfigError, what, "a CPU with bfloat16 units (AMX or avx512_bf16)",
                    "none in OpenVINO's CPU capabilities", hint)
-
-
-def viterbi(emissions: np.ndarray, trans: np.ndarray) -> np.ndarray:
-    """The best label path of one unpadded row, ``[S, K] -> [S]``, as the CRF layer decodes it.
-
-    Example:
-    >>> viterbi(np.array([[2.0, 0.0], [0.0, 1.0]]), np.array([[0.0, -5.0], [0.0, 0.0]])).tolist()
-    [0, 0]
-    """
-    delta, backs = emissions[0].astype(np.float64), []
-    for e_t in emissions[1:]:
-        scores = delta[:, None] + trans  # (from, to)
-        backs.append(np.argmax(scores, axis=0))
-        delta = scores.max(axis=0) + e_t
-    path = [int(np.argmax(delta))]
-    for back in reversed(backs):
-        path.append(int(back[path[-1]]))
-    return np.array(path[::-1], np.int32)
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, slack: float = 1.25) -> list[list[int]]:
@@ -118,7 +95,7 @@ def row_chunks(rows: int) -> list[int]:
     return sizes
 
 
-def load_runtime(fmt: str, path: str, precision: str = "f32") -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+def load_runtime(fmt: str, path: str, precision: str = PRECISIONS[0]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """A function ``(token_ids, segment_ids) -> output`` running the model file ``path`` in ``fmt``'s runtime;
     OpenVINO runs what is not int8 in ``precision`` (`PRECISIONS`), ONNX Runtime in float32."""
     try:
@@ -157,11 +134,11 @@ class PortableExport:
         self.labels = LabelSet(info["labels"])
         self.tokenizer = Tokenizer(os.path.join(path, "vocab.txt"), do_lower_case=bool(info["lowercase"]))
         self.run_model = load_runtime(info["format"], os.path.join(path, MODEL_FILES[info["format"]]),
-                                      info.get("precision", "f32"))
+                                      info.get("precision", PRECISIONS[0]))
         self.trans = np.asarray(info["crf_transitions"], np.float64) if info.get("crf") else None
         self._lock = threading.Lock()  # an OpenVINO infer request serves one call at a time
 
-    def predict(self, rows: Sequence[dict], batch_size: int = 32) -> list[dict]:
+    def predict(self, rows: Sequence[dict], batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
         """``{"text"[, "text_b"]}`` rows -> predictions, as `kerasbert.predict` writes them."""
         if self.info["task"] == "cls":
             examples = [ClassificationExample(row["text"], "", row.get("text_b") if self.info["pairs"] else None)
@@ -171,7 +148,7 @@ class PortableExport:
         return [{**row, **prediction} for row, prediction in zip(rows, self.predict_examples(examples, batch_size),
                                                                   strict=True)]
 
-    def predict_examples(self, examples: Sequence, batch_size: int = 32) -> list[dict]:
+    def predict_examples(self, examples: Sequence, batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
         """Predictions of examples read by the task (``ClassificationExample`` or ``NerExample``): ``label`` and
         ``probabilities``, or ``entities``; run in batches of similar length (`length_batches`), in order."""
         maxlen, cls = self.info["maxlen"], self.info["task"] == "cls"
@@ -181,8 +158,9 @@ class PortableExport:
         for batch in length_batches([len(ids) for ids in features.token_ids], batch_size):
             scores = self._run([features.token_ids[i] for i in batch], [features.segment_ids[i] for i in batch])
             for i, row in zip(batch, scores, strict=True):
-                out[i] = self._label(row) if cls else self._entities(examples[i], features.first_pieces[i],
-                                                                      row[:len(features.token_ids[i])])
+                out[i] = (label_row(row, self.labels.labels) if cls else
+                          entities_row(examples[i].text, piece_tags(row[:len(features.token_ids[i])], self.trans),
+                                       features.first_pieces[i], examples[i].offsets, self.labels))
         return out
 
     def _run(self, token_ids: list[list[int]], segment_ids: list[list[int]]) -> list[np.ndarray]:
@@ -200,12 +178,3 @@ class PortableExport:
                 out.extend(np.array(self.run_model(ids, segments)[:real]))
             begin += size
         return out
-
-    def _label(self, probabilities: np.ndarray) -> dict:
-        names = self.labels.labels
-        return {"label": names[int(np.argmax(probabilities))],
-                "probabilities": {label: round(float(v), 6) for label, v in zip(names, probabilities, strict=True)}}
-
-    def _entities(self, example, first_pieces: list[int], scores: np.ndarray) -> dict:
-        tags = viterbi(scores, self.trans) if self.trans is not None else np.argmax(scores, axis=-1)
-        return {"entities": entity_rows(example.text, decode_ner(tags, first_pieces, example.offsets, self.labels))}

@@ -33,10 +33,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from kerasbert.choices import EXPORT_FORMATS, SERVE_DEFAULTS
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.serving.connections import ConnectionLimits, check_number, make_server
-from kerasbert.serving.export import EXPORT_INFO, FORMATS
+from kerasbert.serving.export import EXPORT_INFO
 from kerasbert.serving.export import export as export_run
 from kerasbert.serving.exported import Export, open_export
 from kerasbert.serving.runtime import PortableExport
@@ -80,8 +81,9 @@ class Batcher:
     ['A', 'BB']
     """
 
-    def __init__(self, predict: Callable[[list[dict]], list], max_batch: int = 32, max_wait_ms: float = 5.0,
-                 max_queue: int = 1024) -> None:
+    def __init__(self, predict: Callable[[list[dict]], list], max_batch: int = SERVE_DEFAULTS["max_batch"],
+                 max_wait_ms: float = SERVE_DEFAULTS["max_wait_ms"],
+                 max_queue: int = SERVE_DEFAULTS["max_queue"]) -> None:
         self.predict, self.max_batch, self.max_queue = predict, max_batch, max_queue
         self.max_wait = max_wait_ms / 1000
         self._pending: collections.deque[_Item] = collections.deque()
@@ -281,9 +283,11 @@ def _check(name: str, **limits: float) -> None:
                    str(limits["max_instances"]))
 
 
-def make_app(export: Export | PortableExport, name: str, max_batch: int = 32, max_wait_ms: float = 5.0,
-             max_queue: int = 1024, max_instances: int = 256, max_body_bytes: int = 1_000_000,
-             timeout_s: float = 30.0) -> Starlette:
+def make_app(export: Export | PortableExport, name: str, max_batch: int = SERVE_DEFAULTS["max_batch"],
+             max_wait_ms: float = SERVE_DEFAULTS["max_wait_ms"], max_queue: int = SERVE_DEFAULTS["max_queue"],
+             max_instances: int = SERVE_DEFAULTS["max_instances"],
+             max_body_bytes: int = SERVE_DEFAULTS["max_body_bytes"],
+             timeout_s: float = SERVE_DEFAULTS["timeout_s"]) -> Starlette:
     """The ASGI app serving ``export`` as model ``name``; its lifespan runs the batching worker.
 
     Args:
@@ -316,8 +320,8 @@ def make_app(export: Export | PortableExport, name: str, max_batch: int = 32, ma
 # ------------------------------------------------------------------------------------------- serve
 def _open(path: str, stack: contextlib.ExitStack, backend: str | None = None) -> Export | PortableExport:
     """An export folder, or a run folder exported into a temporary folder; checked and warmed up before serving."""
-    if backend is not None and backend not in FORMATS:
-        raise fail(ConfigError, "--backend", " or ".join(FORMATS), repr(backend))
+    if backend is not None and backend not in EXPORT_FORMATS:
+        raise fail(ConfigError, "--backend", " or ".join(EXPORT_FORMATS), repr(backend))
     if not os.path.isfile(os.path.join(path, EXPORT_INFO)) and os.path.isfile(os.path.join(path, "args.json")):
         folder = os.path.join(stack.enter_context(tempfile.TemporaryDirectory(prefix="kerasbert-serve-")), "export")
         logger.info("exporting the run %s into %s for serving", path, folder)
@@ -355,10 +359,14 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(path: str, host: str = "127.0.0.1", port: int = 8501, name: str | None = None, max_batch: int = 32,
-          max_wait_ms: float = 5.0, max_queue: int = 1024, max_instances: int = 256, max_body_bytes: int = 1_000_000,
-          timeout_s: float = 30.0, header_timeout_s: float = 10.0, body_timeout_s: float = 20.0,
-          keep_alive_s: float = 5.0, max_connections: int = 512, grace_s: float = 25.0,
+def serve(path: str, host: str = SERVE_DEFAULTS["host"], port: int = SERVE_DEFAULTS["port"], name: str | None = None,
+          max_batch: int = SERVE_DEFAULTS["max_batch"], max_wait_ms: float = SERVE_DEFAULTS["max_wait_ms"],
+          max_queue: int = SERVE_DEFAULTS["max_queue"], max_instances: int = SERVE_DEFAULTS["max_instances"],
+          max_body_bytes: int = SERVE_DEFAULTS["max_body_bytes"], timeout_s: float = SERVE_DEFAULTS["timeout_s"],
+          header_timeout_s: float = SERVE_DEFAULTS["header_timeout_s"],
+          body_timeout_s: float = SERVE_DEFAULTS["body_timeout_s"],
+          keep_alive_s: float = SERVE_DEFAULTS["keep_alive_s"],
+          max_connections: int = SERVE_DEFAULTS["max_connections"], grace_s: float = SERVE_DEFAULTS["grace_s"],
           backend: str | None = None) -> None:
     """Serve an export (or a run, exported first into a temporary folder) until SIGINT or SIGTERM.
 
