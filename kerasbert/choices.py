@@ -3,7 +3,8 @@
 The CLI reads them to answer ``--help`` and to reject a bad argument before TensorFlow starts; the modules that
 act on them (`kerasbert.modeling.optimizers.WarmupSchedule`, `kerasbert.modeling.crf.ConditionalRandomField`,
 `kerasbert.finetune.tasks`, `kerasbert.finetune.distribute`, `kerasbert.perf.xla`, `kerasbert.serving.export`,
-`kerasbert.serving.runtime`, `kerasbert.serving.server`) import them from here.
+`kerasbert.serving.runtime`, `kerasbert.serving.server`, `kerasbert.annotated.report`, `kerasbert.weights.convert`)
+import them from here.
 
 Example:
 >>> SCHEDULES[0], CRF_LR_MULTIPLIER, EXPORT_FORMATS[0], PRECISIONS[0]
@@ -21,6 +22,9 @@ MAXLEN = 128  # the word pieces a row keeps unless ``--maxlen`` says (fewer when
 STRATEGIES = ("auto", "one", "mirrored", "multiworker")  # the ``tf.distribute`` choices of ``--strategy``
 # ``--jit-compile``'s default: XLA compiles the training step on a GPU for models of this many parameters and more
 XLA_MIN_PARAMS = 10_000_000
+
+SUMMARY_FORMATS = ("text", "markdown", "json")  # ``kerasbert summary --format``; the first is the default
+CHECKPOINT_FORMATS = ("google", "hf")  # ``kerasbert convert --to``: Google's TF1 checkpoints, Hugging Face's folders
 
 EXPORT_FORMATS = ("saved_model", "openvino", "onnx")  # ``kerasbert export --format``; the first is the default
 PRECISIONS = ("f32", "bf16")  # what OpenVINO runs the operations that are not int8 in; the first is the default

@@ -27,6 +27,7 @@ import traceback
 from collections.abc import Callable, MutableMapping, Sequence
 
 from kerasbert.choices import (
+    CHECKPOINT_FORMATS,
     EXPORT_FORMATS,
     LOSS_BOUND,
     MAXLEN,
@@ -35,6 +36,7 @@ from kerasbert.choices import (
     SCHEDULES,
     SERVE_DEFAULTS,
     STRATEGIES,
+    SUMMARY_FORMATS,
     TASK_NAMES,
     XLA_MIN_PARAMS,
 )
@@ -61,7 +63,7 @@ def _summary_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", help="a bert_config.json path or a preset name (tiny, bert_base_chinese, ...)")
     parser.add_argument("--head", help=f"attach a head: {HEAD_SPECS}")
     parser.add_argument("--pooler", action="store_true", help="build the backbone with Pooler/Pooler-Dense")
-    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    parser.add_argument("--format", choices=SUMMARY_FORMATS, default=SUMMARY_FORMATS[0])
     parser.add_argument("--batch", type=int, help="batch size of the activation-memory estimate")
     parser.add_argument("--seq", type=int, help="sequence length of the activation-memory estimate")
     parser.add_argument("--expand", action="store_true", help="one row per weight (qkv_kernel, qkv_bias, ...)")
@@ -436,7 +438,7 @@ def _run_serve(args: argparse.Namespace) -> int:
 def _convert_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("src", help="a Google checkpoint (prefix or folder) or Hugging Face weights (folder or file)")
     parser.add_argument("dst", help="the output folder: weights, config and vocab.txt")
-    parser.add_argument("--to", choices=("google", "hf"), help="the output format (default: the other one)")
+    parser.add_argument("--to", choices=CHECKPOINT_FORMATS, help="the output format (default: the other one)")
     parser.add_argument("--force", action="store_true", help="write into a folder that already holds files")
 
 

@@ -14,8 +14,9 @@ import io
 import json
 
 from kerasbert.annotated.formulas import Formula
+from kerasbert.choices import SUMMARY_FORMATS
 
-FORMATS = ("text", "markdown", "json")
+FORMATS = SUMMARY_FORMATS  # the renderings of `render`
 LAYER_HEADERS = ("Layer (type)", "Output Shape", "Param #", "Formula (symbols = numbers)", "Note")
 GROUP_HEADERS = ("Group", "Param #", "Share", "Detail")
 RIGHT = {"Param #", "Share"}

@@ -22,6 +22,7 @@ import shutil
 import numpy as np
 
 from kerasbert import layer_names as ln
+from kerasbert.choices import CHECKPOINT_FORMATS
 from kerasbert.errors import CheckpointError, ConfigError, fail
 from kerasbert.files import TEMPORARY, atomic_path, publish_folder
 from kerasbert.log import logger
@@ -32,7 +33,7 @@ from kerasbert.weights.hf import HF, SAFETENSORS, HFCheckpoint
 from kerasbert.weights.names import OPTIONAL_LAYERS, variable_shapes
 from kerasbert.weights.table import Format, listed
 
-FORMATS = {"google": GOOGLE, "hf": HF}
+FORMATS = dict(zip(CHECKPOINT_FORMATS, (GOOGLE, HF), strict=True))  # the formats by name
 CONFIG_FILES = {"google": "bert_config.json", "hf": "config.json"}
 TOKENIZER_CONFIG = "tokenizer_config.json"
 
@@ -225,7 +226,7 @@ def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, to: str |
     frm = checkpoint_format(src)
     to = to or ("hf" if frm == "google" else "google")
     if to not in FORMATS:
-        raise fail(ConfigError, "--to", "google or hf", repr(to))
+        raise fail(ConfigError, "--to", " or ".join(CHECKPOINT_FORMATS), repr(to))
     _check_destination(dst, force)
     folder = _folder_of(src)
     config, checked = _config(folder, to)
