@@ -15,7 +15,7 @@ import pytest
 
 from kerasbert import build_transformer_model
 from kerasbert.modeling import heads
-from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention, ProjectedBlock
+from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
 from kerasbert.perf.onednn import ONEDNN_BF16_FLAGS, cpu_flags
 from kerasbert.perf.variants import forced
 
@@ -30,8 +30,8 @@ def np_softmax(x):
     return e / e.sum(-1, keepdims=True)
 
 
-def blocks_of(model: keras.Model) -> list[ProjectedBlock]:
-    return [layer for layer in model._flatten_layers() if isinstance(layer, ProjectedBlock)]
+def blocks_of(model: keras.Model) -> list[MultiHeadSelfAttention | FeedForward]:
+    return [layer for layer in model._flatten_layers() if isinstance(layer, (MultiHeadSelfAttention, FeedForward))]
 
 
 def tiny_inputs(batch: int = 2, length: int = 7) -> list[np.ndarray]:
@@ -185,6 +185,43 @@ def test_lora_the_keras_way_on_each_dense_and_on_a_quantized_model(tmp_path):
     out = numpy(model(inputs))
     model.save(tmp_path / "int8-lora.keras")
     np.testing.assert_allclose(numpy(keras.saving.load_model(tmp_path / "int8-lora.keras")(inputs)), out, atol=1e-6)
+
+
+def test_a_checkpoint_is_not_read_into_or_written_from_quantized_or_lora_projections(tmp_path):
+    from kerasbert.errors import ModelError
+    from kerasbert.weights.google import save_google_checkpoint
+
+    model = build_transformer_model("tiny", verbose=False)
+    blocks_of(model)[0].enable_lora(2)
+    with pytest.raises(ModelError, match="Transformer-0-MultiHeadSelfAttention's qkv projection: expected float"):
+        save_google_checkpoint(model, tmp_path / "bert_model.ckpt")
+    model = build_transformer_model("tiny", verbose=False)
+    model.quantize("int8")
+    with pytest.raises(ModelError, match="found int8 quantization"):
+        save_google_checkpoint(model, tmp_path / "bert_model.ckpt")
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_blocks_and_their_projections_share_the_mixed_precision_policy(policy):
+    x, mask = rng.normal(size=(2, 5, 8)).astype("float32"), np.array([[1, 1, 1, 0, 0]] * 2, bool)
+    for make, inputs in ((lambda **k: MultiHeadSelfAttention(num_heads=2, **k), [x, mask]),
+                         (lambda **k: FeedForward(units=16, **k), x)):
+        reference, layer = make(), make(dtype=policy)
+        expected = numpy(reference(inputs))
+        layer(inputs)
+        layer.set_weights(reference.get_weights())
+        out = layer(inputs)
+        assert keras.backend.standardize_dtype(out.dtype) == policy.split("_")[1]
+        assert all(p.dtype_policy.name == policy for p in layer.projections.values())
+        assert all(keras.backend.standardize_dtype(w.dtype) == "float32" for w in layer.weights)
+        np.testing.assert_allclose(numpy(keras.ops.cast(out, "float32")), expected, atol=0.05)
+
+
+def test_enable_lora_and_quantize_ask_for_a_built_block():
+    from kerasbert.errors import ModelError
+
+    with pytest.raises(ModelError, match="expected a built block for enable_lora"):
+        FeedForward(units=4, name="ffn").enable_lora(2)
 
 
 @pytest.mark.parametrize("name", ["cls", "tagging", "tagging-crf"])

@@ -33,8 +33,14 @@ class Projection(keras.layers.Dense):
 
     Keras quantizes it as a ``Dense`` (``Dense.quantize`` refuses subclasses unless told their math is its
     own). A `.keras` file can keep a block's four weights as the block's own (a flat store of four
-    variables); the block then assigns them here (`ProjectedBlock.load_own_variables`) and this
+    variables); the block then assigns them here (its ``load_own_variables``) and this
     projection's own store in that file is empty.
+
+    Example:
+    >>> layer = FeedForward(units=16)
+    >>> _ = layer(ops.ones((2, 5, 8)))
+    >>> isinstance(layer.intermediate_dense, keras.layers.Dense), tuple(layer.intermediate_dense.kernel.shape)
+    (True, (8, 16))
     """
 
     def __init__(self, *args, **kwargs):
@@ -51,7 +57,7 @@ class Projection(keras.layers.Dense):
         super().quantize(mode, type_check=False, config=config)
 
 
-class ProjectedBlock(keras.layers.Layer):
+class _ProjectedBlock(keras.layers.Layer):
     """What both blocks share: their `Projection` sublayers, their dtype policies, LoRA and weight keys.
 
     ``dtype`` may be a `keras.dtype_policies.DTypePolicyMap` whose keys are projection names (``qkv``): a block
@@ -75,13 +81,24 @@ class ProjectedBlock(keras.layers.Layer):
 
     @property
     def projections(self) -> dict[str, Projection]:
-        """The projections by name, in the order of the block's weights."""
-        return {name: getattr(self, f"{name}_dense") for name in self.PROJECTIONS}
+        """The projections by name, in the order of the block's weights (none before the block is built)."""
+        return {name: getattr(self, f"{name}_dense") for name in self.PROJECTIONS} if self.built else {}
 
     def weights_by_key(self) -> dict[str, keras.Variable]:
         """Every weight by its key ``<projection>_<weight>``: ``qkv_kernel``, ``output_bias``, and under int8
         ``qkv_kernel_scale``, under LoRA ``qkv_lora_kernel_a`` (the keys of `kerasbert.weights.names`)."""
         return {f"{name}_{w.name}": w for name, layer in self.projections.items() for w in layer.weights}
+
+    def checkpoint_weights(self) -> dict[str, keras.Variable]:
+        """The float weights a checkpoint holds (`weights_by_key`'s kernels and biases), for loading and saving
+        one; a ModelError where a projection is quantized or has LoRA, whose kernels a checkpoint cannot hold."""
+        for name, layer in self.projections.items():
+            if layer.quantization_mode or layer.lora_enabled:
+                found = f"{layer.quantization_mode} quantization" if layer.quantization_mode else "LoRA weights"
+                raise fail(ModelError, f"{self.name}'s {name} projection", "float kernels to read or write a "
+                           "checkpoint", found, "load the checkpoint before quantize or enable_lora; save those "
+                           "models as .keras")
+        return self.weights_by_key()
 
     def enable_lora(self, rank: int, lora_alpha: float | None = None, a_initializer="he_uniform",
                     b_initializer="zeros") -> None:
@@ -89,13 +106,19 @@ class ProjectedBlock(keras.layers.Layer):
 
         Saving merges them into the kernels, as Keras's ``Dense`` does; a loaded model has plain kernels.
         """
+        self._check_built("enable_lora")
         for layer in self.projections.values():
             layer.enable_lora(rank, lora_alpha=lora_alpha, a_initializer=a_initializer, b_initializer=b_initializer)
 
     def quantize(self, mode=None, type_check=True, config=None):
         """Quantize every projection (`keras.layers.Dense.quantize`); ``model.quantize`` reaches them itself."""
+        self._check_built("quantize")
         for layer in self.projections.values():
             layer.quantize(mode, type_check=type_check, config=config)
+
+    def _check_built(self, what: str) -> None:
+        if not self.built:
+            raise fail(ModelError, self.name, f"a built block for {what}", "a block never called or built")
 
     def load_own_variables(self, store):
         """Nothing of its own in a file this block saved; a block's four weights in the flat store of a file
@@ -116,7 +139,7 @@ class ProjectedBlock(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         quantized = {name: layer.dtype_policy for name, layer in self.projections.items()
-                     if layer.dtype_policy.name != self.dtype_policy.name} if self.built else {}
+                     if layer.dtype_policy.name != self.dtype_policy.name}
         if quantized:
             config["dtype"] = keras.dtype_policies.serialize(
                 keras.dtype_policies.DTypePolicyMap(default_policy=self.dtype_policy, policy_map=quantized))
@@ -124,7 +147,7 @@ class ProjectedBlock(keras.layers.Layer):
 
 
 @register
-class MultiHeadSelfAttention(ProjectedBlock):
+class MultiHeadSelfAttention(_ProjectedBlock):
     """Multi-head self-attention over ``[x, key_mask]``: ``softmax(Q·Kᵀ/√d + mask)·V`` per head, then ``W_o``.
 
     Vaswani et al. 2017, eq. 1, with padding keys set to -inf as bert4keras does. Projections: ``qkv``
@@ -246,7 +269,7 @@ class MultiHeadSelfAttention(ProjectedBlock):
 
 
 @register
-class FeedForward(ProjectedBlock):
+class FeedForward(_ProjectedBlock):
     """Position-wise feed-forward block ``act(x·W1 + b1)·W2 + b2``.
 
     Projections: ``intermediate`` ``[H, I]`` and ``output`` ``[I, H]``, with biases; weight keys

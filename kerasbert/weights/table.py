@@ -117,10 +117,10 @@ def all_layers(model: keras.Model) -> list[keras.layers.Layer]:
 
 
 def weight_keys(layer: keras.layers.Layer) -> list[tuple[str, keras.Variable]]:
-    """A layer's weights under the keys of the name tables: a Transformer block's own (its ``weights_by_key``:
+    """A layer's weights under the keys of the name tables: a Transformer block's own (its ``checkpoint_weights``:
     ``qkv_kernel`` for its ``qkv`` projection's kernel), else each weight's name."""
-    if hasattr(layer, "weights_by_key"):
-        return list(layer.weights_by_key().items())
+    if hasattr(layer, "checkpoint_weights"):
+        return list(layer.checkpoint_weights().items())
     return [(variable.name, variable) for variable in layer.weights]
 
 
