@@ -3,9 +3,10 @@
 kerasbert's layers (`kerasbert.modeling.layers`, `kerasbert.modeling.blocks`) state the math plainly. A faster
 form of one step for one kind of machine is a *variant*: its code lives in `kerasbert.perf`, and a layer takes it
 where `chosen` says so, with a one-line branch. Each variant names the machine kinds it runs on: those where it
-was measured to buy at least 2 % (``benchmarks/variants.py`` measures each one on and off; the figures and
-their sources are in benchmarks/HISTORY.md and RESULTS.md). A variant changes the speed, not the numbers beyond
-float rounding (the tests run both forms), except ``"xla_dropout"``: another random stream, the same rule.
+was measured faster (``benchmarks/variants.py`` measures each one on and off; the figures and their sources are
+in benchmarks/HISTORY.md and RESULTS.md). A variant that buys less than 2 % on every kind is deleted. A variant
+changes the speed, not the numbers beyond float rounding (the tests run both forms), except ``"xla_dropout"``:
+another random stream, the same rule.
 
 Machine kinds (`machine_kind`): ``"gpu"``; on CPUs ``"amx"`` (AMX tiles), ``"avx512"``, ``"avx2"``, ``"other"``.
 `table` lists every variant and whether it runs here; `forced` turns variants on or off for the graphs traced
@@ -38,7 +39,7 @@ class Variant:
 
     name: str
     what: str  # the step it changes, in a clause
-    kinds: frozenset[str]  # machine kinds where it runs: where it was measured to pay
+    kinds: frozenset[str]  # machine kinds where it runs: where it was measured faster
 
 
 def _variant(name: str, what: str, kinds: Iterable[str]) -> Variant:
