@@ -2,9 +2,10 @@
 
 Each head is built the bert4keras way: new layers on the backbone's own graph, then
 ``keras.Model(backbone.inputs, output)`` (a `TransformerModel`, which also carries the backbone's
-config); the layer list stays flat, and the same layers written by hand give the same graph. Head layers have fixed names (``CLS-Dense``,
-``Tagging-CRF``, ...); ``Pooler``/``Pooler-Dense``, ``NSP-Proba`` and ``MLM-*`` are the names
-of the checkpoint table, so ``load_google_checkpoint`` fills them from ``bert/pooler`` and ``cls/``.
+config); the layer list stays flat, and the same layers written by hand give the same graph. Head layers
+have fixed names (``CLS-Dense``, ``Tagging-CRF``, ..., from `kerasbert.layer_names`); ``Pooler``/``Pooler-Dense``,
+``NSP-Proba`` and ``MLM-*`` are the names of the checkpoint table, so ``load_google_checkpoint`` fills them from
+``bert/pooler`` and ``cls/``.
 ``build_transformer_model(with_pool=, with_nsp=, with_mlm=)`` builds its heads with the
 same functions (`pooler_output`, `nsp_output`, `mlm_output`).
 
