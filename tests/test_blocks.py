@@ -168,6 +168,9 @@ def test_enable_lora_trains_only_the_lora_weights_of_the_projections(tmp_path):
     model.fit(inputs, rng.normal(size=(2, 7, 32)), epochs=2, verbose=0)
     assert all(np.array_equal(k.numpy(), before) for k, before in zip(kernels, kernels_before, strict=True))
     assert any(not np.array_equal(w.numpy(), before) for w, before in zip(loras, loras_before, strict=True))
+    attention, x, mask = blocks_of(model)[0], rng.normal(size=(2, 5, 32)).astype("float32"), np.ones((2, 5), bool)
+    np.testing.assert_allclose(numpy(attention([x, mask], first_token=True)), numpy(attention([x, mask]))[:, 0],
+                               atol=1e-5)  # [CLS]'s query from the kernel with its LoRA update
     trained = numpy(model(inputs))
     model.save(tmp_path / "lora.keras")  # Keras's Dense saves its LoRA merged into the kernel
     loaded = keras.saving.load_model(tmp_path / "lora.keras", compile=False)
