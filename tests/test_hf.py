@@ -19,7 +19,7 @@ from kerasbert import CheckpointError, ConfigError, build_transformer_model
 from kerasbert.cli import main
 from kerasbert.weights.checkpoint import load_checkpoint
 from kerasbert.weights.convert import convert_checkpoint
-from kerasbert.weights.hf import save_hf_checkpoint
+from kerasbert.weights.hf import hf_config_dict, save_hf_checkpoint
 
 import helpers
 from conftest import BASE2
@@ -435,3 +435,12 @@ def test_a_pytorch_bin_that_would_run_code_is_refused_and_nothing_runs(tmp_path)
                                               r"found a pickle that calls (posix|os)\.system"):
         build_transformer_model(folder, folder, verbose=False)
     assert not marker.exists()
+
+
+def test_the_config_json_written_is_the_models_own_config():
+    model = build_transformer_model("tiny", keep_tokens=[0, 1, 2, 3, 7], hidden_act="gelu_tanh", dropout_rate=0.2,
+                                    initializer_range=0.05, verbose=False)
+    config = hf_config_dict(model)
+    assert (config["vocab_size"], config["hidden_act"], config["hidden_dropout_prob"]) == (5, "gelu_new", 0.2)
+    assert (config["initializer_range"], config["model_type"], config["architectures"]) == (
+        0.05, "bert", ["BertForPreTraining"])
