@@ -125,6 +125,7 @@ def test_model_quantize_int8_reaches_every_projection_and_the_file_keeps_it(tmp_
                    if key.endswith("_kernel"))
     after = numpy(model(inputs))
     assert np.linalg.norm(after - before) / np.linalg.norm(before) <= 0.05
+    assert all(block.param_formula().value == block.count_params() for block in blocks_of(model))  # + int8 scales
     model.save(tmp_path / "int8.keras")
     loaded = keras.saving.load_model(tmp_path / "int8.keras", compile=False)
     assert all(layer.quantization_mode == "int8" for block in blocks_of(loaded) for layer in block.projections.values())
@@ -159,6 +160,7 @@ def test_enable_lora_trains_only_the_lora_weights_of_the_projections(tmp_path):
         block.enable_lora(2)
     projections = [layer for block in blocks_of(model) for layer in block.projections.values()]
     assert len(projections) == 2 * len(blocks_of(model)) and all(layer.lora_enabled for layer in projections)
+    assert all(block.param_formula().value == block.count_params() for block in blocks_of(model))  # + r·(in+out)
     trainable = {id(w) for w in model.trainable_weights}
     kernels = [layer._kernel for layer in projections]
     loras = [w for layer in projections for w in (layer.lora_kernel_a, layer.lora_kernel_b)]

@@ -64,7 +64,7 @@ class _ProjectedBlock(keras.layers.Layer):
     with quantized projections saves one, so that its projections are rebuilt quantized when it is loaded.
     """
 
-    PROJECTIONS: tuple[str, ...] = ()  # projection names, in the order of the block's weights
+    PROJECTIONS: dict[str, tuple[str, str]] = {}  # name: (fan-in, fan-out) in symbols, in the order of the weights
 
     def __init__(self, **kwargs):
         policy = keras.dtype_policies.get(kwargs.pop("dtype", None))
@@ -83,6 +83,15 @@ class _ProjectedBlock(keras.layers.Layer):
     def projections(self) -> dict[str, Projection]:
         """The projections by name, in the order of the block's weights (none before the block is built)."""
         return {name: getattr(self, f"{name}_dense") for name in self.PROJECTIONS} if self.built else {}
+
+    def _formula(self, symbols: str, **sizes: int) -> Formula:
+        """The parameter formula ``symbols`` of the float block, plus each projection's LoRA weights,
+        ``rank·(fan-in + fan-out)``, and its int8 scales, one per output."""
+        for name, layer in self.projections.items():
+            fan_in, fan_out = self.PROJECTIONS[name]
+            symbols += f"+{layer.lora_rank}·({fan_in}+{fan_out})" if layer.lora_enabled else ""
+            symbols += f"+{fan_out}" if layer.quantization_mode == "int8" else ""
+        return Formula.of(symbols, **sizes)
 
     def weights_by_key(self) -> dict[str, keras.Variable]:
         """Every weight by its key ``<projection>_<weight>``: ``qkv_kernel``, ``output_bias``, and under int8
@@ -172,7 +181,7 @@ class MultiHeadSelfAttention(_ProjectedBlock):
     ['output_bias', 'output_kernel', 'qkv_bias', 'qkv_kernel']
     """
 
-    PROJECTIONS = ("qkv", "output")
+    PROJECTIONS = {"qkv": ("H", "3·H"), "output": ("H", "H")}
 
     def __init__(self, num_heads: int, dropout: float = 0.0, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
@@ -203,7 +212,7 @@ class MultiHeadSelfAttention(_ProjectedBlock):
     output_bias = property(lambda self: self.output_dense.bias, doc="``[H]``.")
 
     def param_formula(self) -> Formula:
-        return Formula.of("4·(H·H+H)", H=int(self.output_bias.shape[0]))
+        return self._formula("4·(H·H+H)", H=int(self.output_bias.shape[0]))
 
     def activation_elements(self, batch: int, seq: int, queries: int | None = None) -> int:
         """Tensors inside the layer kept for backprop: q B·Q·H, k and v B·S·2H, scores and probs 2·B·A·Q·S,
@@ -285,7 +294,7 @@ class FeedForward(_ProjectedBlock):
     (2, 5, 8)
     """
 
-    PROJECTIONS = ("intermediate", "output")
+    PROJECTIONS = {"intermediate": ("H", "I"), "output": ("I", "H")}
 
     def __init__(self, units: int, activation: str = "gelu", kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
@@ -307,7 +316,7 @@ class FeedForward(_ProjectedBlock):
     output_bias = property(lambda self: self.output_dense.bias, doc="``[H]``.")
 
     def param_formula(self) -> Formula:
-        return Formula.of("H·I+I+I·H+H", H=int(self.output_bias.shape[0]), I=self.units)
+        return self._formula("H·I+I+I·H+H", H=int(self.output_bias.shape[0]), I=self.units)
 
     def activation_elements(self, batch: int, seq: int, queries: int | None = None) -> int:
         """Tensors inside the layer kept for backprop: the inner layer before and after the activation, 2·B·Q·I
