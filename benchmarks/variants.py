@@ -12,9 +12,11 @@ variant as this machine's kind chooses (`chosen` is read when a graph is traced,
 A training step is one ``train_on_batch`` of a ``heads.cls`` classifier (batch 8 × 128, Adam, the config's
 dropout), an inference step one ``predict_on_batch`` (16 × 128). The two models are then stepped in turn, one
 step each a round, in an order that reverses every round; the gain is the median over rounds of the paired
-ratio ``off / on`` (above 1: the variant is faster). Float32, except ``float32_activation``, which acts only under
-mixed precision and is timed in mixed_bfloat16. A variant that acts on one kind of step only is timed there
-(``xla_gelu`` and ``xla_dropout``: training; ``float32_activation``: inference).
+ratio ``off / on`` (above 1: the variant is faster). A control pair, two models with this machine's own
+choices, shows how far apart identical arms measure: a gain inside that distance of 1.00 is noise. Float32,
+except ``float32_activation``, which acts only under mixed precision and is timed in mixed_bfloat16. A variant
+that acts on one kind of step only is timed there (``xla_gelu`` and ``xla_dropout``: training;
+``float32_activation``: inference).
 
 The table goes to the RESULTS.md section ``variants-<kind>`` (`kerasbert.perf.variants.machine_kind`), with the
 CPU flags that decide the kind. A variant stays where it buys at least 2 % (`kerasbert.perf.variants`).
@@ -36,6 +38,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # the repository: kerasbert and bench
 import kerasbert  # noqa: E402, F401  (before Keras: it turns TensorFlow's oneDNN on, as users get it)
 
 MODES = {"train": "training", "infer": "inference"}
+CONTROL = "control"  # both models as this machine chooses: how far apart two identical arms measure
 ONLY = {"xla_gelu": ("train",), "xla_dropout": ("train",), "float32_activation": ("infer",)}
 POLICY = {"float32_activation": "mixed_bfloat16"}
 SHOWN_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_ne_convert", "amx_tile", "amx_bf16")
@@ -79,7 +82,8 @@ def step(model, mode: str, data) -> float:
 
 
 def measure(name: str, args, shape: dict) -> dict[str, float]:
-    """The median paired gain ``off / on`` of variant ``name`` for each mode it acts on."""
+    """The median paired gain ``off / on`` of variant ``name`` for each mode it acts on; for `CONTROL`, two
+    models with this machine's own choices (the noise floor: 1.00 on a quiet machine)."""
     import keras
 
     from kerasbert.perf.variants import forced
@@ -89,7 +93,7 @@ def measure(name: str, args, shape: dict) -> dict[str, float]:
             "infer": batch(args.infer_batch, args.seq, shape["vocab_size"])}
     models = {}
     for on in (True, False):
-        with forced({name: on}):  # traced here: each model keeps this choice
+        with forced({} if name == CONTROL else {name: on}):  # traced here: each model keeps this choice
             models[on] = build(shape, args.layers, POLICY.get(name, "float32"), args.seq)
             for mode in modes:
                 for _ in range(args.warmup):
@@ -128,12 +132,13 @@ def report(gains: dict[str, dict[str, float]], args, shape: dict) -> str:
              f"{platform.machine()}, CPU flags: {flags}; TensorFlow {tf.__version__}, Keras {keras.__version__}.",
              "", "| variant | what | machine kind | runs here by default | inference gain | training gain | rounds |",
              "|---|---|---|---|---|---|---|"]
-    for name, variant in VARIANTS.items():
-        if name not in gains:
-            continue
+    for name in [n for n in (*VARIANTS, CONTROL) if n in gains]:
         cells = [f"{gains[name][mode]:.3f} ×" if mode in gains[name] else "—" for mode in MODES]
-        runs = "yes" if kind in variant.kinds else "no"
-        lines.append(f"| {name} | {variant.what} | {kind} | {runs} | {cells[1]} | {cells[0]} | {args.rounds} |")
+        if name == CONTROL:
+            what, runs = "(no variant: two identical models, the noise floor)", "—"
+        else:
+            what, runs = VARIANTS[name].what, "yes" if kind in VARIANTS[name].kinds else "no"
+        lines.append(f"| {name} | {what} | {kind} | {runs} | {cells[1]} | {cells[0]} | {args.rounds} |")
     return "\n".join(lines)
 
 
@@ -146,7 +151,8 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tiny model and 2 rounds: checks that it runs")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of the variants")
+    parser.add_argument("--variants", default=",".join([*VARIANTS, CONTROL]),
+                        help=f"comma-separated subset of the variants and {CONTROL!r} (two identical models)")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
@@ -156,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results", default=None, help="the file to write the section to (RESULTS.md)")
     args = parser.parse_args(argv)
     names = args.variants.split(",")
-    unknown = sorted(set(names) - set(VARIANTS))
+    unknown = sorted(set(names) - {*VARIANTS, CONTROL})
     if unknown:
         parser.error(f"--variants: unknown {unknown}; expected some of {sorted(VARIANTS)}")
     shape = TINY if args.quick else FULL
