@@ -1,1 +1,2 @@
-"""Speed policy and kernels: oneDNN on CPUs, when XLA pays, and the fused GELU and dropout of training."""
+"""Speed policy and faster forms: oneDNN on CPUs, when XLA pays, and the speed variants of the layers' steps,
+chosen by machine kind in one place (`kerasbert.perf.variants`)."""
