@@ -243,8 +243,8 @@ def test_layerwise_learning_rates(data, tmp_path):
     x = [np.array([[2, 5, 6, 3]] * 4), np.zeros((4, 4), "int32")]
     model.train_on_batch(x, np.array([0, 1, 0, 1]))
     moved = {v.path: float(np.abs(v.numpy() - before[v.path]).max()) for v in model.trainable_variables}
-    for path, scale in (("CLS-Dense/kernel", 1.0), ("Transformer-1-FeedForward/intermediate_kernel", 0.5),
-                        ("Transformer-0-FeedForward/output_kernel", 0.25), ("Embedding-Position/embeddings", 0.125)):
+    for path, scale in (("CLS-Dense/kernel", 1.0), ("Transformer-1-FeedForward/intermediate/kernel", 0.5),
+                        ("Transformer-0-FeedForward/output/kernel", 0.25), ("Embedding-Position/embeddings", 0.125)):
         assert moved[path] == pytest.approx(1e-3 * scale, rel=0.01), path
     token = model.get_layer("Embedding-Token").embeddings  # a sparse gradient (IndexedSlices) on TensorFlow
     change = np.abs(token.numpy() - before[token.path]).max(axis=1)

@@ -26,6 +26,9 @@ after the run and its data were moved together the relative path finds them.
 ``--overwrite`` replaces a run folder whole (the new one's first files are written beside it and swapped in),
 and only a run folder: one with ``args.json`` that holds nothing but the files above (and ``.tmp-*``), and
 none of the command's inputs.
+
+`open_run` opens a finished run as a `LoadedRun` (its arguments, task, tokenizer, labels and best model, by name):
+what evaluation, prediction and export read.
 """
 
 from __future__ import annotations
