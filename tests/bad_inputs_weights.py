@@ -1,7 +1,7 @@
 """Bad inputs of checkpoints, configs and `convert`: rows of the catalogue in ``tests/test_bad_inputs.py``.
 
 It also holds the writers of hostile weight files (``pytorch_model.bin`` pickles written opcode by opcode, raw
-safetensors headers), which ``tests/test_torch_pickle.py`` and ``tests/test_convert.py`` use too.
+safetensors headers), which ``tests/weights/test_torch_pickle.py`` and ``tests/weights/test_convert.py`` use too.
 """
 
 from __future__ import annotations

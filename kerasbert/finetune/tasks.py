@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import keras
 import numpy as np
 
+from kerasbert import layer_names as names
+from kerasbert.choices import TASK_NAMES
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.finetune import metrics
 from kerasbert.finetune.args import TaskOptions
@@ -225,7 +227,7 @@ class NerTask(Task):
             return heads.loss_and_metrics(model)
         # weights: 1 on each word's first piece, 0 on other pieces, [CLS], [SEP] and padding; the loss is
         # Σ w·CE / Σ w, the mean over words, whatever the padding (Keras's default divides by B·S)
-        loss = losses.SparseLabelLoss(int(model.output.shape[-1]), what="Tagging-Dense",
+        loss = losses.SparseLabelLoss(int(model.output.shape[-1]), what=names.TAGGING_DENSE,
                                      reduction="mean_with_sample_weight")
         return {"loss": loss, "weighted_metrics": [losses.accuracy_metric(keras.metrics.sparse_categorical_accuracy)]}
 
@@ -257,7 +259,7 @@ class NerTask(Task):
         return [text_example(tokenizer, row["text"]) for row in rows]
 
 
-TASKS = {"cls": ClassificationTask, "ner": NerTask}
+TASKS = dict(zip(TASK_NAMES, (ClassificationTask, NerTask), strict=True))  # the order of kerasbert.choices.TASK_NAMES
 
 
 def get_task(name: str, **options) -> Task:

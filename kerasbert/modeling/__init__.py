@@ -6,6 +6,7 @@ Importing this package registers every layer, loss, metric, optimizer and schedu
 """
 
 from kerasbert.modeling import (  # noqa: F401 (each registers what it defines)
+    backbone,
     blocks,
     crf,
     global_pointer,

@@ -90,7 +90,7 @@ class TokenEmbedding(keras.layers.Embedding):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.supports_masking = True  # whatever mask_zero says: a model saved before this change masks too
+        self.supports_masking = True  # the padding mask, whatever mask_zero says (files saved without it too)
 
     def call(self, inputs, reverse: bool = False):
         if reverse:

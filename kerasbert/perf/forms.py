@@ -3,7 +3,7 @@
 Each is a speed variant (`kerasbert.perf.variants`): `kerasbert.modeling.layers.LayerNorm` and
 `kerasbert.modeling.layers.SegmentEmbedding` take it where `kerasbert.perf.variants.chosen` says so, and
 compute Keras's own math elsewhere. Both give the plain layer's numbers within float32 rounding, forward and
-gradients (`tests/test_variants.py`).
+gradients (`tests/perf/test_variants.py`).
 
 - **Centred LayerNorm** (`centred_layer_norm`, variant ``"centred_layer_norm"``): ``(x-μ)·(γ/√(σ²+ε)) + β``
   with the centred ``x-μ`` computed once and used for both the variance and the output, where

@@ -15,7 +15,7 @@ custom gradient TensorFlow's:
 Both are speed variants (`kerasbert.perf.variants`, ``"xla_gelu"`` and ``"xla_dropout"``): the feed-forward
 and `kerasbert.modeling.layers.Dropout` take them where `kerasbert.perf.variants.chosen` says so; the dropout's
 masks then come from this random stream, not Keras's. The same numbers as the formulas within float32 rounding
-(`tests/test_fused.py`); under mixed precision the GELU's kernels compute in float32 and round to bf16 once
+(`tests/perf/test_fused.py`); under mixed precision the GELU's kernels compute in float32 and round to bf16 once
 (`_in_float32`). Where the step is compiled with XLA already (`jit_compile`, JAX), the compiler fuses the GELU as
 written and Keras's own dropout is used; so it is on PyTorch, and on models narrower than BERT-base
 (`MIN_WIDTH`, `MIN_DROPOUT_WIDTH`). XLA compiles once for each batch shape, and without XLA `kerasbert train`

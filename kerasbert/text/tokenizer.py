@@ -1,6 +1,6 @@
 """BERT's WordPiece tokenizer with bert4keras's interface and ids, its word pieces found by the Rust ``tokenizers``.
 
-:class:`Tokenizer` gives the ids bert4keras 0.11.5's ``Tokenizer`` gives (``tests/test_tokenizer.py``
+:class:`Tokenizer` gives the ids bert4keras 0.11.5's ``Tokenizer`` gives (``tests/text/test_tokenizer.py``
 checks this against bert4keras itself): Chinese characters one per token, accents stripped when
 lower-casing, control characters dropped, unknown words ``[UNK]``, and a pair truncated from the end
 of the longer sequence. `normalize` prepares the text with Python's own Unicode tables, as bert4keras does

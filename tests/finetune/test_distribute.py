@@ -21,7 +21,7 @@ from helpers import kill_mid_epoch
 
 pytestmark = pytest.mark.slow  # trains, spawns workers or runs a benchmark
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TWO_CPUS = """
 import sys, tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]

@@ -18,7 +18,7 @@ from helpers import kill_mid_epoch
 
 pytestmark = pytest.mark.slow  # trains, spawns workers or runs a benchmark
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = os.path.join(HERE, "fixtures", "bert4keras_examples")
+SCRIPTS = os.path.join(os.path.dirname(HERE), "fixtures", "bert4keras_examples")
 
 # What a bert4keras 0.11.5 script needed beyond ``bert4keras.X`` -> ``kerasbert.compat.X`` to run on Keras 3
 # (each edit also runs on bert4keras/tf-keras, so one script body serves both). The migration guide's list.

@@ -171,7 +171,7 @@ def test_each_variant_keeps_the_models_numbers(policy, variant):
 def test_the_variants_benchmark_writes_a_row_per_variant(tmp_path):
     """``benchmarks/variants.py --quick`` runs every variant on and off and writes its RESULTS.md section."""
     results = tmp_path / "RESULTS.md"
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     done = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "variants.py"), "--quick", "--results",
                            str(results)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -20,7 +20,7 @@ from kerasbert.perf.onednn import ONEDNN_BF16_FLAGS, cpu_flags
 from kerasbert.perf.variants import forced
 
 rng = np.random.default_rng(0)
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 BLOCK_VARIANTS = ("dense_2d", "onednn_scores", "xla_gelu", "float32_activation")
 ON, OFF = dict.fromkeys(BLOCK_VARIANTS, True), dict.fromkeys(BLOCK_VARIANTS, False)
 

@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # trains, spawns workers or runs a benchmark
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)  # benchmarks/ is not part of the installed package
 
 from benchmarks.bench import (  # noqa: E402

@@ -16,7 +16,7 @@ import pytest
 
 import kerasbert.modeling  # noqa: F401  (registers kerasbert's layers, as the docs tell users to)
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
 
 @pytest.mark.parametrize("name", ["cls", "tagging", "tagging-crf"])

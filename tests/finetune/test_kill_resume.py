@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # trains seven times
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_three_kills_resume_to_the_uninterrupted_run(tmp_path):

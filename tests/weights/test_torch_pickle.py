@@ -26,7 +26,7 @@ from kerasbert.weights.torch_pickle import MAGIC_NUMBER, PROTOCOL_VERSION, Torch
 
 from bad_inputs_weights import state_dict_pickle, torch_zip
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "torch_files")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "torch_files")
 SYS_INFO = {"protocol_version": PROTOCOL_VERSION, "little_endian": True,
             "type_sizes": {"short": 2, "int": 4, "long": 4}}
 LEGACY_HEADER = b"".join(pickle.dumps(obj, protocol=2) for obj in (MAGIC_NUMBER, PROTOCOL_VERSION, SYS_INFO))

@@ -11,7 +11,7 @@ import pytest
 
 from kerasbert.text.ner_readers import read_conll
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import ner_corpus  # noqa: E402
