@@ -2,7 +2,7 @@
 
 ```bash
 python benchmarks/variants.py                 # BERT-base width, 2 layers, 10 rounds: RESULTS.md, variants-<kind>
-python benchmarks/variants.py --layers 4 --rounds 20 --variants xla_gelu,dense_2d
+python benchmarks/variants.py --layers 4 --rounds 20 --variants xla_dropout,dense_2d
 python benchmarks/variants.py --quick         # a tiny model, 2 rounds: checks that it runs
 ```
 
@@ -15,7 +15,7 @@ step each a round, in an order that reverses every round; the gain is the median
 ratio ``off / on`` (above 1: the variant is faster). A control pair, two models with this machine's own
 choices, shows how far apart identical arms measure: a gain inside that distance of 1.00 is noise. Float32,
 except ``float32_activation``, which acts only under mixed precision and is timed in mixed_bfloat16. A variant
-that acts on one kind of step only is timed there (``xla_gelu``: training;
+that acts on one kind of step only is timed there (``xla_gelu`` and ``xla_dropout``: training;
 ``float32_activation``: inference).
 
 The table goes to the RESULTS.md section ``variants-<kind>`` (`kerasbert.perf.variants.machine_kind`), with the
@@ -39,7 +39,7 @@ import kerasbert  # noqa: E402, F401  (before Keras: it turns TensorFlow's oneDN
 
 MODES = {"train": "training", "infer": "inference"}
 CONTROL = "control"  # both models as this machine chooses: how far apart two identical arms measure
-ONLY = {"xla_gelu": ("train",), "float32_activation": ("infer",)}
+ONLY = {"xla_gelu": ("train",), "xla_dropout": ("train",), "float32_activation": ("infer",)}
 POLICY = {"float32_activation": "mixed_bfloat16"}
 SHOWN_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_ne_convert", "amx_tile", "amx_bf16")
 FULL = {"hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 21128}

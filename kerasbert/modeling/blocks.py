@@ -22,7 +22,7 @@ from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.layers import Dropout, get_activation
 from kerasbert.modeling.registry import register
-from kerasbert.perf.block_variants import activation_in_float32, dense_2d, flat_tokens
+from kerasbert.perf.block_variants import activation_in_float32, dense_2d, flat_tokens, onednn_scores
 from kerasbert.perf.fused import gelu_erf_training
 from kerasbert.perf.variants import chosen
 
@@ -224,10 +224,13 @@ class MultiHeadSelfAttention(_ProjectedBlock):
         x, key_mask = inputs
         batch, length, hidden = ops.shape(x)[0], ops.shape(x)[1], self.num_heads * self.head_size
         q, k, v = self._first_token_qkv(x) if first_token else self._qkv(x)  # each (batch, heads, seq or 1, d)
-        scores = ops.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(self.head_size)  # (batch, heads, seq or 1, seq)
-        scores = ops.where(key_mask[:, None, None, :], ops.cast(scores, "float32"), -math.inf)  # padding keys
+        if chosen("onednn_scores"):
+            scores = onednn_scores(q, k, key_mask)
+        else:
+            scores = ops.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(self.head_size)  # (batch, heads, seq or 1, seq)
+            scores = ops.where(key_mask[:, None, None, :], ops.cast(scores, "float32"), -math.inf)  # padding keys
         probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)  # the softmax in float32 in mixed precision
-        probs = self.dropout_layer(probs, training=training)
+        probs = self.dropout_layer(probs, training=training, width=hidden)
         context = ops.einsum("bhqk,bhkd->bhqd", probs, v)  # (batch, heads, seq or 1, d)
         if first_token:
             return self.output_dense(ops.reshape(context, (batch, hidden)))  # (batch, H)

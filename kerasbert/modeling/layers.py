@@ -16,6 +16,7 @@ from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.registry import register
 from kerasbert.perf.forms import MAX_ONE_HOT, centred_layer_norm, one_hot_lookup
+from kerasbert.perf.fused import dropout_pays, dropout_training
 from kerasbert.perf.variants import chosen
 
 HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
@@ -348,13 +349,26 @@ class Dropout(keras.layers.Dropout):
     """Keras's ``Dropout``: in training a fraction ``rate`` of elements zeroed, the rest scaled by
     ``1/(1-rate)``, the mask drawn from Keras's seeded random stream (the layer's ``seed``).
 
-    The Keras layer itself, registered under kerasbert's name so that the files that name it load.
+    The same arguments, config and random stream as the Keras layer, which it runs; where the
+    ``"xla_dropout"`` variant is chosen (`kerasbert.perf.variants`), training on TensorFlow's plain graph for a
+    model at least `kerasbert.perf.fused.MIN_DROPOUT_WIDTH` wide runs `kerasbert.perf.fused.dropout_training`,
+    one XLA kernel each way whose masks come from a counter hash: the same rule, another random stream.
+
+    Call arguments: ``inputs``, ``training``, and ``width``: the width of the model, which decides the
+    variant; the last axis of ``inputs`` when None (the attention passes its ``H`` for probabilities
+    ``[B, A, S, S]``).
 
     Example:
     >>> y = Dropout(0.5, seed=1)(ops.ones((2, 768)), training=True)
     >>> sorted({float(v) for v in ops.convert_to_numpy(y).ravel()})
     [0.0, 2.0]
     """
+
+    def call(self, inputs, training=False, width: int | None = None):
+        if training and 0 < self.rate < 1 and self.noise_shape is None and chosen("xla_dropout") and dropout_pays(
+                inputs, width):
+            return dropout_training(inputs, self.rate, self.seed_generator.next(), width)
+        return super().call(inputs, training=training)
 
 
 @register

@@ -7,6 +7,11 @@ each runs:
   TensorFlow's graph optimizer then sees ``MatMul -> BiasAdd -> Gelu`` with nothing between (a 3-D matmul is
   a ``Tensordot`` that reshapes its product back before the bias and the GELU), and oneDNN runs the three as
   one kernel.
+- ``onednn_scores`` (`onednn_scores`): ``1/√d`` multiplies Q, ``[B, A, S, d]``, not the scores, ``[B, A, S, S]``
+  (the same numbers for d = 64), and the padding keys' ``+inf`` is *subtracted* as a ``[B, 1, 1, S]`` penalty,
+  faster than a broadcast ``where``. Not added as a ``-inf`` bias: TensorFlow's remapper then folds the scale
+  and the add into the batch matmul as oneDNN post-ops, and the broadcast one makes that slower than the
+  three apart.
 - ``float32_activation`` (`activation_in_float32`): mixed-precision inference computes the feed-forward
   activation in float32, rounded once.
 
@@ -19,6 +24,8 @@ Example:
 """
 
 from __future__ import annotations
+
+import math
 
 from keras import ops
 
@@ -36,6 +43,27 @@ def dense_2d(layer, x):
     """``layer(x)`` for a Dense ``layer`` and ``x`` ``[B, S, H]``, computed on `flat_tokens` and shaped back."""
     batch, length = ops.shape(x)[0], ops.shape(x)[1]
     return ops.reshape(layer(flat_tokens(x)), (batch, length, layer.units))
+
+
+def onednn_scores(q, k, key_mask):
+    """``Q·Kᵀ/√d`` in float32 with the padding keys at ``-inf``, as ``(Q/√d)·Kᵀ - penalty``.
+
+    Args:
+        q: ``[B, A, Q, d]`` queries.
+        k: ``[B, A, S, d]`` keys.
+        key_mask: ``[B, S]`` bool, False on padding keys.
+
+    Returns:
+        ``[B, A, Q, S]`` float32 scores.
+
+    Example:
+    >>> s = onednn_scores(ops.ones((1, 1, 1, 4)), ops.ones((1, 1, 2, 4)), ops.array([[True, False]]))
+    >>> [float(v) for v in ops.reshape(s, (-1,))]
+    [2.0, -inf]
+    """
+    scores = ops.einsum("bhqd,bhkd->bhqk", q * (1 / math.sqrt(q.shape[-1])), k)
+    penalty = ops.where(key_mask, 0.0, math.inf)[:, None, None, :]  # (batch, 1, 1, seq): +inf on padding keys
+    return ops.subtract(ops.cast(scores, "float32"), penalty)
 
 
 def activation_in_float32(compute_dtype: str, activation: str, training) -> bool:

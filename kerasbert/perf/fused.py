@@ -1,27 +1,37 @@
-"""Training's feed-forward GELU on TensorFlow's plain graph as XLA kernels.
+"""Training's elementwise work on TensorFlow's plain graph as XLA kernels: the feed-forward GELU and dropout.
 
 A training step that TensorFlow runs as a plain graph (kerasbert's default on CPUs:
-`kerasbert.perf.xla.xla_pays`) runs each elementwise op as a pass of its own over memory. The erf GELU
-``0.5·x·(1+erf(x/√2))`` and the gradient TensorFlow derives for it op by op are about ten passes over the inner
-layer ``[B·S, I]``; `gelu_erf_training` compiles each direction into one pass, with the formulas in `keras.ops`
-and only the compile and the custom gradient TensorFlow's: the backward is written out as
-``dy·(Φ(x) + x·φ(x))`` (Φ the normal CDF, φ its density) from the pre-activation ``x`` alone.
+`kerasbert.perf.xla.xla_pays`) runs each elementwise op as a pass of its own over memory. Two of them are
+compiled here, each direction into one pass, with the formulas in `keras.ops` and only the compile and the
+custom gradient TensorFlow's:
 
-It is a speed variant (`kerasbert.perf.variants`, ``"xla_gelu"``): the feed-forward takes it where
-`kerasbert.perf.variants.chosen` says so. The same numbers as the formula within float32 rounding
-(`tests/perf/test_fused.py`); under mixed precision the kernels compute in float32 and round to bf16 once
+- **GELU** (`gelu_erf_training`): the erf GELU ``0.5·x·(1+erf(x/√2))`` and the gradient TensorFlow derives
+  for it op by op are about ten passes over the inner layer ``[B·S, I]``; compiled, the backward is written
+  out as ``dy·(Φ(x) + x·φ(x))`` (Φ the normal CDF, φ its density) from the pre-activation ``x`` alone.
+- **Dropout** (`dropout_training`): TensorFlow's dropout draws Philox random floats, compares and selects
+  in three passes and keeps the mask for the backward pass. Here the keep decision comes from a counter
+  hash (`random_bits`) in the same pass as the select, and the backward pass recomputes it from its seed.
+
+Both are speed variants (`kerasbert.perf.variants`, ``"xla_gelu"`` and ``"xla_dropout"``): the feed-forward
+and `kerasbert.modeling.layers.Dropout` take them where `kerasbert.perf.variants.chosen` says so; the dropout's
+masks then come from this random stream, not Keras's. The same numbers as the formulas within float32 rounding
+(`tests/perf/test_fused.py`); under mixed precision the GELU's kernels compute in float32 and round to bf16 once
 (`_in_float32`). Where the step is compiled with XLA already (`jit_compile`, JAX), the compiler fuses the GELU as
-written; so it is on PyTorch, and on inner layers narrower than BERT-base's (`MIN_WIDTH`). XLA compiles once for
-each batch shape, and without XLA `kerasbert train` pads a batch to its longest row, so a run meets up to
-``maxlen`` shapes: BERT-base repays each compile in about one step of that shape, a much smaller model only after
-many (hence the width threshold; figures in benchmarks/HISTORY.md). Inference keeps Keras's erfc GELU
-(`kerasbert.modeling.layers.gelu_erf`), which TensorFlow's oneDNN fuses with the matmul before it.
+written and Keras's own dropout is used; so it is on PyTorch, and on models narrower than BERT-base
+(`MIN_WIDTH`, `MIN_DROPOUT_WIDTH`). XLA compiles once for each batch shape, and without XLA `kerasbert train`
+pads a batch to its longest row, so a run meets up to ``maxlen`` shapes: BERT-base repays each compile in about
+one step of that shape, a much smaller model only after many (hence the width thresholds; figures in
+benchmarks/HISTORY.md). Inference keeps Keras's erfc GELU (`kerasbert.modeling.layers.gelu_erf`), which
+TensorFlow's oneDNN fuses with the matmul before it, and has no dropout.
 
 Example:
 >>> import keras
 >>> x = keras.ops.convert_to_tensor([[-1.0, 0.0, 2.0]])
 >>> [round(float(v), 4) for v in gelu_erf_training(x)[0]]
 [-0.1587, 0.0, 1.9545]
+>>> y = keras.ops.convert_to_numpy(dropout_training(keras.ops.ones((4, 1024)), 0.25, seed=[7, 0]))
+>>> [round(float(v), 4) for v in sorted(set(y.ravel()))], abs(float((y > 0).mean()) - 0.75) < 0.02
+([0.0, 1.3333], True)
 """
 
 from __future__ import annotations
@@ -29,11 +39,15 @@ from __future__ import annotations
 import functools
 
 import keras
+import numpy as np
 from keras import ops
 
 SQRT_HALF = 0.7071067811865476  # 1/√2
 INV_SQRT_TWO_PI = 0.3989422804014327  # 1/√(2π) = φ(0)
 MIN_WIDTH = 3072  # inner layers at least this wide get the XLA GELU: BERT-base's and wider
+MIN_DROPOUT_WIDTH = 768  # models at least this wide get the XLA dropout: BERT-base and wider
+_LOWBIAS32 = (np.uint32(0x7FEB352D), np.uint32(0x846CA68B))  # C. Wellons's hash-prospector, "lowbias32"
+_GOLDEN = np.uint32(0x9E3779B9)  # 2³²/φ, a constant with no structure, to separate the two keys
 
 
 def normal_cdf(x):
@@ -69,6 +83,59 @@ def gelu_erf_training(x):
     return gelu_erf_composed(x)
 
 
+def _mix(h):
+    """A bijection of uint32 in which every input bit flips each output bit with probability ≈ 1/2."""
+    h = ops.bitwise_xor(h, ops.right_shift(h, np.uint32(16))) * _LOWBIAS32[0]
+    h = ops.bitwise_xor(h, ops.right_shift(h, np.uint32(15))) * _LOWBIAS32[1]
+    return ops.bitwise_xor(h, ops.right_shift(h, np.uint32(16)))
+
+
+def random_bits(shape, seed):
+    """32 random bits (uint32) for each element of a tensor of ``shape``: ``mix(mix(i + k0) ^ k1)`` for the
+    element's row-major index ``i``, the keys ``k0, k1`` hashed from the two-number ``seed``.
+
+    Counter-based, like the Philox of ``tf.random.stateless_*``: a pure function of its seed and the index,
+    so the backward pass recomputes a dropout mask instead of keeping it. Two rounds of a 32-bit mixer, not
+    Philox's ten: enough for dropout (uniform bits, no correlation between neighbours or seeds: tested), not
+    meant for anything that needs a cryptographic generator. Indices are int32: up to 2³¹ elements.
+
+    Example:
+    >>> bits = random_bits((2, 3), seed=[1, 2])
+    >>> bits.dtype == "uint32", tuple(bits.shape)
+    (True, (2, 3))
+    """
+    seed = ops.cast(ops.convert_to_tensor(seed), "uint32")
+    k0 = _mix(ops.bitwise_xor(_mix(seed[1]), seed[0]))
+    k1 = _mix(k0 + _GOLDEN)
+    index = ops.cast(ops.reshape(ops.arange(ops.prod(ops.convert_to_tensor(shape)), dtype="int32"), shape), "uint32")
+    return _mix(ops.bitwise_xor(_mix(index + k0), k1))
+
+
+def dropout_with_bits(x, rate: float, seed):
+    """``x / (1 - rate)`` where `random_bits` ≥ ``rate·2³²`` (a fraction ``1 - rate`` of elements), else 0."""
+    threshold = np.uint32(min(round(rate * 2**32), 2**32 - 1))
+    keep = random_bits(ops.shape(x), seed) >= threshold
+    return ops.where(keep, x * ops.cast(1.0 / (1.0 - rate), x.dtype), ops.zeros_like(x))
+
+
+def dropout_pays(x, width: int | None = None) -> bool:
+    """Whether `dropout_training` runs as an XLA kernel: TensorFlow, no XLA step around it, a model at least
+    `MIN_DROPOUT_WIDTH` wide (``width``: the model's; the last axis of ``x`` when None)."""
+    width = x.shape[-1] if width is None else width
+    return (width or 0) >= MIN_DROPOUT_WIDTH and _plain_tensorflow_graph()
+
+
+def dropout_training(x, rate: float, seed, width: int | None = None):
+    """Dropout of ``x`` in training, `dropout_with_bits`: one XLA kernel each way where `dropout_pays`,
+    as written elsewhere. ``seed``: two integers, a new pair for each call (`keras.random.SeedGenerator.next`).
+    """
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout rate must be in [0, 1): got {rate}")
+    if rate == 0.0:
+        return x
+    return _xla_dropout(float(rate))(x, seed) if dropout_pays(x, width) else dropout_with_bits(x, rate, seed)
+
+
 def _plain_tensorflow_graph() -> bool:
     """TensorFlow is the backend and no XLA compile encloses the caller (`jit_compile`, the GPU default)."""
     if keras.config.backend() != "tensorflow":
@@ -76,6 +143,19 @@ def _plain_tensorflow_graph() -> bool:
     from kerasbert.internals import enclosing_xla_context
 
     return enclosing_xla_context() is None
+
+
+@functools.cache
+def _xla_dropout(rate: float):
+    import tensorflow as tf
+
+    kernel = tf.function(functools.partial(dropout_with_bits, rate=rate), jit_compile=True)
+
+    @tf.custom_gradient
+    def dropout(x, seed):
+        return kernel(x, seed=seed), lambda dy: (kernel(dy, seed=seed), None)  # the same mask, recomputed
+
+    return dropout
 
 
 def _in_float32(fn):

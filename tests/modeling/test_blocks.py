@@ -21,7 +21,7 @@ from kerasbert.perf.variants import forced
 
 rng = np.random.default_rng(0)
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
-BLOCK_VARIANTS = ("dense_2d", "xla_gelu", "float32_activation")
+BLOCK_VARIANTS = ("dense_2d", "onednn_scores", "xla_gelu", "float32_activation")
 ON, OFF = dict.fromkeys(BLOCK_VARIANTS, True), dict.fromkeys(BLOCK_VARIANTS, False)
 
 
@@ -305,7 +305,7 @@ def blocks(x, mask):
     with tf.device("/device:CPU:0"):  # TensorFlow's remapper fuses nodes placed on a CPU
         return ffn(x, training=False), attention([x, mask], training=False)
 
-with forced({"dense_2d": True, "float32_activation": True}):
+with forced({"dense_2d": True, "onednn_scores": True, "float32_activation": True}):
     graph = blocks.get_concrete_function(tf.TensorSpec((2, 5, 8)), tf.TensorSpec((2, 5), tf.bool)).graph
 meta = meta_graph.create_meta_graph_def(graph=graph)
 meta.collection_def["train_op"].node_list.value.extend(t.name for t in graph.outputs)
@@ -336,3 +336,27 @@ def test_under_bf16_tensorflow_fuses_the_gelu_where_onednn_does_bf16_and_else_ru
         assert lines == ["_FusedMatMul BiasAdd"] * 3 + ["_FusedMatMul BiasAdd+GeluExact"]
     else:
         assert "Erfc float32" in lines and not any("Gelu" in line for line in lines)
+
+
+ATTENTION_PRIMITIVES = """
+import kerasbert, tensorflow as tf
+from kerasbert.modeling.blocks import MultiHeadSelfAttention
+from kerasbert.perf.variants import forced
+
+attention = MultiHeadSelfAttention(num_heads=2)
+x, mask = tf.random.normal((2, 5, 8)), tf.sequence_mask([5, 3], 5)
+with forced({"onednn_scores": True}):
+    tf.function(lambda x, mask: attention([x, mask], training=False))(x, mask)
+"""
+
+
+@onednn_rewrites
+def test_with_onednn_scores_tensorflow_runs_the_attention_batch_matmuls_without_post_ops():
+    """The scale on Q and the subtracted padding penalty keep the scores' batch matmul a plain oneDNN matmul:
+    a ``-inf`` bias added to scaled scores is folded into it by TensorFlow as ``binary_mul`` + broadcast
+    ``binary_add`` post-ops, slower than the three apart (`kerasbert.perf.block_variants`)."""
+    done = run_with_onednn(ATTENTION_PRIMITIVES, ONEDNN_VERBOSE="1")
+    matmuls = [line.split(",") for line in done.stdout.splitlines() if line.startswith("onednn_verbose")
+               and ",exec," in line and ",matmul," in line]
+    assert sorted(fields[-2] for fields in matmuls) == ["2x2x5x4:2x2x4x5", "2x2x5x5:2x2x5x4"]
+    assert [fields for fields in matmuls if "post-ops" in ",".join(fields)] == []

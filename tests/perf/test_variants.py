@@ -1,7 +1,7 @@
 """Speed variants: the seam that chooses them, and the same numbers with each one on and off.
 
-Every variant gives the plain form's outputs and gradients within float rounding, in float32 and under
-mixed_bfloat16.
+Every variant but ``xla_dropout`` gives the plain form's outputs and gradients within float rounding, in float32
+and under mixed_bfloat16; ``xla_dropout`` draws another random stream, so its rate and scaling are tested.
 """
 
 import os
@@ -14,9 +14,9 @@ import pytest
 import tensorflow as tf
 
 from kerasbert.errors import ConfigError
-from kerasbert.modeling.layers import LayerNorm, SegmentEmbedding
+from kerasbert.modeling.layers import Dropout, LayerNorm, SegmentEmbedding
 from kerasbert.perf import variants
-from kerasbert.perf.fused import MIN_WIDTH
+from kerasbert.perf.fused import MIN_DROPOUT_WIDTH, MIN_WIDTH
 from kerasbert.perf.variants import KINDS, VARIANTS, chosen, cpu_kind, forced, machine_kind, table
 
 rng = np.random.default_rng(0)
@@ -60,8 +60,8 @@ def test_forced_choices_hold_inside_and_are_undone_after_even_on_error():
     with pytest.raises(RuntimeError):
         with forced({name: not on for name, on in before.items()}):
             assert {name: chosen(name) for name in VARIANTS} == {n: not on for n, on in before.items()}
-            with forced({"xla_gelu": True}):
-                assert chosen("xla_gelu")
+            with forced({"xla_dropout": True}):
+                assert chosen("xla_dropout")
             raise RuntimeError
     assert {name: chosen(name) for name in VARIANTS} == before
     with pytest.raises(ConfigError, match="variant: expected one of .*found 'fast_everything'"):
@@ -121,6 +121,18 @@ def test_one_hot_segments_give_a_lookups_numbers_forward_and_backward(policy):
     _close(tf.convert_to_tensor(g_on[0]), tf.convert_to_tensor(g_off[0]), policy)
 
 
+@pytest.mark.parametrize("policy", POLICIES, indirect=True)
+def test_xla_dropout_keeps_the_rate_and_the_scaling(policy):
+    layer = Dropout(0.25, seed=5)
+    x = tf.ones((8, 16, MIN_DROPOUT_WIDTH), layer.compute_dtype)
+    for on in (True, False):
+        with forced({"xla_dropout": on}):
+            y = np.asarray(tf.cast(tf.function(lambda x: layer(x, training=True))(x), tf.float32))
+        assert sorted(np.unique(y).tolist()) == [0.0, pytest.approx(4 / 3, rel=1e-2)]
+        assert abs((y == 0).mean() - 0.25) < 0.01
+        np.testing.assert_array_equal(layer(x, training=False), x)
+
+
 def _tiny_model():
     from kerasbert import build_transformer_model
 
@@ -131,7 +143,7 @@ def _tiny_model():
 
 
 @pytest.mark.parametrize("policy", POLICIES, indirect=True)
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("variant", sorted(set(VARIANTS) - {"xla_dropout"}))
 def test_each_variant_keeps_the_models_numbers(policy, variant):
     """A one-block model (an inner layer wide enough for the XLA GELU), inference and the gradients of
     training, with the variant on and off: the same numbers within float32 (or bf16) rounding."""
