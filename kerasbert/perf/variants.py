@@ -3,10 +3,11 @@
 kerasbert's layers (`kerasbert.modeling.layers`, `kerasbert.modeling.blocks`) state the math plainly. A faster
 form of one step for one kind of machine is a *variant*: its code lives in `kerasbert.perf`, and a layer takes it
 where `chosen` says so, with a one-line branch. Each variant names the machine kinds it runs on: those where it
-was measured faster (``benchmarks/variants.py`` measures each one on and off; the figures and their sources are
-in benchmarks/HISTORY.md and RESULTS.md). A variant that buys less than 2 % on every kind is deleted. A variant
-changes the speed, not the numbers beyond float rounding (the tests run both forms), except ``"xla_dropout"``:
-another random stream, the same rule.
+was measured faster, each against the others as they run there (``benchmarks/variants.py`` measures each one on
+and off; the figures and their sources are in benchmarks/HISTORY.md and RESULTS.md): the CPU variants interact,
+so a variant's worth is what removing it from the set costs. A variant that buys less than 2 % on every kind is
+deleted. A variant changes the speed, not the numbers beyond float rounding (the tests run both forms), except
+``"xla_dropout"``: another random stream, the same rule.
 
 Machine kinds (`machine_kind`): ``"gpu"``; on CPUs ``"amx"`` (AMX tiles), ``"avx512"``, ``"avx2"``, ``"other"``.
 `table` lists every variant and whether it runs here; `forced` turns variants on or off for the graphs traced
@@ -46,13 +47,15 @@ def _variant(name: str, what: str, kinds: Iterable[str]) -> Variant:
     return Variant(name, what, frozenset(kinds))
 
 
+CPU_SET = ("avx2", "avx512", "amx")  # kinds where the CPU variants were measured or ran when the ratios were
+
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
-    _variant("dense_2d", "projections as 2-D matmuls on [B·S, H], so oneDNN fuses MatMul + BiasAdd + GELU", ["avx2"]),
-    _variant("onednn_scores", "attention scales Q and subtracts a [B, 1, 1, S] padding penalty", ["avx2"]),
-    _variant("xla_gelu", "training's erf GELU as two XLA kernels on TensorFlow's plain graph", ["avx2"]),
-    _variant("xla_dropout", "training's dropout as one XLA kernel each way (a counter-hash random stream)", ["avx2"]),
+    _variant("dense_2d", "projections as 2-D matmuls on [B·S, H], so oneDNN fuses MatMul + BiasAdd + GELU", CPU_SET),
+    _variant("onednn_scores", "attention scales Q and subtracts a [B, 1, 1, S] padding penalty", CPU_SET),
+    _variant("xla_gelu", "training's erf GELU as two XLA kernels on TensorFlow's plain graph", CPU_SET),
+    _variant("xla_dropout", "training's dropout as one XLA kernel each way (a counter-hash random stream)", CPU_SET),
     _variant("float32_activation", "mixed-precision inference computes the activation in float32", ["amx"]),
-    _variant("centred_layer_norm", "LayerNorm centres x once and reuses it", ["avx2"]),
+    _variant("centred_layer_norm", "LayerNorm centres x once and reuses it", ["avx2", "avx512"]),
     _variant("one_hot_segments", "the segment embedding as a one-hot sum, a float32 gradient", ["gpu"]),
 )}
 
