@@ -319,9 +319,9 @@ class LayerNorm(keras.layers.LayerNormalization):
     """Keras's ``LayerNormalization``: ``(x-μ)/√(σ²+ε)·γ + β`` over the last axis (Ba et al. 2016).
 
     The same arguments, weights (``gamma [H]``, ``beta [H]``), config and math as the Keras layer, which it
-    runs; where the ``"centred_layer_norm"`` variant is chosen (`kerasbert.perf.variants`), a norm over the
-    last axis with both weights runs as `kerasbert.perf.forms.centred_layer_norm`, the same numbers within
-    float32 rounding.
+    runs; outside training, where the ``"centred_layer_norm"`` variant is chosen (`kerasbert.perf.variants`), a
+    norm over the last axis with both weights runs as `kerasbert.perf.forms.centred_layer_norm`, the same numbers
+    within float32 rounding.
 
     Example:
     >>> layer = LayerNorm(epsilon=1e-12)
@@ -330,8 +330,8 @@ class LayerNorm(keras.layers.LayerNormalization):
     True
     """
 
-    def call(self, inputs):
-        if self._last_axis_affine(inputs) and chosen("centred_layer_norm"):
+    def call(self, inputs, training=None):
+        if not training and self._last_axis_affine(inputs) and chosen("centred_layer_norm"):
             return centred_layer_norm(inputs, self.gamma, self.beta, self.epsilon, self.compute_dtype)
         return super().call(inputs)
 
