@@ -201,3 +201,14 @@ def test_mixed_precision_report_gives_each_head_and_all_heads_together():
     assert ("All heads together: 8 of 1,676 predictions differ, agreement 99.52% (met; one of a head's 150 "
             "predictions is 0.67%: a head of fewer than 200 cannot resolve 99.5%).") in text
     assert "agreement 99.40% (**missed**;" in table({"cls": row(1, 150), "ner": row(9, 1526)})
+
+
+def test_variant_sets_prints_each_arm_against_the_first():
+    for mode in ("train", "infer"):
+        done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "variant_sets.py"),
+                               '{"base": {}, "no gelu": {"xla_gelu": false}}', "--config", "tiny", "--rounds", "2",
+                               "--mode", mode], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        lines = [line for line in done.stdout.splitlines() if "paired" in line]
+        assert [line.split(":")[0] for line in lines] == ["base", "no gelu"]
+        assert lines[0].endswith("base / base paired 1.000")
