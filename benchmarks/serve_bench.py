@@ -70,7 +70,7 @@ def texts(n: int, vocab_size: int, seed: int = 0) -> list[str]:
 def prepare(folder: str, cfg: dict, names: list[str]) -> dict:
     """A run of the model shape with random weights (every matrix its own draw) and its exports."""
     import numpy as np
-    from bench import synthetic_text_data
+    from bench_workers import synthetic_text_data
 
     from kerasbert import train
     from kerasbert.finetune.runs import Run
