@@ -15,7 +15,7 @@ step each a round, in an order that reverses every round; the gain is the median
 ratio ``off / on`` (above 1: the variant is faster). A control pair, two models with this machine's own
 choices, shows how far apart identical arms measure: a gain inside that distance of 1.00 is noise. Float32,
 except ``float32_activation``, which acts only under mixed precision and is timed in mixed_bfloat16. A variant
-that acts on one kind of step only is timed there (``xla_gelu`` and ``xla_dropout``: training;
+that acts on one kind of step only is timed there (``xla_gelu``, ``xla_dropout``, ``xla_layer_norm``: training;
 ``float32_activation`` and ``centred_layer_norm``: inference).
 
 The table goes to the RESULTS.md section ``variants-<kind>`` (`kerasbert.perf.variants.machine_kind`), with the
@@ -39,8 +39,8 @@ import kerasbert  # noqa: E402, F401  (before Keras: it turns TensorFlow's oneDN
 
 MODES = {"train": "training", "infer": "inference"}
 CONTROL = "control"  # both models as this machine chooses: how far apart two identical arms measure
-ONLY = {"xla_gelu": ("train",), "xla_dropout": ("train",), "float32_activation": ("infer",),
-        "centred_layer_norm": ("infer",)}
+ONLY = {"xla_gelu": ("train",), "xla_dropout": ("train",), "xla_layer_norm": ("train",),
+        "float32_activation": ("infer",), "centred_layer_norm": ("infer",)}
 POLICY = {"float32_activation": "mixed_bfloat16"}
 SHOWN_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_ne_convert", "amx_tile", "amx_bf16")
 FULL = {"hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 21128}

@@ -16,7 +16,7 @@ from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.registry import register
 from kerasbert.perf.forms import MAX_ONE_HOT, centred_layer_norm, one_hot_lookup
-from kerasbert.perf.fused import dropout_pays, dropout_training
+from kerasbert.perf.fused import dropout_pays, dropout_training, layer_norm_training
 from kerasbert.perf.variants import chosen
 
 HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
@@ -319,9 +319,10 @@ class LayerNorm(keras.layers.LayerNormalization):
     """Keras's ``LayerNormalization``: ``(x-μ)/√(σ²+ε)·γ + β`` over the last axis (Ba et al. 2016).
 
     The same arguments, weights (``gamma [H]``, ``beta [H]``), config and math as the Keras layer, which it
-    runs; outside training, where the ``"centred_layer_norm"`` variant is chosen (`kerasbert.perf.variants`), a
-    norm over the last axis with both weights runs as `kerasbert.perf.forms.centred_layer_norm`, the same numbers
-    within float32 rounding.
+    runs; a norm over the last axis with both weights runs, where its variant is chosen
+    (`kerasbert.perf.variants`), in training as `kerasbert.perf.fused.layer_norm_training` (``"xla_layer_norm"``,
+    models at least `kerasbert.perf.fused.MIN_DROPOUT_WIDTH` wide) and outside training as
+    `kerasbert.perf.forms.centred_layer_norm` (``"centred_layer_norm"``): the same numbers within float32 rounding.
 
     Example:
     >>> layer = LayerNorm(epsilon=1e-12)
@@ -331,6 +332,8 @@ class LayerNorm(keras.layers.LayerNormalization):
     """
 
     def call(self, inputs, training=None):
+        if training and self._last_axis_affine(inputs) and chosen("xla_layer_norm") and dropout_pays(inputs):
+            return ops.cast(layer_norm_training(inputs, self.gamma, self.beta, self.epsilon), self.compute_dtype)
         if not training and self._last_axis_affine(inputs) and chosen("centred_layer_norm"):
             return centred_layer_norm(inputs, self.gamma, self.beta, self.epsilon, self.compute_dtype)
         return super().call(inputs)

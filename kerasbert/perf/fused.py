@@ -1,7 +1,7 @@
-"""Training's elementwise work on TensorFlow's plain graph as XLA kernels: the feed-forward GELU and dropout.
+"""Training's elementwise work on TensorFlow's plain graph as XLA kernels: the feed-forward GELU, dropout, LayerNorm.
 
 A training step that TensorFlow runs as a plain graph (kerasbert's default on CPUs:
-`kerasbert.perf.xla.xla_pays`) runs each elementwise op as a pass of its own over memory. Two of them are
+`kerasbert.perf.xla.xla_pays`) runs each elementwise op as a pass of its own over memory. Three steps are
 compiled here, each direction into one pass, with the formulas in `keras.ops` and only the compile and the
 custom gradient TensorFlow's:
 
@@ -11,9 +11,14 @@ custom gradient TensorFlow's:
 - **Dropout** (`dropout_training`): TensorFlow's dropout draws Philox random floats, compares and selects
   in three passes and keeps the mask for the backward pass. Here the keep decision comes from a counter
   hash (`random_bits`) in the same pass as the select, and the backward pass recomputes it from its seed.
+- **LayerNorm** (`layer_norm_training`): Keras's norm computes in float32 (a cast each way under mixed
+  precision), and its gradient is a dozen ops over ``[B, S, H]``; compiled, the forward is the centred form
+  (`kerasbert.perf.forms.centred_layer_norm`) and the backward is written out (`layer_norm_gradient`) from the
+  input alone.
 
-Both are speed variants (`kerasbert.perf.variants`, ``"xla_gelu"`` and ``"xla_dropout"``): the feed-forward
-and `kerasbert.modeling.layers.Dropout` take them where `kerasbert.perf.variants.chosen` says so; the dropout's
+Each is a speed variant (`kerasbert.perf.variants`, ``"xla_gelu"``, ``"xla_dropout"``, ``"xla_layer_norm"``): the
+feed-forward, `kerasbert.modeling.layers.Dropout` and `kerasbert.modeling.layers.LayerNorm` take them where
+`kerasbert.perf.variants.chosen` says so (the norm, like the dropout, from `MIN_DROPOUT_WIDTH` on); the dropout's
 masks then come from this random stream, not Keras's. The same numbers as the formulas within float32 rounding
 (`tests/perf/test_fused.py`); under mixed precision the GELU's kernels compute in float32 and round to bf16 once
 (`_in_float32`). Where the step is compiled with XLA already (`jit_compile`, JAX), the compiler fuses the GELU as
@@ -136,6 +141,26 @@ def dropout_training(x, rate: float, seed, width: int | None = None):
     return _xla_dropout(float(rate))(x, seed) if dropout_pays(x, width) else dropout_with_bits(x, rate, seed)
 
 
+def layer_norm_gradient(x, gamma, dy, epsilon: float):
+    """The gradients of a LayerNorm over the last axis, ``(dx, dγ, dβ)``, from its input ``x`` and ``dy``:
+    ``dx = r·(g - mean(g) - x̂·mean(g·x̂))`` with ``g = dy·γ``, ``x̂ = (x-μ)·r``, ``r = 1/√(σ²+ε)``;
+    ``dγ = Σ dy·x̂``, ``dβ = Σ dy`` over every axis but the last."""
+    mean = ops.mean(x, axis=-1, keepdims=True)
+    centred = x - mean
+    r = ops.rsqrt(ops.mean(ops.square(centred), axis=-1, keepdims=True) + epsilon)
+    normed = centred * r
+    g = dy * gamma
+    dx = r * (g - ops.mean(g, axis=-1, keepdims=True) - normed * ops.mean(g * normed, axis=-1, keepdims=True))
+    rows = tuple(range(len(x.shape) - 1))
+    return dx, ops.sum(dy * normed, axis=rows), ops.sum(dy, axis=rows)
+
+
+def layer_norm_training(x, gamma, beta, epsilon: float):
+    """LayerNorm over the last axis in training, one XLA kernel each way, computed in float32 and returned in
+    the dtype of ``x`` (as Keras's); its backward recomputes the moments from ``x``."""
+    return _xla_layer_norm(float(epsilon))(x, gamma, beta)
+
+
 def _plain_tensorflow_graph() -> bool:
     """TensorFlow is the backend and no XLA compile encloses the caller (`jit_compile`, the GPU default)."""
     if keras.config.backend() != "tensorflow":
@@ -167,6 +192,29 @@ def _in_float32(fn):
         return ops.cast(fn(*(ops.cast(t, "float32") for t in (x, *rest))), x.dtype)
 
     return run
+
+
+@functools.cache
+def _xla_layer_norm(epsilon: float):
+    import tensorflow as tf
+
+    from kerasbert.perf.forms import centred_layer_norm
+
+    def forward(x, gamma, beta):
+        return centred_layer_norm(x, gamma, beta, epsilon, x.dtype)
+
+    def backward(x, gamma, dy):
+        x32, dy32 = ops.cast(x, "float32"), ops.cast(dy, "float32")
+        dx, dgamma, dbeta = layer_norm_gradient(x32, ops.cast(gamma, "float32"), dy32, epsilon)
+        return ops.cast(dx, x.dtype), ops.cast(dgamma, gamma.dtype), ops.cast(dbeta, gamma.dtype)
+
+    forward, backward = (tf.function(f, jit_compile=True) for f in (forward, backward))
+
+    @tf.custom_gradient
+    def norm(x, gamma, beta):
+        return forward(x, gamma, beta), lambda dy: backward(x, gamma, dy)
+
+    return norm
 
 
 @functools.cache

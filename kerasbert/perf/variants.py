@@ -55,6 +55,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     _variant("xla_gelu", "training's erf GELU as two XLA kernels on TensorFlow's plain graph", CPU_SET),
     _variant("xla_dropout", "training's dropout as one XLA kernel each way (a counter-hash random stream)", CPU_SET),
     _variant("float32_activation", "mixed-precision inference computes the activation in float32", ["amx"]),
+    _variant("xla_layer_norm", "training's LayerNorm as one XLA kernel each way, in float32", ["amx"]),
     _variant("centred_layer_norm", "LayerNorm outside training centres x once and reuses it", CPU_SET),
     _variant("one_hot_segments", "the segment embedding as a one-hot sum, a float32 gradient", ["gpu"]),
 )}

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["CALIBRATION", "OPSET", "activation_products", "require", "to_onnx", "to_openvino", "write_portable"]
 
 OPSET = 17
+COLLECT_BYTES = 64 << 20  # float32 weights from which an ONNX conversion frees its copies as it goes (`_tf2onnx`)
 CALIBRATION = 300
 INSTALL = {"tf2onnx": "tf2onnx", "onnxruntime": "onnxruntime", "openvino": "openvino", "nncf": "nncf"}
 
@@ -69,10 +70,11 @@ def _erfc(ctx, node, name, args) -> None:
     ctx.replace_inputs(node, [one.output[0], erf.output[0]])
 
 
-def _tf2onnx(function, path: str) -> None:
-    """tf2onnx's conversion of ``function`` into ``path``, step by step: its graph optimizers run one at a time
-    with a garbage collection after each, since they leave the model's constants in reference cycles that
-    Python's collector reaches late (a BERT-base conversion would hold several copies of its weights)."""
+def _tf2onnx(function, path: str, collect: bool) -> None:
+    """tf2onnx's conversion of ``function`` into ``path``, step by step: its graph optimizers run one at a time,
+    with a garbage collection after each when ``collect`` says so, since they leave the model's constants in
+    reference cycles that Python's collector reaches late (a BERT-base conversion would hold several copies of
+    its weights); a full collection costs the same whatever the model's size, so a small model skips them."""
     import gc
 
     import tensorflow as tf
@@ -91,7 +93,8 @@ def _tf2onnx(function, path: str) -> None:
     for _ in range(2):  # tf2onnx repeats its optimizers until nothing changes; two rounds reach that here
         for name, step in optimizer._get_optimizers().items():
             graph = optimizer.optimize_graph(graph, optimizers={name: step})
-            gc.collect()
+            if collect:
+                gc.collect()
     utils.save_protobuf(path, graph.make_model("kerasbert"))
 
 
@@ -127,7 +130,7 @@ def to_onnx(model, path: str, int8: bool = False) -> None:
     """
     require("tf2onnx", "to write ONNX")
     target = path + ".fp32" if int8 else path
-    _tf2onnx(_function(model), target)
+    _tf2onnx(_function(model), target, collect=model.count_params() * 4 >= COLLECT_BYTES)
     if int8:
         quantization = require("onnxruntime.quantization", "to quantize ONNX to int8")
         with _without_preprocessing_advice():

@@ -80,16 +80,16 @@ def test_table_lists_each_variant_with_whether_it_runs():
     assert variants.table().splitlines()[0].endswith(f"runs on {machine_kind()} |")
 
 
-def _value_and_gradients(layer, x, upstream, variant, on):
+def _value_and_gradients(layer, x, upstream, variant, on, **call):
     """The layer's output and the gradients of ``Σ output·upstream`` for its input and weights, traced inside
-    `forced` so that the variant's choice is read when the graph is built."""
+    `forced` so that the variant's choice is read when the graph is built; ``call``: the layer's call arguments."""
     with forced({variant: on}):
         @tf.function
         def run(x):
             sources = [x] if x.dtype.is_floating else []  # ids have no gradient
             with tf.GradientTape() as tape:
                 tape.watch(sources)
-                loss = tf.reduce_sum(tf.cast(y := layer(x), tf.float32) * upstream)
+                loss = tf.reduce_sum(tf.cast(y := layer(x, **call), tf.float32) * upstream)
             return y, tape.gradient(loss, [*sources, *layer.trainable_variables])
 
         return run(x)
@@ -107,6 +107,27 @@ def test_centred_layer_norm_gives_keras_numbers_forward_and_backward(policy):
     assert y_on.dtype == y_off.dtype == layer.compute_dtype
     _close(y_on, y_off, policy)
     _all_close(g_on, g_off, policy)
+
+
+@pytest.mark.parametrize("policy", POLICIES, indirect=True)
+def test_xla_layer_norm_gives_keras_numbers_forward_and_backward_in_two_kernels(policy):
+    """Training's LayerNorm of a model at least `MIN_DROPOUT_WIDTH` wide: Keras's numbers, its gradients for the
+    input, ``gamma`` and ``beta`` from the hand-written backward, each direction one XLA call."""
+    layer = LayerNorm(epsilon=1e-12)
+    x = tf.constant(3 + 2 * rng.normal(size=(2, 5, MIN_DROPOUT_WIDTH)), dtype=layer.compute_dtype)
+    layer.build(x.shape)
+    layer.gamma.assign(rng.normal(size=MIN_DROPOUT_WIDTH)), layer.beta.assign(rng.normal(size=MIN_DROPOUT_WIDTH))
+    upstream = tf.constant(rng.normal(size=(2, 5, MIN_DROPOUT_WIDTH)), tf.float32)
+    (y_on, g_on), (y_off, g_off) = (_value_and_gradients(layer, x, upstream, "xla_layer_norm", on, training=True)
+                                    for on in (True, False))
+    assert y_on.dtype == y_off.dtype == g_on[0].dtype == layer.compute_dtype
+    _close(y_on, y_off, policy)
+    _all_close(g_on, g_off, policy)
+    with forced({"xla_layer_norm": True}):
+        graph = tf.function(lambda x: tf.gradients(layer(x, training=True), x)).get_concrete_function(x).graph
+    compiled = [op for op in graph.get_operations() if op.node_def.attr.get("_XlaMustCompile", None) is not None
+                and op.get_attr("_XlaMustCompile")]
+    assert len(compiled) == 2 and "Mean" not in {op.type for op in graph.get_operations()}
 
 
 @pytest.mark.parametrize("policy", POLICIES, indirect=True)
