@@ -13,8 +13,9 @@ A training step is one ``train_on_batch`` of a ``heads.cls`` classifier (batch 8
 dropout), an inference step one ``predict_on_batch`` (16 × 128). The two models are then stepped in turn, one
 step each a round, in an order that reverses every round; the gain is the median over rounds of the paired
 ratio ``off / on`` (above 1: the variant is faster). A control pair, two models with this machine's own
-choices, shows how far apart identical arms measure: a gain inside that distance of 1.00 is noise. Float32,
-except ``float32_activation``, which acts only under mixed precision and is timed in mixed_bfloat16. A variant
+choices, shows how far apart identical arms measure: a gain inside that distance of 1.00 is noise. Float32
+(``--policy`` for another), except ``float32_activation``, which acts only under mixed precision and is timed in
+mixed_bfloat16. A variant
 that acts on one kind of step only is timed there (``xla_gelu``, ``xla_dropout``, ``xla_layer_norm``: training;
 ``float32_activation`` and ``centred_layer_norm``: inference).
 
@@ -95,7 +96,7 @@ def measure(name: str, args, shape: dict) -> dict[str, float]:
     models = {}
     for on in (True, False):
         with forced({} if name == CONTROL else {name: on}):  # traced here: each model keeps this choice
-            models[on] = build(shape, args.layers, POLICY.get(name, "float32"), args.seq)
+            models[on] = build(shape, args.layers, POLICY.get(name, args.policy), args.seq)
             for mode in modes:
                 for _ in range(args.warmup):
                     step(models[on], mode, data[mode])
@@ -114,13 +115,15 @@ def measure(name: str, args, shape: dict) -> dict[str, float]:
 
 def report(gains: dict[str, dict[str, float]], args, shape: dict) -> str:
     """The Markdown section: how it was measured, then one row per variant."""
+    import importlib
+
     import keras
-    import tensorflow as tf
 
     from kerasbert.perf.onednn import cpu_flags
     from kerasbert.perf.variants import VARIANTS, machine_kind
 
-    kind = machine_kind()
+    kind, backend = machine_kind(), keras.config.backend()
+    version = importlib.import_module(backend).__version__
     flags = " ".join(f for f in SHOWN_FLAGS if f in cpu_flags()) or "none of " + " ".join(SHOWN_FLAGS)
     command = "python benchmarks/variants.py" + (" --quick" if args.quick else
                                                  f" --layers {args.layers} --rounds {args.rounds}")
@@ -128,9 +131,9 @@ def report(gains: dict[str, dict[str, float]], args, shape: dict) -> str:
              f"`{command}` — hidden {shape['hidden_size']}, {shape['num_attention_heads']} heads, inner "
              f"{shape['intermediate_size']}, {args.layers} layers, `heads.cls`; training {args.train_batch} × "
              f"{args.seq} (`train_on_batch`), inference {args.infer_batch} × {args.seq} (`predict_on_batch`); "
-             f"float32 (float32_activation: mixed_bfloat16). Gain: median over interleaved rounds of the paired "
+             f"{args.policy} (float32_activation: mixed_bfloat16). Gain: median over interleaved rounds of the paired "
              f"ratio variant off / on (above 1.00: the variant is faster). {os.cpu_count()} CPU cores, "
-             f"{platform.machine()}, CPU flags: {flags}; TensorFlow {tf.__version__}, Keras {keras.__version__}.",
+             f"{platform.machine()}, CPU flags: {flags}; Keras {keras.__version__} on {backend} {version}.",
              "", "| variant | what | machine kind | runs here by default | inference gain | training gain | rounds |",
              "|---|---|---|---|---|---|---|"]
     for name in [n for n in (*VARIANTS, CONTROL) if n in gains]:
@@ -144,11 +147,14 @@ def report(gains: dict[str, dict[str, float]], args, shape: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import tensorflow as tf
+    import keras
 
     from kerasbert.perf.variants import VARIANTS, machine_kind
 
-    tf.get_logger().setLevel("ERROR")  # each model traces its own step functions: TensorFlow warns of retracing
+    if keras.config.backend() == "tensorflow":
+        import tensorflow as tf
+
+        tf.get_logger().setLevel("ERROR")  # each model traces its own step functions: TensorFlow warns of retracing
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tiny model and 2 rounds: checks that it runs")
@@ -160,6 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--train-batch", type=int, default=8)
     parser.add_argument("--infer-batch", type=int, default=16)
+    parser.add_argument("--policy", default="float32", help="the models' dtype policy (float32_activation's: "
+                        "mixed_bfloat16), e.g. mixed_bfloat16 where half precision is the speed option (a GPU)")
     parser.add_argument("--results", default=None, help="the file to write the section to (RESULTS.md)")
     args = parser.parse_args(argv)
     names = args.variants.split(",")
