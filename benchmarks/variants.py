@@ -126,7 +126,8 @@ def report(gains: dict[str, dict[str, float]], args, shape: dict) -> str:
     version = importlib.import_module(backend).__version__
     flags = " ".join(f for f in SHOWN_FLAGS if f in cpu_flags()) or "none of " + " ".join(SHOWN_FLAGS)
     command = "python benchmarks/variants.py" + (" --quick" if args.quick else
-                                                 f" --layers {args.layers} --rounds {args.rounds}")
+                                                 f" --layers {args.layers} --rounds {args.rounds}") + (
+        f" --policy {args.policy}" if args.policy != "float32" else "")
     lines = [f"## Speed variants: what each buys on this machine ({kind})", "",
              f"`{command}` — hidden {shape['hidden_size']}, {shape['num_attention_heads']} heads, inner "
              f"{shape['intermediate_size']}, {args.layers} layers, `heads.cls`; training {args.train_batch} × "
