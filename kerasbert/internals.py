@@ -14,6 +14,8 @@ Why each is still needed (`SYMBOLS` names the reader):
   in one.
 - ``Model._nodes_by_depth`` and ``Layer._inbound_nodes``: a functional model's graph, call by call, for the
   annotated summary (Keras's own ``summary`` reads the same).
+- ``keras.src.backend.AutocastScope``: the scope in which Keras casts a layer's float32 variables to its compute
+  dtype; a subclass keeps a projection's gradient in bf16 (`kerasbert.perf.half_gradients`).
 - ``Optimizer._trainable_variables`` and ``Optimizer._get_variable_index``: on TensorFlow ``update_step``
   receives the backend variable, without its Keras path; these map it back to the Keras variable, for a
   per-variable learning rate (`kerasbert.modeling.optimizers.LayerwiseAdamW`) and kerasbert's optimizer wrappers.
@@ -21,13 +23,14 @@ Why each is still needed (`SYMBOLS` names the reader):
 
 from __future__ import annotations
 
-__all__ = ["SYMBOLS", "enclosing_xla_context", "inbound_nodes", "missing", "nodes_by_depth", "onednn_enabled",
-           "optimizer_variables", "variable_index"]
+__all__ = ["SYMBOLS", "autocast_scope_class", "enclosing_xla_context", "inbound_nodes", "missing", "nodes_by_depth",
+           "onednn_enabled", "optimizer_variables", "variable_index"]
 
 #: each private name, and what reads it
 SYMBOLS = {
     "tensorflow.python.util._pywrap_util_port.IsMklEnabled": "onednn_enabled: is this TensorFlow built with oneDNN",
     "tf.__internal__.get_enclosing_xla_context": "enclosing_xla_context: is the caller inside an XLA compile",
+    "keras.src.backend.AutocastScope": "autocast_scope_class: the half_gradients variant's cast",
     "keras.Model._nodes_by_depth": "nodes_by_depth: the summary's graph walk",
     "keras.layers.Layer._inbound_nodes": "inbound_nodes: the summary's per-call rows",
     "keras.optimizers.Optimizer._trainable_variables": "optimizer_variables: LayerwiseAdamW's per-variable rate",
@@ -73,6 +76,15 @@ def variable_index(optimizer, variable) -> int:
     return optimizer._get_variable_index(variable)
 
 
+def autocast_scope_class():
+    """Keras's ``AutocastScope`` class (None when the name is gone)."""
+    try:
+        from keras.src.backend import AutocastScope
+    except ImportError:
+        return None
+    return AutocastScope
+
+
 def missing() -> list[str]:
     """The names of `SYMBOLS` that this Keras and TensorFlow do not have ([] when all are there).
 
@@ -96,7 +108,8 @@ def missing() -> list[str]:
     model = keras.Model(inputs, dense(inputs))
     optimizer = keras.optimizers.Adam()
     optimizer.build(model.trainable_variables)
-    found.update({"keras.Model._nodes_by_depth": bool(getattr(model, "_nodes_by_depth", None)),
+    found.update({"keras.src.backend.AutocastScope": autocast_scope_class() is not None,
+                  "keras.Model._nodes_by_depth": bool(getattr(model, "_nodes_by_depth", None)),
                   "keras.layers.Layer._inbound_nodes": bool(getattr(dense, "_inbound_nodes", None)),
                   "keras.optimizers.Optimizer._trainable_variables": bool(getattr(optimizer, "_trainable_variables",
                                                                                   None)),

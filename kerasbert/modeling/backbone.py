@@ -15,6 +15,7 @@ import keras
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.config import BertConfig, config_from_layers
 from kerasbert.modeling.registry import register
+from kerasbert.perf import half_gradients
 
 __all__ = ["APPLICATIONS", "FAMILIES", "TransformerModel"]
 
@@ -60,6 +61,11 @@ class TransformerModel(keras.Model):
         if self._stored_config is None:  # a model made by Keras from tensors alone (clone_model's clone_function)
             self._stored_config = config_from_layers(self)
         return self._stored_config
+
+    def train_step(self, *args, **kwargs):  # (data) on TensorFlow, (state, data) on JAX
+        # projections may hand their gradients over in bf16 to an optimizer that says it takes them
+        with half_gradients.allowing(getattr(self.optimizer, "half_gradients", False)):
+            return super().train_step(*args, **kwargs)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "bert_config": self.bert_config.to_dict(), "family": self.family,

@@ -22,6 +22,7 @@ from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.layers import Dropout, get_activation
 from kerasbert.modeling.registry import register
+from kerasbert.perf import half_gradients
 from kerasbert.perf.block_variants import activation_in_float32, dense_2d, flat_tokens, onednn_scores
 from kerasbert.perf.fused import gelu_erf_training
 from kerasbert.perf.variants import chosen
@@ -52,6 +53,10 @@ class Projection(keras.layers.Dense):
             self.loaded_by_block = False
             return
         super().load_own_variables(store)
+
+    def call(self, inputs, training=None):
+        with half_gradients.scope(self, training):  # Keras's autocast, or the "half_gradients" variant's
+            return super().call(inputs, training=training)
 
     def quantize(self, mode=None, type_check=True, config=None):
         super().quantize(mode, type_check=False, config=config)

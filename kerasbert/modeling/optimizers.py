@@ -39,6 +39,8 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
         **kwargs: ``keras.optimizers.AdamW`` arguments.
     """
 
+    half_gradients = True  # takes gradients in another dtype than their variable's (`kerasbert.perf.half_gradients`)
+
     def __init__(self, layer_decay: float = 1.0, num_layers: int = 12, xla_update: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.layer_decay, self.num_layers, self.xla_update = layer_decay, num_layers, xla_update
@@ -53,11 +55,13 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
 
     def apply(self, grads, trainable_variables=None):
         if not self._compiles_update(trainable_variables):
-            return super().apply(grads, trainable_variables)
+            variables = optimizer_variables(self) if trainable_variables is None else trainable_variables
+            return super().apply(_in_dtypes_of(grads, variables), trainable_variables)
         import tensorflow as tf
 
-        if self._xla_apply is None:
-            self._xla_apply = tf.function(lambda dense: super(LayerwiseAdamW, self).apply(dense), jit_compile=True)
+        if self._xla_apply is None:  # gradients cast to their variables' dtypes inside, where it costs no pass
+            self._xla_apply = tf.function(lambda dense: super(LayerwiseAdamW, self).apply(
+                _in_dtypes_of(dense, optimizer_variables(self))), jit_compile=True)
         # an embedding's gradient (tf.IndexedSlices, as many rows as the batch has tokens) made dense here, in
         # the plain graph, and every gradient given its variable's static shape (a step traced for inputs of
         # any length leaves some unknown): the XLA function then compiles once
@@ -88,6 +92,12 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
     def get_config(self):
         return {**super().get_config(), "layer_decay": self.layer_decay, "num_layers": self.num_layers,
                 "xla_update": self.xla_update}
+
+
+def _in_dtypes_of(grads, variables) -> list:
+    """Each gradient in its variable's dtype (a bf16 gradient of a float32 weight: `kerasbert.perf.half_gradients`)."""
+    return [g if g is None or g.dtype == v.dtype else keras.ops.cast(g, v.dtype)
+            for g, v in zip(grads, variables, strict=True)]
 
 
 @register

@@ -83,7 +83,7 @@ def gelu_erf_gradient(x, dy):
 
 def gelu_erf_training(x):
     """`gelu_erf_composed` of a ``[N, I]`` inner layer, as XLA kernels on TensorFlow's plain graph (above)."""
-    if (x.shape[-1] or 0) >= MIN_WIDTH and _plain_tensorflow_graph():
+    if (x.shape[-1] or 0) >= MIN_WIDTH and plain_tensorflow_graph():
         return _xla_gelu()(x)
     return gelu_erf_composed(x)
 
@@ -127,7 +127,7 @@ def dropout_pays(x, width: int | None = None) -> bool:
     """Whether `dropout_training` runs as an XLA kernel: TensorFlow, no XLA step around it, a model at least
     `MIN_DROPOUT_WIDTH` wide (``width``: the model's; the last axis of ``x`` when None)."""
     width = x.shape[-1] if width is None else width
-    return (width or 0) >= MIN_DROPOUT_WIDTH and _plain_tensorflow_graph()
+    return (width or 0) >= MIN_DROPOUT_WIDTH and plain_tensorflow_graph()
 
 
 def dropout_training(x, rate: float, seed, width: int | None = None):
@@ -161,7 +161,7 @@ def layer_norm_training(x, gamma, beta, epsilon: float):
     return _xla_layer_norm(float(epsilon))(x, gamma, beta)
 
 
-def _plain_tensorflow_graph() -> bool:
+def plain_tensorflow_graph() -> bool:
     """TensorFlow is the backend and no XLA compile encloses the caller (`jit_compile`, the GPU default)."""
     if keras.config.backend() != "tensorflow":
         return False

@@ -57,6 +57,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     _variant("float32_activation", "mixed-precision inference computes the activation in float32", ["amx"]),
     _variant("xla_layer_norm", "training's LayerNorm as one XLA kernel each way, in float32", ["amx"]),
     _variant("centred_layer_norm", "LayerNorm outside training centres x once and reuses it", CPU_SET),
+    _variant("half_gradients", "mixed-bf16 training gives projection gradients to kerasbert's optimizer in bf16",
+             ["amx"]),
     _variant("one_hot_segments", "the segment embedding as a one-hot sum, a float32 gradient", ["gpu"]),
 )}
 
