@@ -132,3 +132,13 @@ def kill_mid_epoch(process, run: str, epoch: int = 1, timeout: float = 300) -> d
     process.send_signal(signal.SIGKILL)
     process.wait()
     return json.load(open(state_file))
+
+
+def xla_calls(fn, *specs, jit_compile: bool | None = None) -> tuple[list, list[str]]:
+    """The calls that must compile with XLA (``_XlaMustCompile``) in the graph of ``tf.function(fn)`` traced for
+    ``specs``, and every op's type."""
+    import tensorflow as tf
+
+    operations = tf.function(fn, jit_compile=jit_compile).get_concrete_function(*specs).graph.get_operations()
+    return ([op for op in operations if op.node_def.attr.get("_XlaMustCompile") and op.get_attr("_XlaMustCompile")],
+            [op.type for op in operations])

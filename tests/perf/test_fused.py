@@ -14,6 +14,8 @@ from kerasbert.perf import fused
 from kerasbert.perf.fused import MIN_DROPOUT_WIDTH, MIN_WIDTH, dropout_training, gelu_erf_training, random_bits
 from kerasbert.perf.variants import forced
 
+from helpers import xla_calls
+
 rng = np.random.default_rng(0)
 
 
@@ -42,11 +44,7 @@ def test_values_and_gradients_equal_the_formulas_computed_by_hand(width, jit_com
 
 
 def _ops_of_gradient(width: int, jit_compile: bool):
-    graph = tf.function(_value_and_gradient, jit_compile=jit_compile).get_concrete_function(
-        tf.TensorSpec([None, width], tf.float32)).graph
-    xla_calls = [op for op in graph.get_operations()
-                 if "_XlaMustCompile" in op.node_def.attr and op.get_attr("_XlaMustCompile")]
-    return xla_calls, [op.type for op in graph.get_operations()]
+    return xla_calls(_value_and_gradient, tf.TensorSpec([None, width], tf.float32), jit_compile=jit_compile)
 
 
 def test_the_plain_graph_runs_each_direction_as_one_xla_kernel():
@@ -164,12 +162,6 @@ def test_dropout_bits_are_uniform_and_uncorrelated():
     assert abs(keep.mean() - 0.9) < 5 * math.sqrt(0.09 / n)
 
 
-def _xla_calls(fn, *specs):
-    graph = tf.function(fn).get_concrete_function(*specs).graph
-    return [op for op in graph.get_operations() if op.node_def.attr.get("_XlaMustCompile") and
-            op.get_attr("_XlaMustCompile")], [op.type for op in graph.get_operations()]
-
-
 def test_the_plain_graph_runs_dropout_as_one_xla_kernel_each_way():
     def step(x):
         with tf.GradientTape() as tape:
@@ -178,7 +170,7 @@ def test_the_plain_graph_runs_dropout_as_one_xla_kernel_each_way():
         return tape.gradient(y, x)
 
     spec = tf.TensorSpec([None, None, MIN_DROPOUT_WIDTH])
-    calls, types = _xla_calls(step, spec)
+    calls, types = xla_calls(step, spec)
     assert len(calls) == 2 and not [t for t in types if "Random" in t]  # forward, backward; no mask kept
     gradient = tf.function(step, input_signature=[spec])(tf.ones((2, 5, MIN_DROPOUT_WIDTH))).numpy()
     with np.errstate(over="ignore"):  # traced with unknown batch and length, run on (2, 5): the same mask
@@ -225,8 +217,8 @@ def test_attention_dropout_reads_the_model_width_not_the_sequence_length():
     for hidden, want in ((MIN_DROPOUT_WIDTH, 1), (64, 0)):
         attention = MultiHeadSelfAttention(num_heads=4, dropout=0.1)
         with forced({"xla_dropout": True}):
-            calls, _ = _xla_calls(lambda x, m: attention([x, m], training=True),  # noqa: B023
-                                  tf.TensorSpec([None, 8, hidden]), tf.TensorSpec([None, 8], tf.bool))
+            calls, _ = xla_calls(lambda x, m: attention([x, m], training=True),  # noqa: B023
+                                 tf.TensorSpec([None, 8, hidden]), tf.TensorSpec([None, 8], tf.bool))
         assert len(calls) == want, hidden
 
 

@@ -19,6 +19,8 @@ from kerasbert.perf import variants
 from kerasbert.perf.fused import MIN_DROPOUT_WIDTH, MIN_WIDTH
 from kerasbert.perf.variants import KINDS, VARIANTS, chosen, cpu_kind, forced, machine_kind, table
 
+from helpers import xla_calls
+
 rng = np.random.default_rng(0)
 POLICIES = ["float32", "mixed_bfloat16"]
 TOLERANCE = {"float32": 2e-5, "mixed_bfloat16": 2e-2}  # relative to the largest magnitude; bf16 keeps 8 bits
@@ -124,10 +126,8 @@ def test_xla_layer_norm_gives_keras_numbers_forward_and_backward_in_two_kernels(
     _close(y_on, y_off, policy)
     _all_close(g_on, g_off, policy)
     with forced({"xla_layer_norm": True}):
-        graph = tf.function(lambda x: tf.gradients(layer(x, training=True), x)).get_concrete_function(x).graph
-    compiled = [op for op in graph.get_operations() if op.node_def.attr.get("_XlaMustCompile", None) is not None
-                and op.get_attr("_XlaMustCompile")]
-    assert len(compiled) == 2 and "Mean" not in {op.type for op in graph.get_operations()}
+        compiled, types = xla_calls(lambda x: tf.gradients(layer(x, training=True), x), x)
+    assert len(compiled) == 2 and "Mean" not in types
 
 
 @pytest.mark.parametrize("policy", POLICIES, indirect=True)
