@@ -4,8 +4,10 @@ The names document the graph and are the keys users, checkpoint tables and ``.ke
 
     Input-Token, Input-Segment, Attention-Mask          the inputs and the padding mask
     Embedding-Token, -Segment, -Position, -Norm, ...    the embeddings
+    Embedding-Mapping, Embedding-Relative-Position, Embedding-Rotary-Position
     Transformer-{i}-MultiHeadSelfAttention[-Dropout|-Add|-Norm]
     Transformer-{i}-FeedForward[-Dropout|-Add|-Norm]    block i, 0 <= i < L
+    Transformer-MultiHeadSelfAttention, ...              ALBERT's one shared block, no index
     Pooler, Pooler-Dense, NSP-Proba, MLM-*               the pre-training layers
     CLS-*, Tagging-*, Span-GlobalPointer                 the task heads of `kerasbert.modeling.heads`
 
@@ -14,8 +16,8 @@ Example:
 'Transformer-3-FeedForward-Norm'
 >>> parse_block("Transformer-3-FeedForward-Norm"), parse_block(EMBEDDING_NORM)
 ((3, 'FeedForward-Norm'), None)
->>> part_of(block(3, ATTENTION)), part_of(MLM_BIAS), part_of(CLS_DENSE)
-(('encoder', 3), ('mlm', None), ('head', None))
+>>> part_of(block(3, ATTENTION)), part_of(block(None, ATTENTION)), part_of(MLM_BIAS), part_of(CLS_DENSE)
+(('encoder', 3), ('encoder', None), ('mlm', None), ('head', None))
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ EMBEDDING_TOKEN_SEGMENT = EMBEDDING_PREFIX + "Token-Segment"
 EMBEDDING_POSITION = EMBEDDING_PREFIX + "Position"
 EMBEDDING_NORM = EMBEDDING_PREFIX + "Norm"
 EMBEDDING_DROPOUT = EMBEDDING_PREFIX + "Dropout"
+EMBEDDING_MAPPING = EMBEDDING_PREFIX + "Mapping"  # E -> H where the embedding size E differs from H
+RELATIVE_POSITION = EMBEDDING_PREFIX + "Relative-Position"  # NEZHA's clipped sinusoidal distances
+ROTARY_POSITION = EMBEDDING_PREFIX + "Rotary-Position"  # RoFormer's sinusoids that rotate q and k
 
 # ------------------------------------------------------------------------------ transformer blocks
 BLOCK_PREFIX = "Transformer-"
@@ -48,14 +53,15 @@ BLOCK_PATTERN = re.compile(re.escape(BLOCK_PREFIX) + r"(\d+)-(.+)")  # block ind
 BLOCK_KEY = "{i}"  # the index in a name that stands for every block: block(BLOCK_KEY, part)
 
 
-def block(index: int | str, part: str) -> str:
-    """The name of ``part`` in block ``index``: ``Transformer-{index}-{part}``.
+def block(index: int | str | None, part: str) -> str:
+    """The name of ``part`` in block ``index``: ``Transformer-{index}-{part}``; ``Transformer-{part}`` for the
+    block ALBERT shares between all its layers (``index`` None).
 
     Example:
-    >>> block(0, ATTENTION), block(BLOCK_KEY, FEED_FORWARD)
-    ('Transformer-0-MultiHeadSelfAttention', 'Transformer-{i}-FeedForward')
+    >>> block(0, ATTENTION), block(BLOCK_KEY, FEED_FORWARD), block(None, ATTENTION_NORM)
+    ('Transformer-0-MultiHeadSelfAttention', 'Transformer-{i}-FeedForward', 'Transformer-MultiHeadSelfAttention-Norm')
     """
-    return f"{BLOCK_PREFIX}{index}-{part}"
+    return f"{BLOCK_PREFIX}{part}" if index is None else f"{BLOCK_PREFIX}{index}-{part}"
 
 
 def residual(name: str, step: str) -> str:
@@ -89,6 +95,13 @@ MLM_DENSE = MLM_PREFIX + "Dense"
 MLM_NORM = MLM_PREFIX + "Norm"
 MLM_BIAS = MLM_PREFIX + "Bias"
 MLM_ACTIVATION = MLM_PREFIX + "Activation"
+# RoFormer-V2's MLM: E-wide mapping, dropout, x·Eᵀ, activation (no dense, norm or bias)
+OUTPUT_MAPPING = "Output-Mapping"
+OUTPUT_MLM_DROPOUT = "Output-MLM-Dropout"
+OUTPUT_MLM_ACTIVATION = "Output-MLM-Activation"
+# ELECTRA's replaced-token discriminator
+DISCRIMINATOR_DENSE = "Discriminator-Dense"
+DISCRIMINATOR_PREDICTION = "Discriminator-Prediction"
 
 # ------------------------------------------------------------------------------ task heads
 CLS_TOKEN = "CLS-token"
@@ -103,7 +116,8 @@ TAGGING_CRF = "Tagging-CRF"
 SPAN_POINTER = "Span-GlobalPointer"
 HEAD_PADDING_MASK = "Head-Padding-Mask"
 # the layers whose output is a head model's output, in the order a loss looks for them
-HEAD_OUTPUTS = (TAGGING_CRF, SPAN_POINTER, MLM_ACTIVATION, CLS_DENSE, TAGGING_DENSE, NSP_PROBA)
+HEAD_OUTPUTS = (TAGGING_CRF, SPAN_POINTER, MLM_ACTIVATION, OUTPUT_MLM_ACTIVATION, CLS_DENSE, TAGGING_DENSE, NSP_PROBA,
+                DISCRIMINATOR_PREDICTION)
 
 # ------------------------------------------------------------------------------ parts of the model
 PARTS = ("inputs", "embeddings", "encoder", "pooler", "nsp", "mlm", "head")  # in graph order
@@ -117,9 +131,10 @@ def part_of(name: str) -> tuple[str, int | None]:
     (('inputs', None), ('pooler', None), ('encoder', 0))
     """
     found = parse_block(name)
-    if found is not None:
-        return "encoder", found[0]
+    if found is not None or name.startswith(BLOCK_PREFIX):
+        return "encoder", found[0] if found else None
     if name.startswith(INPUT_PREFIX) or name == ATTENTION_MASK:
         return "inputs", None
-    prefixes = ((EMBEDDING_PREFIX, "embeddings"), (POOLER, "pooler"), (NSP_PREFIX, "nsp"), (MLM_PREFIX, "mlm"))
+    prefixes = ((EMBEDDING_PREFIX, "embeddings"), (POOLER, "pooler"), (NSP_PREFIX, "nsp"), (MLM_PREFIX, "mlm"),
+                (OUTPUT_MAPPING, "mlm"), (OUTPUT_MLM_DROPOUT, "mlm"), (OUTPUT_MLM_ACTIVATION, "mlm"))
     return next(((part, None) for prefix, part in prefixes if name.startswith(prefix)), ("head", None))

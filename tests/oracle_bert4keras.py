@@ -27,6 +27,36 @@ def bert_outputs(task):
     return out
 
 
+def family_checkpoint(task):
+    """Write a random checkpoint of a family in its own Google names, as bert4keras maps them.
+
+    task: config, model (the family), kwargs (the head flags that build every mapped layer), checkpoint (the
+    prefix to write), seed, std. Every trainable weight gets normal(0, std) values (LayerNorm gammas near 1); each
+    mapped layer's weights are saved under its ``variable_mapping`` names in their order, the NSP kernel
+    transposed as bert4keras's ``create_variable`` does. Returns the layer names.
+    """
+    import tensorflow as tf
+    from bert4keras.backend import K
+    from bert4keras.models import build_transformer_model
+
+    bert = build_transformer_model(task["config"], model=task["model"], return_keras_model=False, **task["kwargs"])
+    rng = np.random.default_rng(task["seed"])
+    for weight in bert.model.trainable_weights:
+        value = rng.normal(0.0, task["std"], K.int_shape(weight)) + ("gamma" in weight.name)
+        K.set_value(weight, value.astype("float32"))
+    names, values = [], []
+    for name, variables in bert.variable_mapping().items():
+        layer = bert.layers.get(name)
+        # a mapped layer the model lacks, or a name with no weight (RoFormer-V2's dropped biases), writes nothing
+        for variable, weight in zip(variables, layer.trainable_weights if layer is not None else [], strict=False):
+            value = K.get_value(weight)
+            names.append(variable)
+            values.append(value.T if variable == "cls/seq_relationship/output_weights" else value)
+    tf.raw_ops.SaveV2(prefix=task["checkpoint"], tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(v) for v in values])
+    return {"layers": np.array([layer.name for layer in bert.model.layers])}
+
+
 def vocab(task):
     """bert4keras's load_vocab(simplified=True, startswith=...): the kept tokens and their ids."""
     from bert4keras.tokenizers import load_vocab
@@ -175,7 +205,8 @@ def snippets(task):
     return {"json": np.array(json.dumps(results))}
 
 
-KINDS = {"bert": bert_outputs, "vocab": vocab, "crf": crf, "tokenizer": tokenizer, "train": train_steps,
+KINDS = {"bert": bert_outputs, "family_checkpoint": family_checkpoint, "vocab": vocab,
+         "crf": crf, "tokenizer": tokenizer, "train": train_steps,
          "snippets": snippets}
 
 

@@ -15,4 +15,5 @@ from kerasbert.modeling import (  # noqa: F401 (each registers what it defines)
     losses,
     models,
     optimizers,
+    positions,
 )

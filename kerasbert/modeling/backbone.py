@@ -1,7 +1,8 @@
 """TransformerModel: a functional Keras model that carries the `BertConfig` it was built from.
 
 bert4keras keeps the config on its ``Transformer`` object, keras-hub on its ``Backbone``, Hugging Face as
-``model.config``; kerasbert keeps it on the functional model itself, with the model's family (``"bert"``) and
+``model.config``; kerasbert keeps it on the functional model itself, with the model's family (``"bert"``,
+``"albert"``, ...: `kerasbert.modeling.families`) and
 application (``"encoder"``). `build_transformer_model` and every head of `kerasbert.modeling.heads` return one;
 the graph, its layer names and its outputs are those of ``keras.Model(inputs, outputs)``. The config travels
 through ``get_config``/``from_config``, ``clone_model`` and ``.keras`` files; consumers read it with
@@ -13,13 +14,14 @@ from __future__ import annotations
 import keras
 
 from kerasbert.errors import ModelError, fail
+from kerasbert.modeling import families
 from kerasbert.modeling.config import BertConfig, config_from_layers
 from kerasbert.modeling.registry import register
 from kerasbert.perf import half_gradients
 
 __all__ = ["APPLICATIONS", "FAMILIES", "TransformerModel"]
 
-FAMILIES = ("bert",)  # the architectures kerasbert builds
+FAMILIES = tuple(name for name in families.NAMES if name not in families.ALIASES)  # the architectures kerasbert builds
 APPLICATIONS = ("encoder",)  # bert4keras's application argument: what the encoder's attention may see
 
 

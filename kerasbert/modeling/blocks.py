@@ -21,6 +21,7 @@ from keras import ops
 from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.layers import Dropout, get_activation
+from kerasbert.modeling.positions import rotate
 from kerasbert.modeling.registry import register
 from kerasbert.perf import half_gradients
 from kerasbert.perf.block_variants import activation_in_float32, dense_2d, flat_tokens, onednn_scores
@@ -79,7 +80,7 @@ class _ProjectedBlock(keras.layers.Layer):
 
     def _projection(self, name: str, units: int, inputs: int) -> Projection:
         """A built `Projection` ``[inputs, units]`` named ``name``, in the block's dtype policy or its saved one."""
-        layer = Projection(units, kernel_initializer=self.kernel_initializer, name=name,
+        layer = Projection(units, use_bias=self.use_bias, kernel_initializer=self.kernel_initializer, name=name,
                            dtype=self.projection_policies.get(name, self.dtype_policy))
         layer.build((None, inputs))
         return layer
@@ -139,7 +140,7 @@ class _ProjectedBlock(keras.layers.Layer):
         that kept them as the block's own, assigned to its projections (their stores there are then empty)."""
         if not len(store.keys()):
             return
-        weights = [w for layer in self.projections.values() for w in (layer.kernel, layer.bias)]
+        weights = [w for layer in self.projections.values() for w in (layer.kernel, layer.bias) if w is not None]
         if len(store.keys()) != len(weights) or any(layer.lora_enabled or layer.quantization_mode
                                                     for layer in self.projections.values()):
             raise fail(ModelError, f"the stored weights of {self.name}",
@@ -151,7 +152,7 @@ class _ProjectedBlock(keras.layers.Layer):
             layer.loaded_by_block = True
 
     def get_config(self):
-        config = super().get_config()
+        config = {**super().get_config(), "use_bias": self.use_bias}
         quantized = {name: layer.dtype_policy for name, layer in self.projections.items()
                      if layer.dtype_policy.name != self.dtype_policy.name}
         if quantized:
@@ -165,8 +166,12 @@ class MultiHeadSelfAttention(_ProjectedBlock):
     """Multi-head self-attention over ``[x, key_mask]``: ``softmax(Q·Kᵀ/√d + mask)·V`` per head, then ``W_o``.
 
     Vaswani et al. 2017, eq. 1, with padding keys set to -inf as bert4keras does. Projections: ``qkv``
-    ``[H, 3H]`` (Google's query, key and value kernels side by side) and ``output`` ``[H, H]``, with biases;
-    weight keys ``qkv_kernel``, ``qkv_bias``, ``output_kernel``, ``output_bias``.
+    ``[H, 3H]`` (Google's query, key and value kernels side by side) and ``output`` ``[H, H]``, with biases
+    unless ``use_bias=False``; weight keys ``qkv_kernel``, ``qkv_bias``, ``output_kernel``, ``output_bias``.
+
+    With ``positions``, a third input carries the positions (`kerasbert.modeling.positions`): ``"relative"``
+    (NEZHA) adds ``q_i·R[i, j]`` to the scores before the scale and ``Σⱼ p_ij·R[i, j]`` to the context;
+    ``"rotary"`` (RoFormer) turns q and k by their positions before the scores.
 
     Called with ``first_token=True`` it attends from position 0 (``[CLS]``) alone, over every key, and
     returns ``[B, H]``, equal to ``layer([x, mask])[:, 0]``: a head that reads only ``[CLS]`` runs the last
@@ -176,6 +181,8 @@ class MultiHeadSelfAttention(_ProjectedBlock):
         num_heads: int. A, the number of heads; must divide the input width H.
         dropout: float. dropout on the attention probabilities.
         kernel_initializer: initializer of both kernels.
+        positions: str or None. ``"relative"`` or ``"rotary"``: the kind of the third input; None: two inputs.
+        use_bias: bool. biases on both projections.
 
     Example:
     >>> layer = MultiHeadSelfAttention(num_heads=2)
@@ -188,10 +195,14 @@ class MultiHeadSelfAttention(_ProjectedBlock):
 
     PROJECTIONS = {"qkv": ("H", "3·H"), "output": ("H", "H")}
 
-    def __init__(self, num_heads: int, dropout: float = 0.0, kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, num_heads: int, dropout: float = 0.0, kernel_initializer="glorot_uniform",
+                 positions: str | None = None, use_bias: bool = True, **kwargs):
         super().__init__(**kwargs)
+        if positions not in (None, "relative", "rotary"):
+            raise fail(ModelError, "positions", 'None, "relative" or "rotary"', repr(positions))
         self.num_heads = num_heads
         self.dropout = dropout
+        self.positions, self.use_bias = positions, use_bias
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
@@ -217,26 +228,36 @@ class MultiHeadSelfAttention(_ProjectedBlock):
     output_bias = property(lambda self: self.output_dense.bias, doc="``[H]``.")
 
     def param_formula(self) -> Formula:
-        return self._formula("4·(H·H+H)", H=int(self.output_bias.shape[0]))
+        return self._formula("4·(H·H+H)" if self.use_bias else "4·H·H", H=int(self.output_kernel.shape[-1]))
 
     def activation_elements(self, batch: int, seq: int, queries: int | None = None) -> int:
         """Tensors inside the layer kept for backprop: q B·Q·H, k and v B·S·2H, scores and probs 2·B·A·Q·S,
         context B·Q·H, for Q queries (S; 1 for the ``first_token=True`` call)."""
-        hidden, queries = int(self.output_bias.shape[0]), seq if queries is None else queries
+        hidden, queries = int(self.output_kernel.shape[-1]), seq if queries is None else queries
         return batch * hidden * (2 * queries + 2 * seq) + 2 * batch * self.num_heads * queries * seq
 
     def call(self, inputs, training=None, first_token: bool = False):
-        x, key_mask = inputs
+        x, key_mask = inputs[:2]
         batch, length, hidden = ops.shape(x)[0], ops.shape(x)[1], self.num_heads * self.head_size
         q, k, v = self._first_token_qkv(x) if first_token else self._qkv(x)  # each (batch, heads, seq or 1, d)
-        if chosen("onednn_scores"):
+        relative = None  # NEZHA's R of the queries: (seq or 1, seq, d)
+        if self.positions == "relative":
+            relative = inputs[2][:1] if first_token else inputs[2]
+        if self.positions == "rotary":
+            q, k = rotate(q, inputs[2][:, :1] if first_token else inputs[2]), rotate(k, inputs[2])
+        if chosen("onednn_scores") and relative is None:
             scores = onednn_scores(q, k, key_mask)
         else:
-            scores = ops.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(self.head_size)  # (batch, heads, seq or 1, seq)
-            scores = ops.where(key_mask[:, None, None, :], ops.cast(scores, "float32"), -math.inf)  # padding keys
+            scores = ops.einsum("bhqd,bhkd->bhqk", q, k)  # (batch, heads, seq or 1, seq)
+            if relative is not None:
+                scores = scores + ops.einsum("bhqd,qkd->bhqk", q, relative)
+            scores = ops.where(key_mask[:, None, None, :], ops.cast(scores / math.sqrt(self.head_size), "float32"),
+                               -math.inf)  # padding keys
         probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)  # the softmax in float32 in mixed precision
         probs = self.dropout_layer(probs, training=training, width=hidden)
         context = ops.einsum("bhqk,bhkd->bhqd", probs, v)  # (batch, heads, seq or 1, d)
+        if relative is not None:
+            context = context + ops.einsum("bhqk,qkd->bhqd", probs, relative)
         if first_token:
             return self.output_dense(ops.reshape(context, (batch, hidden)))  # (batch, H)
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, length, hidden))
@@ -256,9 +277,12 @@ class MultiHeadSelfAttention(_ProjectedBlock):
             return q[:, :, :1], k, v
         batch, hidden = ops.shape(x)[0], self.num_heads * self.head_size
         q_kernel, kv_kernel = ops.split(self.qkv_dense.kernel, [hidden], axis=-1)
-        q_bias, kv_bias = ops.split(self.qkv_dense.bias, [hidden], axis=-1)
-        q = ops.reshape(ops.matmul(x[:, 0], q_kernel) + q_bias, (batch, self.num_heads, 1, self.head_size))
-        kv = ops.add(ops.matmul(flat_tokens(x) if chosen("dense_2d") else x, kv_kernel), kv_bias)  # (batch[·seq], 2H)
+        q = ops.matmul(x[:, 0], q_kernel)
+        kv = ops.matmul(flat_tokens(x) if chosen("dense_2d") else x, kv_kernel)  # (batch[·seq], 2H)
+        if self.use_bias:
+            q_bias, kv_bias = ops.split(self.qkv_dense.bias, [hidden], axis=-1)
+            q, kv = q + q_bias, kv + kv_bias
+        q = ops.reshape(q, (batch, self.num_heads, 1, self.head_size))
         k, v = ops.unstack(self._heads_first(kv, 2, batch), axis=0)
         return q, k, v
 
@@ -279,6 +303,7 @@ class MultiHeadSelfAttention(_ProjectedBlock):
             "num_heads": self.num_heads,
             "dropout": self.dropout,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "positions": self.positions,
         }
 
 
@@ -286,13 +311,14 @@ class MultiHeadSelfAttention(_ProjectedBlock):
 class FeedForward(_ProjectedBlock):
     """Position-wise feed-forward block ``act(x·W1 + b1)·W2 + b2``.
 
-    Projections: ``intermediate`` ``[H, I]`` and ``output`` ``[I, H]``, with biases; weight keys
-    ``intermediate_kernel``, ``intermediate_bias``, ``output_kernel``, ``output_bias``.
+    Projections: ``intermediate`` ``[H, I]`` and ``output`` ``[I, H]``, with biases unless ``use_bias=False``;
+    weight keys ``intermediate_kernel``, ``intermediate_bias``, ``output_kernel``, ``output_bias``.
 
     Args:
         units: int. I, the inner width.
         activation: str. gelu (erf form), gelu_tanh, relu, swish, or any Keras activation name.
         kernel_initializer: initializer of both kernels.
+        use_bias: bool. biases on both projections.
 
     Example:
     >>> tuple(FeedForward(units=16)(ops.ones((2, 5, 8))).shape)
@@ -301,9 +327,10 @@ class FeedForward(_ProjectedBlock):
 
     PROJECTIONS = {"intermediate": ("H", "I"), "output": ("I", "H")}
 
-    def __init__(self, units: int, activation: str = "gelu", kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, units: int, activation: str = "gelu", kernel_initializer="glorot_uniform",
+                 use_bias: bool = True, **kwargs):
         super().__init__(**kwargs)
-        self.units = units
+        self.units, self.use_bias = units, use_bias
         self.activation = activation
         self.activation_fn = get_activation(activation)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -321,7 +348,8 @@ class FeedForward(_ProjectedBlock):
     output_bias = property(lambda self: self.output_dense.bias, doc="``[H]``.")
 
     def param_formula(self) -> Formula:
-        return self._formula("H·I+I+I·H+H", H=int(self.output_bias.shape[0]), I=self.units)
+        return self._formula("H·I+I+I·H+H" if self.use_bias else "H·I+I·H", H=int(self.output_kernel.shape[-1]),
+                             I=self.units)
 
     def activation_elements(self, batch: int, seq: int, queries: int | None = None) -> int:
         """Tensors inside the layer kept for backprop: the inner layer before and after the activation, 2·B·Q·I

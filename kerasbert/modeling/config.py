@@ -3,7 +3,7 @@
 Symbols used across kerasbert (and in the annotated summary):
 
     V vocab_size   H hidden_size   L num_hidden_layers   A num_attention_heads
-    I intermediate_size   P max_position_embeddings   T type_vocab_size
+    I intermediate_size   P max_position_embeddings   T type_vocab_size   E embedding_size (H unless given)
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from kerasbert import layer_names as names
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.files import write_text
+from kerasbert.modeling.families import MODEL_TYPES
 
 # hidden_act spellings accepted in configs -> the activation kerasbert uses.
 # "gelu" is the exact erf form (Google BERT, bert4keras, HF); the tanh approximation has
@@ -58,6 +59,9 @@ class BertConfig:
         type_vocab_size: int. T, number of segment ids.
         initializer_range: float. stddev of the truncated-normal initializer.
         layer_norm_eps: float. epsilon of every LayerNormalization (Google uses 1e-12).
+        embedding_size: int or None. E, the width of the embeddings where it differs from H (ALBERT,
+            ELECTRA-small): ``Embedding-Mapping`` projects them to H. None: H.
+        max_relative_position: int. NEZHA's largest relative distance; farther ones are clipped to it.
         extra: dict. keys of the source file kerasbert does not use, kept for `to_json`.
 
     Example:
@@ -78,6 +82,8 @@ class BertConfig:
     type_vocab_size: int = 2
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
+    embedding_size: int | None = None
+    max_relative_position: int = 64
     extra: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
     source: str = dataclasses.field(default="<dict>", repr=False, compare=False)
 
@@ -91,12 +97,12 @@ class BertConfig:
         if not isinstance(values, dict):
             raise fail(ConfigError, source, "a JSON object of BERT hyper-parameters", type(values).__name__)
         values = dict(values)
-        model_type = values.pop("model_type", "bert")
-        if model_type != "bert":
-            raise fail(ConfigError, f"{source}: model_type", '"bert"', repr(model_type),
-                       "kerasbert builds BERT encoders only")
+        model_type = values.get("model_type", "bert")
+        if model_type not in MODEL_TYPES:
+            raise fail(ConfigError, f"{source}: model_type", f"one of {', '.join(map(repr, MODEL_TYPES))}",
+                       repr(model_type), "kerasbert builds these encoder families")
         position = values.get("position_embedding_type", "absolute")
-        if position != "absolute":
+        if MODEL_TYPES[model_type] == "bert" and position != "absolute":
             raise fail(ConfigError, f"{source}: position_embedding_type", '"absolute"', repr(position),
                        "kerasbert builds BERT's learned absolute position embeddings only")
         fields = {f.name for f in dataclasses.fields(cls)} - {"extra", "source"}
@@ -145,6 +151,16 @@ class BertConfig:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise fail(ConfigError, f"{where}: {key}", "a positive integer", repr(value))
+        for key in ("embedding_size",) if self.embedding_size is not None else ():
+            if isinstance(self.embedding_size, bool) or not isinstance(self.embedding_size, int) \
+                    or not 0 < self.embedding_size <= LIMITS["hidden_size"]:
+                raise fail(ConfigError, f"{where}: {key}", f"a positive integer up to {LIMITS['hidden_size']}",
+                           repr(self.embedding_size))
+        if isinstance(self.max_relative_position, bool) or not isinstance(self.max_relative_position, int) \
+                or not 0 < self.max_relative_position <= LIMITS["max_position_embeddings"]:
+            raise fail(ConfigError, f"{where}: max_relative_position",
+                       f"a positive integer up to {LIMITS['max_position_embeddings']}",
+                       repr(self.max_relative_position))
         if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) \
                 or self.type_vocab_size < 0:
             raise fail(ConfigError, f"{where}: type_vocab_size", "an integer >= 0", repr(self.type_vocab_size))
@@ -171,10 +187,11 @@ class BertConfig:
         >>> BertConfig.from_preset("bert_base_chinese").weight_bytes() // 4
         102267648
         """
-        h, i = self.hidden_size, self.intermediate_size
-        embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size + 2) * h
+        h, i, e = self.hidden_size, self.intermediate_size, self.embedding_width
+        embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size + 2) * e
+        mapping = (e * h + h) if e != h else 0
         block = 4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h  # attention, feed-forward, two LayerNorms
-        return 4 * (embeddings + self.num_hidden_layers * block + h * h + h)
+        return 4 * (embeddings + mapping + self.num_hidden_layers * block + h * h + h)
 
     def _check_limits(self) -> None:
         """Refuse, before anything is allocated, a size beyond `LIMITS` or weights beyond `MAX_WEIGHT_BYTES`."""
@@ -198,6 +215,16 @@ class BertConfig:
         return self.hidden_size // self.num_attention_heads
 
     @property
+    def embedding_width(self) -> int:
+        """E: the embedding size, H unless the config gives another."""
+        return self.hidden_size if self.embedding_size is None else self.embedding_size
+
+    @property
+    def model_type(self) -> str | None:
+        """The Hugging Face ``model_type`` the config file gave, None for a Google config."""
+        return self.extra.get("model_type")
+
+    @property
     def activation(self) -> str:
         """The canonical activation name: gelu (erf), gelu_tanh, relu or swish."""
         return ACTIVATIONS[self.hidden_act]
@@ -214,7 +241,9 @@ class BertConfig:
     # ---------------------------------------------------------------- writing
     def to_dict(self) -> dict[str, Any]:
         """Google's key set (plus layer_norm_eps and any extra keys read in)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "source")}
+        defaults = {"embedding_size": None, "max_relative_position": 64}  # written only where a family sets them
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "source")
+               and not (f.name in defaults and getattr(self, f.name) == defaults[f.name])}
         out.update({k: v for k, v in self.extra.items() if k not in out})
         return out
 

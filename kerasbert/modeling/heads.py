@@ -57,13 +57,33 @@ def nsp_output(pooled, init="glorot_uniform", dtype=None):
 
 def mlm_output(x, embedding, activation: str, epsilon: float, init="glorot_uniform", dtype=None,
                output_activation="softmax"):
-    """``MLM-Dense -> MLM-Norm -> x·Eᵀ (tied to Embedding-Token) -> MLM-Bias -> MLM-Activation``."""
-    y = keras.layers.Dense(int(x.shape[-1]), activation=get_activation(activation), kernel_initializer=init,
+    """``MLM-Dense (H -> E) -> MLM-Norm -> x·Eᵀ (tied to Embedding-Token) -> MLM-Bias -> MLM-Activation``."""
+    y = keras.layers.Dense(embedding.output_dim, activation=get_activation(activation), kernel_initializer=init,
                            dtype=dtype, name=names.MLM_DENSE)(x)
     y = LayerNorm(epsilon=epsilon, dtype=dtype, name=names.MLM_NORM)(y)
     y = embedding(y, reverse=True)  # [B, S, H] -> [B, S, V]
     y = Bias(dtype=dtype, name=names.MLM_BIAS)(y)
     return keras.layers.Activation(output_activation, dtype=dtype, name=names.MLM_ACTIVATION)(y)
+
+
+def output_mlm(x, embedding, init="glorot_uniform", output_activation="softmax", dropout: float = 0.0, dtype=None):
+    """RoFormer-V2's masked LM: ``Output-Mapping`` (H -> E, no bias, where E differs) -> ``Output-MLM-Dropout``
+    -> ``x·Eᵀ`` (tied to Embedding-Token) -> ``Output-MLM-Activation``."""
+    if embedding.output_dim != x.shape[-1]:
+        x = keras.layers.Dense(embedding.output_dim, use_bias=False, kernel_initializer=init, dtype=dtype,
+                               name=names.OUTPUT_MAPPING)(x)
+    x = embedding(Dropout(dropout, dtype=dtype, name=names.OUTPUT_MLM_DROPOUT)(x), reverse=True)
+    activation = "softmax" if output_activation is True else output_activation
+    return keras.layers.Activation(activation, dtype=dtype, name=names.OUTPUT_MLM_ACTIVATION)(x)
+
+
+def discriminator_output(x, config: BertConfig, init="glorot_uniform", dtype=None, activation="sigmoid"):
+    """ELECTRA's replaced-token discriminator: ``Discriminator-Dense`` (H, the config's activation) ->
+    ``Discriminator-Prediction`` (1 per token, sigmoid or ``activation``)."""
+    x = keras.layers.Dense(config.hidden_size, activation=get_activation(config.activation), kernel_initializer=init,
+                           dtype=dtype, name=names.DISCRIMINATOR_DENSE)(x)
+    return keras.layers.Dense(1, activation="sigmoid" if activation is True else activation, kernel_initializer=init,
+                              dtype=dtype, name=names.DISCRIMINATOR_PREDICTION)(x)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -137,10 +137,15 @@ class SegmentEmbedding(keras.layers.Embedding):
 class PositionEmbedding(keras.layers.Layer):
     """Adds a learned absolute position embedding: ``x + E[:S]`` for ``x`` of shape ``[B, S, H]``.
 
+    With ``hierarchical`` α, positions beyond P are decomposed as ``p = P·i + j`` and embedded as
+    ``α·U[i] + (1-α)·U[j]`` with ``U = (E - α·E[0]) / (1-α)`` (bert4keras's ``hierarchical_position``, Su 2020):
+    the first P positions keep their trained embeddings, and a table of P rows covers P² positions.
+
     Args:
         input_dim: int. P, the number of positions (max_position_embeddings).
         output_dim: int. H, the embedding width.
         embeddings_initializer: initializer of the ``[P, H]`` table.
+        hierarchical: float or None. α (bert4keras's ``True`` is 0.4); None: at most P positions.
 
     Example:
     >>> layer = PositionEmbedding(16, 8)
@@ -148,12 +153,19 @@ class PositionEmbedding(keras.layers.Layer):
     (2, 5, 8)
     """
 
-    def __init__(self, input_dim: int, output_dim: int, embeddings_initializer="zeros", **kwargs):
+    def __init__(self, input_dim: int, output_dim: int, embeddings_initializer="zeros",
+                 hierarchical: float | None = None, **kwargs):
         super().__init__(**kwargs)
         self.input_dim = input_dim
         self.output_dim = output_dim
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+        self.hierarchical = hierarchical
         self.supports_masking = True  # the padding mask passes, as on every layer of the sequence path
+
+    @property
+    def max_length(self) -> int:
+        """The longest input: P, or P² with ``hierarchical``."""
+        return self.input_dim ** 2 if self.hierarchical else self.input_dim
 
     def build(self, input_shape):
         # P·H parameters
@@ -166,11 +178,23 @@ class PositionEmbedding(keras.layers.Layer):
 
     def call(self, inputs):
         length = inputs.shape[1]
-        if isinstance(length, int) and length > self.input_dim:  # JAX traces with symbolic lengths
-            raise fail(ModelError, "Input-Token", f"at most {self.input_dim} tokens (max_position_embeddings)",
-                       f"sequences of {length}", "truncate with maxlen when encoding")
+        if isinstance(length, int) and length > self.max_length:  # JAX traces with symbolic lengths
+            where = "max_position_embeddings squared, hierarchical" if self.hierarchical else "max_position_embeddings"
+            raise fail(ModelError, "Input-Token", f"at most {self.max_length} tokens ({where})",
+                       f"sequences of {length}", "truncate with maxlen when encoding, or build with "
+                       "hierarchical_position=True" if not self.hierarchical else "truncate with maxlen when encoding")
+        if self.hierarchical:
+            return inputs + ops.cast(self._hierarchical(ops.shape(inputs)[1]), inputs.dtype)[None]
         positions = ops.slice(ops.convert_to_tensor(self.embeddings), (0, 0), (ops.shape(inputs)[1], self.output_dim))
         return inputs + ops.cast(positions, inputs.dtype)[None]
+
+    def _hierarchical(self, length):
+        """``[S, H]``: ``α·U[p // P] + (1-α)·U[p % P]`` for the positions p below ``length``."""
+        alpha, table = self.hierarchical, ops.convert_to_tensor(self.embeddings)
+        table = (table - alpha * table[:1]) / (1 - alpha)  # (P, H)
+        positions = ops.arange(length)
+        return alpha * ops.take(table, positions // self.input_dim, axis=0) + (1 - alpha) * ops.take(
+            table, positions % self.input_dim, axis=0)
 
     def compute_output_shape(self, input_shape):
         return input_shape  # given, not traced: JAX cannot trace a slice of a symbolic length
@@ -181,6 +205,7 @@ class PositionEmbedding(keras.layers.Layer):
             "input_dim": self.input_dim,
             "output_dim": self.output_dim,
             "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
+            "hierarchical": self.hierarchical,
         }
 
 
@@ -345,6 +370,36 @@ class LayerNorm(keras.layers.LayerNormalization):
 
     def param_formula(self) -> Formula:
         return Formula.of("2·H", H=int(self.gamma.shape[-1]))
+
+
+@register
+class ScaleFreeNorm(keras.layers.Layer):
+    """``x / √(mean(x²) + ε)`` over the last axis, with no weights: RoFormer-V2's norm (an RMS norm, Zhang &
+    Sennrich 2019, without its gain).
+
+    Args:
+        epsilon: float. ε, added to the mean square.
+
+    Example:
+    >>> ops.convert_to_numpy(ScaleFreeNorm()(ops.array([[3.0, -3.0]]))).tolist()
+    [[1.0, -1.0]]
+    """
+
+    def __init__(self, epsilon: float = 1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.epsilon = epsilon
+        self.supports_masking = True
+
+    def call(self, inputs):
+        x = ops.cast(inputs, "float32")  # the mean square in float32 in mixed precision
+        x = x * ops.rsqrt(ops.mean(ops.square(x), axis=-1, keepdims=True) + self.epsilon)
+        return ops.cast(x, self.compute_dtype)
+
+    def param_formula(self) -> Formula:
+        return Formula.of("0")
+
+    def get_config(self):
+        return {**super().get_config(), "epsilon": self.epsilon}
 
 
 @register

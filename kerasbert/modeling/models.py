@@ -1,11 +1,14 @@
-"""build_transformer_model(): the functional BERT graph, with bert4keras's layer names.
+"""build_transformer_model(): the functional graph of BERT and its families, with bert4keras's layer names.
 
-The graph reads top to bottom in three steps, as in bert4keras: embeddings, one transformer
-block per layer index, then the optional pooler / NSP / MLM layers.
+The graph reads top to bottom in three steps, as in bert4keras: embeddings, one transformer block per layer
+index, then the optional pre-training layers. A family (`kerasbert.modeling.families`) changes single steps:
+ALBERT shares one block, NEZHA and RoFormer read positions in attention, RoFormer-V2 drops biases and norm
+weights, ELECTRA ends in its discriminator.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 
@@ -13,19 +16,22 @@ import keras
 
 from kerasbert import layer_names as names
 from kerasbert.errors import ConfigError, ModelError, fail
-from kerasbert.modeling import heads
+from kerasbert.modeling import families, heads
 from kerasbert.modeling.backbone import TransformerModel
 from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
 from kerasbert.modeling.config import BertConfig, resolve_config
+from kerasbert.modeling.families import Family
 from kerasbert.modeling.layers import (
     Add,
     Dropout,
     LayerNorm,
     PaddingMask,
     PositionEmbedding,
+    ScaleFreeNorm,
     SegmentEmbedding,
     TokenEmbedding,
 )
+from kerasbert.modeling.positions import RelativePositions, RotaryPositions
 from kerasbert.perf.xla import xla_pays
 from kerasbert.weights.checkpoint import load_checkpoint
 
@@ -37,53 +43,107 @@ _BERT4KERAS_ALIASES = {
 }
 
 
-def _embeddings(token_ids, segment_ids, cfg: BertConfig, init, dropout_rate: float, dtype):
-    """Token + segment + position embeddings, normalized: ``[B, S] -> [B, S, H]``.
+def _norm(name: str, cfg: BertConfig, family: Family, dtype):
+    """The family's norm: LayerNorm (γ, β), or RoFormer-V2's `ScaleFreeNorm`."""
+    if family.norm == "scale_free":
+        return ScaleFreeNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name=name)
+    return LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name=name)
+
+
+def _embeddings(token_ids, segment_ids, cfg: BertConfig, family: Family, init, dropout_rate: float, dtype,
+                hierarchical: float | None):
+    """Token + segment (+ absolute position) embeddings, normalized, mapped from E to H: ``[B, S] -> [B, S, H]``.
 
     Returns the output and the token embedding layer (the MLM head reuses its weights).
     """
-    embedding = TokenEmbedding(cfg.vocab_size, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
+    width = cfg.embedding_width  # E
+    embedding = TokenEmbedding(cfg.vocab_size, width, embeddings_initializer=init, dtype=dtype,
                                name=names.EMBEDDING_TOKEN)
     x = embedding(token_ids)
     if segment_ids is not None:
-        s = SegmentEmbedding(cfg.type_vocab_size, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
+        s = SegmentEmbedding(cfg.type_vocab_size, width, embeddings_initializer=init, dtype=dtype,
                              name=names.EMBEDDING_SEGMENT)(segment_ids)
         x = Add(dtype=dtype, name=names.EMBEDDING_TOKEN_SEGMENT)([x, s])  # keeps the token embedding's Keras mask
-    x = PositionEmbedding(cfg.max_position_embeddings, cfg.hidden_size, embeddings_initializer=init, dtype=dtype,
-                          name=names.EMBEDDING_POSITION)(x)
-    x = LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name=names.EMBEDDING_NORM)(x)
-    return Dropout(dropout_rate, dtype=dtype, name=names.EMBEDDING_DROPOUT)(x), embedding
+    if family.positions == "absolute":
+        x = PositionEmbedding(cfg.max_position_embeddings, width, embeddings_initializer=init, dtype=dtype,
+                              hierarchical=hierarchical, name=names.EMBEDDING_POSITION)(x)
+    norm, dropout = _norm(names.EMBEDDING_NORM, cfg, family, dtype), Dropout(dropout_rate, dtype=dtype,
+                                                                             name=names.EMBEDDING_DROPOUT)
+    x = dropout(norm(x)) if family.norm == "layer" else norm(dropout(x))  # RoFormer-V2 normalizes last
+    if width != cfg.hidden_size:
+        x = keras.layers.Dense(cfg.hidden_size, use_bias=family.bias, kernel_initializer=init, dtype=dtype,
+                               name=names.EMBEDDING_MAPPING)(x)
+    return x, embedding
 
 
-def _residual(x, y, name: str, cfg: BertConfig, dropout_rate: float, dtype):
-    """``Norm(x + Dropout(y))``, the post-norm residual of BERT (Devlin et al. 2019, §3)."""
-    y = Dropout(dropout_rate, dtype=dtype, name=names.residual(name, "Dropout"))(y)
-    x = keras.layers.Add(dtype=dtype, name=names.residual(name, "Add"))([x, y])
-    return LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name=names.residual(name, "Norm"))(x)
+def _positions(x, cfg: BertConfig, family: Family, dtype):
+    """The positions every attention layer reads, where the family has no position table: NEZHA's relative
+    ``[S, S, d]`` or RoFormer's rotary ``[1, S, d]``; None for absolute positions."""
+    if family.positions == "relative":
+        return RelativePositions(cfg.head_size, cfg.max_relative_position, dtype=dtype,
+                                 name=names.RELATIVE_POSITION)(x)
+    if family.positions == "rotary":
+        return RotaryPositions(cfg.head_size, dtype=dtype, name=names.ROTARY_POSITION)(x)
+    return None
 
 
-def _transformer_block(x, mask, index: int, cfg: BertConfig, init, dropout_rate: float, dtype):
+@dataclasses.dataclass(frozen=True)
+class _Residual:
+    """A sublayer with its post-norm residual, ``Norm(x + Dropout(f(x)))`` (Devlin et al. 2019, §3): four layers
+    that ALBERT's blocks share."""
+
+    layer: keras.layers.Layer
+    dropout: keras.layers.Layer
+    add: keras.layers.Layer
+    norm: keras.layers.Layer
+
+    @classmethod
+    def around(cls, layer, cfg: BertConfig, family: Family, dropout_rate: float, dtype) -> "_Residual":
+        return cls(layer, Dropout(dropout_rate, dtype=dtype, name=names.residual(layer.name, "Dropout")),
+                   keras.layers.Add(dtype=dtype, name=names.residual(layer.name, "Add")),
+                   _norm(names.residual(layer.name, "Norm"), cfg, family, dtype))
+
+    def __call__(self, x, *inputs):
+        y = self.layer([x, *inputs]) if inputs else self.layer(x)
+        return self.norm(self.add([x, self.dropout(y)]))
+
+
+def _block_layers(index: int | None, cfg: BertConfig, family: Family, init, dropout_rate: float, dtype) -> tuple:
+    """The layers of block ``index`` (None: ALBERT's shared block): attention, then feed-forward."""
+    attention = MultiHeadSelfAttention(cfg.num_attention_heads, dropout=cfg.attention_probs_dropout_prob,
+                                       kernel_initializer=init, positions=None if family.positions == "absolute"
+                                       else family.positions, use_bias=family.bias, dtype=dtype,
+                                       name=names.block(index, names.ATTENTION))
+    feed_forward = FeedForward(cfg.intermediate_size, activation=cfg.activation, kernel_initializer=init,
+                               use_bias=family.bias, dtype=dtype, name=names.block(index, names.FEED_FORWARD))
+    return tuple(_Residual.around(layer, cfg, family, dropout_rate, dtype) for layer in (attention, feed_forward))
+
+
+def _transformer_block(x, mask, positions, block: tuple):
     """Attention -> Dropout -> Add -> Norm -> FeedForward -> Dropout -> Add -> Norm."""
-    name = names.block(index, names.ATTENTION)
-    y = MultiHeadSelfAttention(cfg.num_attention_heads, dropout=cfg.attention_probs_dropout_prob,
-                               kernel_initializer=init, dtype=dtype, name=name)([x, mask])
-    x = _residual(x, y, name, cfg, dropout_rate, dtype)
-    name = names.block(index, names.FEED_FORWARD)
-    y = FeedForward(cfg.intermediate_size, activation=cfg.activation, kernel_initializer=init, dtype=dtype,
-                    name=name)(x)
-    return _residual(x, y, name, cfg, dropout_rate, dtype)
+    attention, feed_forward = block
+    x = attention(x, mask) if positions is None else attention(x, mask, positions)
+    return feed_forward(x)
 
 
-def _final_layers(x, embedding, cfg: BertConfig, init, with_pool, with_nsp, with_mlm, dtype) -> list:
-    """Pooler (+ NSP) and MLM outputs, built by `kerasbert.modeling.heads`; bert4keras's order: pooled/NSP, then MLM."""
-    outputs = []
+def _final_layers(x, embedding, cfg: BertConfig, family: Family, init, flags: dict, dtype) -> list:
+    """The family's pre-training outputs, in bert4keras's order: BERT's pooled/NSP then MLM (built by
+    `kerasbert.modeling.heads`), ELECTRA's discriminator, RoFormer-V2's MLM."""
+    if family.heads == "electra":
+        return [heads.discriminator_output(x, cfg, init, dtype, flags["with_discriminator"])] \
+            if flags["with_discriminator"] else []
+    if family.heads == "roformer_v2":
+        return [heads.output_mlm(x, embedding, init, flags["with_mlm"], cfg.hidden_dropout_prob, dtype)] \
+            if flags["with_mlm"] else []
+    outputs, with_pool, with_nsp, with_mlm = [], flags["with_pool"], flags["with_nsp"], flags["with_mlm"]
     if with_pool or with_nsp:
         activation = "tanh" if with_pool in (True, False) else with_pool
         pooled = heads.pooler_output(x, cfg.hidden_size, activation, init, dtype)
         outputs.append(heads.nsp_output(pooled, init, dtype) if with_nsp else pooled)
     if with_mlm:
         activation = "softmax" if with_mlm is True else with_mlm
-        outputs.append(heads.mlm_output(x, embedding, cfg.activation, cfg.layer_norm_eps, init, dtype, activation))
+        outputs.append(heads.mlm_output(x, embedding, cfg.activation, cfg.layer_norm_eps, init, dtype,
+                                           activation))
     return outputs
 
 
@@ -108,22 +168,25 @@ def _resolve(config_path, config, keep_tokens, dropout_rate, overrides) -> tuple
 def build_transformer_model(
     config_path: str | os.PathLike | None = None,
     checkpoint_path: str | os.PathLike | None = None,
-    model: str = "bert",
+    model: str | None = None,
     *,
     config: BertConfig | dict | None = None,
     with_pool: bool | str = False,
     with_nsp: bool = False,
     with_mlm: bool | str = False,
+    with_discriminator: bool | str = False,
     sequence_length: int | None = None,
     keep_tokens: Sequence[int] | None = None,
     dropout_rate: float | None = None,
+    hierarchical_position: bool | float | None = None,
     name: str | None = None,
     allow_missing: bool = False,
     verbose: bool = True,
     dtype: str | None = None,
     **overrides,
 ) -> TransformerModel:
-    """Build a functional Keras BERT from a config, optionally loading a Google or Hugging Face checkpoint.
+    """Build a functional Keras encoder of a bert4keras family from a config, optionally loading a Google or
+    Hugging Face checkpoint.
 
     Same arguments and meaning as bert4keras's ``build_transformer_model``.
 
@@ -132,14 +195,20 @@ def build_transformer_model(
             preset name.
         checkpoint_path: str. a Google TF1 checkpoint (prefix, folder, ``.index`` or ``.data-*``), or Hugging Face
             weights (a folder, ``model.safetensors``, ``pytorch_model.bin`` or a sharded ``*.index.json``).
-        model: str. the architecture; only ``"bert"`` is available.
+        model: str. the family: ``bert`` (``roberta``), ``albert``, ``albert_unshared``, ``nezha``, ``electra``,
+            ``roformer``, ``roformer_v2`` (`kerasbert.modeling.families`); None: the ``model_type`` of a Hugging
+            Face config, else ``bert``.
         config: BertConfig or dict. instead of ``config_path``.
         with_pool: bool or str. add ``Pooler``/``Pooler-Dense`` (tanh, or the activation given).
         with_nsp: bool. add ``NSP-Proba`` (implies the pooler).
         with_mlm: bool or str. add the masked-LM head tied to ``Embedding-Token`` (softmax or the activation).
-        sequence_length: int. fix the input length; ``None`` accepts any length up to P.
+        with_discriminator: bool or str. ELECTRA: add ``Discriminator-Dense``/``-Prediction`` (sigmoid or the
+            activation).
+        sequence_length: int. fix the input length; ``None`` accepts any length the positions allow.
         keep_tokens: list of int. keep only these vocabulary rows (word embeddings and MLM bias).
         dropout_rate: float. overrides ``hidden_dropout_prob``.
+        hierarchical_position: bool or float. absolute positions beyond P, up to P², from the same table
+            (`kerasbert.modeling.layers.PositionEmbedding`; True is α = 0.4).
         name: str. the model's name.
         allow_missing: bool. load even when the checkpoint lacks some variables (they stay *NEW*).
         verbose: bool. print the per-variable load log.
@@ -148,8 +217,8 @@ def build_transformer_model(
             ``segment_vocab_size``, ``attention_dropout_rate`` are accepted too).
 
     Returns:
-        A functional `TransformerModel` that carries its `BertConfig` (`kerasbert.config_of`), with inputs
-        ``[Input-Token, Input-Segment]``. Its output is the sequence
+        A functional `TransformerModel` that carries its `BertConfig` (`kerasbert.config_of`) and family, with
+        inputs ``[Input-Token, Input-Segment]``. Its output is the sequence
         output ``[B, S, H]`` when no head flag is set; otherwise the pooled (or NSP) output and/or
         the MLM probabilities, in that order, as bert4keras returns them. Every sequence output (embeddings,
         ``Transformer-{i}-*``) carries ``Input-Token != 0`` as its Keras mask, as in bert4keras, for layers
@@ -161,27 +230,55 @@ def build_transformer_model(
     >>> bert = build_transformer_model("tiny", with_pool=True, verbose=False)
     >>> [t.name for t in bert.inputs], tuple(bert.output.shape)
     (['Input-Token', 'Input-Segment'], (None, 32))
+    >>> albert = build_transformer_model("tiny", model="albert", embedding_size=16, verbose=False)
+    >>> albert.family, albert.get_layer("Embedding-Mapping").kernel.shape
+    ('albert', (16, 32))
     """
-    if model.lower() != "bert":
-        raise fail(ModelError, "model", '"bert"', repr(model), "kerasbert builds BERT encoders")
     cfg, dropout_rate = _resolve(config_path, config, keep_tokens, dropout_rate, overrides)
-    if sequence_length is not None and not 0 < sequence_length <= cfg.max_position_embeddings:
-        raise fail(ModelError, "sequence_length", f"1 to {cfg.max_position_embeddings} (max_position_embeddings)",
-                   str(sequence_length))
+    family = families.resolve(model, cfg)
+    flags = _checked_flags(family, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
+                           with_discriminator=with_discriminator)
+    hierarchical = 0.4 if hierarchical_position is True else hierarchical_position or None
+    _check_length(sequence_length, cfg, family, hierarchical)
     init = keras.initializers.TruncatedNormal(stddev=cfg.initializer_range)
+    cfg = cfg.replace(hidden_dropout_prob=dropout_rate)
 
     inputs = [keras.Input((sequence_length,), dtype="int32", name=names.TOKEN_INPUT)]
     if cfg.type_vocab_size:
         inputs.append(keras.Input((sequence_length,), dtype="int32", name=names.SEGMENT_INPUT))
     mask = PaddingMask(name=names.ATTENTION_MASK)(inputs[0])  # [B, S] bool, shared by every attention layer
     segment_ids = inputs[1] if cfg.type_vocab_size else None
-    x, embedding = _embeddings(inputs[0], segment_ids, cfg, init, dropout_rate, dtype)
+    x, embedding = _embeddings(inputs[0], segment_ids, cfg, family, init, dropout_rate, dtype, hierarchical)
+    positions = _positions(x, cfg, family, dtype)
+    shared = _block_layers(None, cfg, family, init, dropout_rate, dtype) if family.shared_block else None
     for index in range(cfg.num_hidden_layers):
-        x = _transformer_block(x, mask, index, cfg, init, dropout_rate, dtype)
-    outputs = _final_layers(x, embedding, cfg, init, with_pool, with_nsp, with_mlm, dtype) or [x]
-    bert = TransformerModel(inputs, outputs[0] if len(outputs) == 1 else outputs, name=name or "bert",
-                            bert_config=cfg.replace(hidden_dropout_prob=dropout_rate))
+        x = _transformer_block(x, mask, positions, shared or _block_layers(index, cfg, family, init, dropout_rate,
+                                                                           dtype))
+    outputs = _final_layers(x, embedding, cfg, family, init, flags, dtype) or [x]
+    bert = TransformerModel(inputs, outputs[0] if len(outputs) == 1 else outputs, name=name or family.name,
+                            bert_config=cfg, family=family.name)
     bert.jit_compile = xla_pays(bert)  # predict with XLA on a GPU for BERT-small and up (see xla_pays)
     if checkpoint_path is not None:
         load_checkpoint(bert, checkpoint_path, keep_tokens=keep_tokens, allow_missing=allow_missing, verbose=verbose)
     return bert
+
+
+def _checked_flags(family: Family, **flags) -> dict:
+    """The head flags, refused where the family has no such layers (bert4keras's ELECTRA takes neither
+    ``with_pool`` nor ``with_mlm``)."""
+    allowed = {"bert": ("with_pool", "with_nsp", "with_mlm"), "electra": ("with_discriminator",),
+               "roformer_v2": ("with_mlm",)}[family.heads]
+    wrong = next((flag for flag, value in flags.items() if value and flag not in allowed), None)
+    if wrong is not None:
+        raise fail(ModelError, wrong, f"one of {', '.join(allowed)} for model={family.name!r}", f"{wrong}="
+                   f"{flags[wrong]!r}", f"{family.name} has no such pre-training layers; add a task head instead")
+    return flags
+
+
+def _check_length(sequence_length: int | None, cfg: BertConfig, family: Family, hierarchical) -> None:
+    """A fixed ``sequence_length`` within what the positions allow: P (P² hierarchical) for a position table."""
+    limit = None if family.positions != "absolute" else cfg.max_position_embeddings ** (2 if hierarchical else 1)
+    if sequence_length is not None and not 0 < sequence_length <= (limit or sequence_length):
+        where = "max_position_embeddings" + (" squared, hierarchical" if hierarchical else "")
+        raise fail(ModelError, "sequence_length", f"1 to {limit} ({where})" if limit else "a positive length",
+                   str(sequence_length))

@@ -1,4 +1,5 @@
-"""Google TF1 BERT checkpoints <-> a kerasbert model: the `GOOGLE` format of `kerasbert.weights.table`.
+"""Google TF1 BERT checkpoints <-> a kerasbert model: the `GOOGLE` format of `kerasbert.weights.table`, and each
+family's (`google_format`: ALBERT's shared group, ELECTRA's ``electra/`` names, ...).
 
 `kerasbert.weights.names` maps every (layer, weight) of the bert4keras-named graph to the Google variable(s) it
 comes from. Google stores one variable transposed (``cls/seq_relationship/output_weights``, ``[out, in]``); the
@@ -7,6 +8,7 @@ word embeddings and the MLM output bias have one row per vocabulary entry.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import re
@@ -15,9 +17,12 @@ from collections.abc import Sequence
 import keras
 import numpy as np
 
+from kerasbert import layer_names as ln
 from kerasbert.errors import CheckpointError, fail
 from kerasbert.files import publish_folder
-from kerasbert.weights.names import GOOGLE_NAMES
+from kerasbert.modeling import families
+from kerasbert.modeling.families import Family
+from kerasbert.weights.names import GOOGLE_NAMES, google_names
 from kerasbert.weights.table import Format, LoadReport, load_into, model_tensors
 
 TRANSPOSED = {"cls/seq_relationship/output_weights"}
@@ -34,6 +39,19 @@ GOOGLE = Format(
            "position_embeddings": "max_position_embeddings", "token_type_embeddings": "type_vocab_size",
            "intermediate/": "intermediate_size", "/output/dense/kernel": "intermediate_size"},
 )
+
+
+def google_format(family: Family) -> Format:
+    """The Google format of a family's checkpoints (`kerasbert.weights.names.google_names`).
+
+    Example:
+    >>> sorted(google_format(families.get("electra")).vocab_rows)
+    ['cls/predictions/output_bias', 'electra/embeddings/word_embeddings']
+    """
+    names = google_names(family)
+    return dataclasses.replace(GOOGLE, names=names, family=family.name,
+                               vocab_rows=frozenset({names[(ln.EMBEDDING_TOKEN, "embeddings")],
+                                                     "cls/predictions/output_bias"}))
 
 
 class TFCheckpoint:
@@ -117,7 +135,8 @@ def load_google_checkpoint(
     (('bert/embeddings/word_embeddings', (128, 32)), [], [])
     """
     source = TFCheckpoint(resolve_checkpoint(checkpoint_path))
-    return load_into(model, source, GOOGLE, keep_tokens=keep_tokens, allow_missing=allow_missing, verbose=verbose)
+    fmt = google_format(families.of_model(model))
+    return load_into(model, source, fmt, keep_tokens=keep_tokens, allow_missing=allow_missing, verbose=verbose)
 
 
 def save_google_checkpoint(model: keras.Model, path: str | os.PathLike) -> str:
@@ -145,7 +164,7 @@ def save_google_checkpoint(model: keras.Model, path: str | os.PathLike) -> str:
     path = os.fspath(path)
     is_prefix = ".ckpt" in os.path.basename(path.rstrip(os.sep)) and not os.path.isdir(path)
     prefix = path if is_prefix else os.path.join(path, "bert_model.ckpt")
-    tensors = model_tensors(model, GOOGLE)
+    tensors = model_tensors(model, google_format(families.of_model(model)))
     with publish_folder(os.path.dirname(os.path.abspath(prefix)), last="checkpoint") as staging:
         write_google_tensors(tensors, os.path.join(staging, os.path.basename(prefix)))
     return prefix

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 from kerasbert import layer_names as ln
+from kerasbert.modeling.families import Family
 
 _G, _H = "bert/encoder/layer_{i}", "bert.encoder.layer.{i}"
 _QKV = ("query", "key", "value")
@@ -40,6 +41,10 @@ NAMES: dict[tuple[str, str], tuple] = {  # (layer, weight) -> (Google name(s) or
                                             "bert.embeddings.position_embeddings.weight"),
     (ln.EMBEDDING_NORM, "gamma"): ("bert/embeddings/LayerNorm/gamma", "bert.embeddings.LayerNorm.weight"),
     (ln.EMBEDDING_NORM, "beta"): ("bert/embeddings/LayerNorm/beta", "bert.embeddings.LayerNorm.bias"),
+    (ln.EMBEDDING_MAPPING, "kernel"): ("bert/encoder/embedding_hidden_mapping_in/kernel",
+                                       "bert.encoder.embedding_hidden_mapping_in.weight"),
+    (ln.EMBEDDING_MAPPING, "bias"): ("bert/encoder/embedding_hidden_mapping_in/bias",
+                                     "bert.encoder.embedding_hidden_mapping_in.bias"),
     (_ATTENTION, "qkv_kernel"): (
         tuple(f"{_G}/attention/self/{p}/kernel" for p in _QKV), tuple(f"{_H}.attention.self.{p}.weight" for p in _QKV)),
     (_ATTENTION, "qkv_bias"): (
@@ -69,11 +74,68 @@ HF_NAMES = {key: hf for key, (_, hf) in NAMES.items()}
 CLASSIFIERS = frozenset({ln.CLS_DENSE, ln.TAGGING_DENSE})  # a fine-tuned head, sized by its labels, not the config
 OPTIONAL_LAYERS = frozenset({ln.POOLER_DENSE, ln.NSP_PROBA, ln.MLM_DENSE, ln.MLM_NORM, ln.MLM_BIAS, *CLASSIFIERS})
 
+# ALBERT's one block: the layer in the block, weight -> its Google path after the group's prefix
+_ALBERT_GROUP = "bert/encoder/transformer/group_0/inner_group_0"
+_ALBERT_BLOCK = {
+    (ln.ATTENTION, "qkv_kernel"): tuple(f"attention_1/self/{p}/kernel" for p in _QKV),
+    (ln.ATTENTION, "qkv_bias"): tuple(f"attention_1/self/{p}/bias" for p in _QKV),
+    (ln.ATTENTION, "output_kernel"): "attention_1/output/dense/kernel",
+    (ln.ATTENTION, "output_bias"): "attention_1/output/dense/bias",
+    (ln.ATTENTION_NORM, "gamma"): "LayerNorm/gamma",
+    (ln.ATTENTION_NORM, "beta"): "LayerNorm/beta",
+    (ln.FEED_FORWARD, "intermediate_kernel"): "ffn_1/intermediate/dense/kernel",
+    (ln.FEED_FORWARD, "intermediate_bias"): "ffn_1/intermediate/dense/bias",
+    (ln.FEED_FORWARD, "output_kernel"): "ffn_1/intermediate/output/dense/kernel",
+    (ln.FEED_FORWARD, "output_bias"): "ffn_1/intermediate/output/dense/bias",
+    (ln.FEED_FORWARD_NORM, "gamma"): "LayerNorm_1/gamma",
+    (ln.FEED_FORWARD_NORM, "beta"): "LayerNorm_1/beta",
+}
+_ELECTRA = {  # ELECTRA's own names; the rest is BERT's with electra/ for bert/
+    (ln.EMBEDDING_MAPPING, "kernel"): "electra/embeddings_project/kernel",
+    (ln.EMBEDDING_MAPPING, "bias"): "electra/embeddings_project/bias",
+    (ln.DISCRIMINATOR_DENSE, "kernel"): "discriminator_predictions/dense/kernel",
+    (ln.DISCRIMINATOR_DENSE, "bias"): "discriminator_predictions/dense/bias",
+    (ln.DISCRIMINATOR_PREDICTION, "kernel"): "discriminator_predictions/dense_1/kernel",
+    (ln.DISCRIMINATOR_PREDICTION, "bias"): "discriminator_predictions/dense_1/bias",
+}
+
+
+def _each(names, change):
+    """``change`` applied to a name or to each of a tuple of names."""
+    return tuple(map(change, names)) if isinstance(names, tuple) else change(names)
+
+
+def google_names(family: Family) -> dict:
+    """The Google table of a family: BERT's, with ALBERT's shared-group block (every block reads the one group;
+    ALBERT's own block has index-free layer names), ELECTRA's ``electra/`` names and discriminator, and without
+    the biases and norm weights a family has none of (RoFormer-V2).
+
+    Example:
+    >>> from kerasbert.modeling.families import get
+    >>> google_names(get("albert"))[(ln.block(None, ln.FEED_FORWARD_NORM), "gamma")]
+    'bert/encoder/transformer/group_0/inner_group_0/LayerNorm_1/gamma'
+    >>> google_names(get("electra"))[(ln.EMBEDDING_TOKEN, "embeddings")]
+    'electra/embeddings/word_embeddings'
+    """
+    table = dict(GOOGLE_NAMES)
+    if family.checkpoint == "albert":
+        index = None if family.shared_block else ln.BLOCK_KEY
+        table = {key: names for key, names in table.items() if ln.BLOCK_KEY not in key[0]}
+        table.update({(ln.block(index, part), weight): _each(path, f"{_ALBERT_GROUP}/{{}}".format)
+                      for (part, weight), path in _ALBERT_BLOCK.items()})
+    if family.checkpoint == "electra":
+        table = {key: _each(names, lambda n: n.replace("bert/", "electra/", 1)) for key, names in table.items()}
+        table.update(_ELECTRA)
+    if not family.bias:  # and then no norm weights either (RoFormer-V2)
+        table = {key: names for key, names in table.items() if key[1] not in ("bias", "qkv_bias", "output_bias",
+                                                                             "intermediate_bias", "gamma", "beta")}
+    return table
+
 
 def variable_shapes(vocab: int, hidden: int, intermediate: int, positions: int, segments: int) -> dict:
     """The shape of each (layer, weight) of the bert4keras-named graph, in kerasbert's layout (kernels
-    ``[in, out]``, Q/K/V fused), from the config's sizes; the classifier heads, whose size no config gives, are
-    left out.
+    ``[in, out]``, Q/K/V fused), from the config's sizes; the classifier heads, whose size no config gives, and
+    the embedding mapping of embeddings as wide as H, are left out.
 
     Example:
     >>> variable_shapes(128, 32, 64, 512, 2)[(ln.block(ln.BLOCK_KEY, ln.ATTENTION), "qkv_kernel")]
@@ -89,4 +151,28 @@ def variable_shapes(vocab: int, hidden: int, intermediate: int, positions: int, 
               (_FEED_FORWARD, "output_kernel"): (intermediate, h),
               (ln.POOLER_DENSE, "kernel"): (h, h), (ln.NSP_PROBA, "kernel"): (h, 2), (ln.NSP_PROBA, "bias"): (2,),
               (ln.MLM_DENSE, "kernel"): (h, h), (ln.MLM_BIAS, "bias"): (vocab,)}
-    return {key: shapes.get(key, (h,)) for key in NAMES if key[0] not in CLASSIFIERS}
+    return {key: shapes.get(key, (h,)) for key in NAMES if key[0] not in (*CLASSIFIERS, ln.EMBEDDING_MAPPING)}
+
+
+def looks_like(names) -> str:
+    """The family whose Google or Hugging Face checkpoint ``names`` look like: ``"albert"`` (a shared group),
+    ``"electra"``, ``"roformer_v2"`` (blocks without norm weights), ``"nezha or roformer"`` (blocks, no position
+    table), else ``"bert"``.
+
+    Example:
+    >>> looks_like(["bert/encoder/transformer/group_0/inner_group_0/LayerNorm/gamma"])
+    'albert'
+    >>> looks_like(["bert/embeddings/word_embeddings", "bert/encoder/layer_0/output/dense/kernel"])
+    'nezha or roformer'
+    """
+    names = list(names)
+    if any("/transformer/group_0/" in n or ".albert_layer_groups." in n for n in names):
+        return "albert"
+    if any(n.startswith(("electra/", "electra.")) for n in names):
+        return "electra"
+    blocks = [n for n in names if "layer_0/" in n or "layer.0." in n]
+    if blocks and not any("LayerNorm" in n for n in blocks):
+        return "roformer_v2"
+    if blocks and not any("position_embeddings" in n for n in names):
+        return "nezha or roformer"
+    return "bert"

@@ -65,6 +65,7 @@ class Format:
         hints: dict. part of a name -> the config key a shape mismatch on it points to.
         optional: set of str. layers filled only when the shapes match (a fine-tuned head of another size is
             reported, not an error).
+        family: str. the model family whose names the table holds (`kerasbert.modeling.families`).
     """
 
     name: str
@@ -75,6 +76,7 @@ class Format:
     skip: re.Pattern
     hints: dict[str, str]
     optional: frozenset[str] = frozenset()
+    family: str = "bert"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,7 +223,7 @@ def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: S
     missing = [n for e in entries if e.layer not in fmt.optional for n in e.names if n in absent]
     if missing and not allow_missing:
         raise fail(CheckpointError, source.path, "every variable the model needs", listed(missing),
-                   _missing_hint(entries, absent, fmt))
+                   _family_hint(available, fmt) or _missing_hint(entries, absent, fmt))
     hidden = next((layer.output_dim for layer in all_layers(model) if layer.name == ln.EMBEDDING_TOKEN), 0)
     present = [e for e in entries if not absent & set(e.names) and id(e.variable) not in misfit]
     for entry in present:  # every name and shape checked before any tensor is read
@@ -244,6 +246,18 @@ def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: S
     if verbose:
         log_report(report)
     return report
+
+
+def _family_hint(available: dict, fmt: Format) -> str:
+    """Which family the checkpoint's names look like, where that is not the model's."""
+    from kerasbert.weights.names import looks_like
+
+    found = looks_like(available)
+    if fmt.family in found.split(" or ") or (found == "albert" and fmt.family == "albert_unshared"):
+        return ""
+    families = " or ".join(f"model={name!r}" for name in found.split(" or "))
+    return (f"its names look like a {found} checkpoint, not {fmt.family}: build the model with {families} "
+            f"(the family's own config)")
 
 
 def _missing_hint(entries: list[Entry], absent: set[str], fmt: Format) -> str:
@@ -278,6 +292,10 @@ def model_tensors(model: keras.Model, fmt: Format) -> dict[str, np.ndarray]:
     for entry in name_table(model, fmt.names):
         value = keras.ops.convert_to_numpy(entry.variable).astype(np.float32)
         for name, part in zip(entry.names, np.split(value, len(entry.names), axis=-1), strict=True):
+            if name in tensors:  # an unshared ALBERT: L blocks, one group of names
+                raise fail(CheckpointError, f"{entry.layer}", f"a weight of its own under {name}",
+                           "another layer's weight there too", f"the {fmt.family} format holds one block; save "
+                           "the model as .keras instead")
             tensors[name] = np.ascontiguousarray(part.T if fmt.transposed(name) else part)
     if not tensors:
         raise fail(CheckpointError, "model", f"layers with bert4keras names ({ln.EMBEDDING_TOKEN}, ...)", "none")

@@ -130,8 +130,8 @@ def test_keep_tokens_errors():
 
 
 def test_unknown_model_and_both_configs():
-    with pytest.raises(ModelError, match='model: expected "bert", found \'albert\''):
-        build_transformer_model("tiny", model="albert")
+    with pytest.raises(ModelError, match="model: expected one of bert, albert, .*, found 'bart'"):
+        build_transformer_model("tiny", model="bart")
     with pytest.raises(kerasbert.ConfigError, match="config_path or config, not both"):
         build_transformer_model("tiny", config={"vocab_size": 10})
 

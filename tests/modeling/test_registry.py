@@ -53,12 +53,15 @@ def write_models(folder) -> list[str]:
     models = {"cls": heads.cls(bert, 2), "mean": heads.cls(bert, 2, pooling="mean"), "tagging": heads.tagging(bert, 3),
               "crf": heads.tagging(bert, 3, crf=True), "mlm": heads.mlm(tanh_bert), "mlm-erf": heads.mlm(bert),
               "spans": heads.spans(bert, 2, head_size=8), "nsp": heads.nsp(bert), "bert": bert,
-              "efficient": heads.spans(bert, 2, head_size=8, efficient=True)}
+              "efficient": heads.spans(bert, 2, head_size=8, efficient=True),
+              "nezha": build_transformer_model("tiny", model="nezha", verbose=False),
+              "roformer_v2": build_transformer_model("tiny", model="roformer_v2", verbose=False)}
+    with_head = {"cls", "mean", "tagging", "crf", "mlm", "mlm-erf", "spans", "nsp", "efficient"}
     paths = []
     ids = np.array([[2, 9, 3, 0]], "int32")
     for name, model in models.items():
         schedule = WarmupSchedule(1e-3, total=10, warmup=2)
-        compiled = heads.loss_and_metrics(model) if name != "bert" else {"loss": multilabel_categorical_crossentropy}
+        compiled = heads.loss_and_metrics(model) if name in with_head else {"loss": multilabel_categorical_crossentropy}
         model.compile(LayerwiseAdamW(learning_rate=schedule, num_layers=2), **compiled)
         model.predict([ids, np.zeros_like(ids)], verbose=0)
         paths.append(str(folder / f"{name}.keras"))

@@ -1,0 +1,120 @@
+"""The model families kerasbert builds (bert4keras's ``model=`` values), as data: what each changes in the graph.
+
+Every family is BERT's post-norm encoder; a family changes single steps of `kerasbert.modeling.models`:
+
+    bert, roberta     learned absolute positions; pooler, NSP and MLM heads (RoBERTa checkpoints are BERT's)
+    albert            one block shared by every layer (index-free names), the embedding size E ≠ H
+    albert_unshared   ALBERT's weights in L separate blocks, fine-tuned apart
+    nezha             no position table: attention adds clipped sinusoidal relative positions (Wei et al. 2019)
+    electra           ELECTRA's discriminator: an E-wide embedding mapped to H, a replaced-token head
+    roformer          no position table: rotary positions rotate q and k (Su et al. 2021)
+    roformer_v2       RoFormer without biases, and a norm without weights (x / rms(x))
+
+Example:
+>>> get("albert").shared_block, get("RoBERTa").name, get("nezha").positions
+(True, 'bert', 'relative')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kerasbert.errors import ModelError, fail
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """What one family changes in BERT's graph.
+
+    Args:
+        name: str. the family, one of `NAMES` (``roberta`` is ``bert``).
+        positions: str. ``"absolute"``: ``Embedding-Position`` ``[P, E]`` added to the embeddings;
+            ``"relative"``: NEZHA's ``Embedding-Relative-Position`` in every attention; ``"rotary"``:
+            RoFormer's ``Embedding-Rotary-Position`` on every attention's q and k.
+        shared_block: bool. one set of block layers (``Transformer-MultiHeadSelfAttention``, ...) used L times.
+        bias: bool. whether the block projections and the embedding mapping have biases.
+        norm: str. ``"layer"``: LayerNorm with γ and β; ``"scale_free"``: ``x / rms(x)``, no weights.
+        heads: str. the final layers ``with_*`` builds: ``"bert"`` (pooler, NSP, MLM), ``"electra"`` (the
+            discriminator), ``"roformer_v2"`` (an MLM of ``Output-*`` layers).
+        checkpoint: str. whose variable names its Google checkpoint uses: ``"bert"``, ``"albert"``, ``"electra"``.
+        required: tuple of str. config keys the family's checkpoints always give.
+    """
+
+    name: str
+    positions: str = "absolute"
+    shared_block: bool = False
+    bias: bool = True
+    norm: str = "layer"
+    heads: str = "bert"
+    checkpoint: str = "bert"
+    required: tuple[str, ...] = ()
+
+
+_FAMILIES = {
+    "bert": Family("bert"),
+    "albert": Family("albert", shared_block=True, checkpoint="albert", required=("embedding_size",)),
+    "albert_unshared": Family("albert_unshared", checkpoint="albert", required=("embedding_size",)),
+    "nezha": Family("nezha", positions="relative"),
+    "electra": Family("electra", heads="electra", checkpoint="electra"),
+    "roformer": Family("roformer", positions="rotary"),
+    "roformer_v2": Family("roformer_v2", positions="rotary", bias=False, norm="scale_free", heads="roformer_v2"),
+}
+ALIASES = {"roberta": "bert"}  # bert4keras builds RoBERTa as BERT
+NAMES = (*_FAMILIES, *ALIASES)  # every model= value
+# Hugging Face config.json model_type -> the family it describes
+MODEL_TYPES = {"bert": "bert", "albert": "albert", "electra": "electra", "nezha": "nezha",
+               "roformer": "roformer"}
+
+
+def get(name: str) -> Family:
+    """The family named ``name`` (any case; ``roberta`` is ``bert``); a ModelError listing those that exist.
+
+    Example:
+    >>> get("roformer_v2").bias
+    False
+    """
+    key = name.lower() if isinstance(name, str) else name
+    key = ALIASES.get(key, key)
+    if key not in _FAMILIES:
+        raise fail(ModelError, "model", f"one of {', '.join(NAMES)}", repr(name),
+                   "the families bert4keras builds as encoders")
+    return _FAMILIES[key]
+
+
+def of_model(model) -> Family:
+    """The family of a kerasbert model (its ``family``, or that of a model nested in it), BERT for a model that
+    records none."""
+    for candidate in (model, *getattr(model, "layers", ())):
+        if isinstance(getattr(candidate, "family", None), str):
+            return get(candidate.family)
+    return get("bert")
+
+
+_KIN = {"albert_unshared": "albert", "roformer_v2": "roformer"}  # families that read their kin's checkpoints
+
+
+def resolve(model: str | None, config) -> Family:
+    """The family to build: ``model``, else the one a Hugging Face config's ``model_type`` names, else BERT.
+
+    A ConfigError where ``model`` contradicts the config's ``model_type`` (``model="bert"`` on an ALBERT
+    config), or where the config lacks a key the family needs (ALBERT's ``embedding_size``).
+
+    Example:
+    >>> from kerasbert.modeling.config import BertConfig
+    >>> cfg = BertConfig.from_dict({"model_type": "albert", "vocab_size": 100, "hidden_size": 8, "embedding_size": 4,
+    ...                             "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 16})
+    >>> resolve(None, cfg).name, resolve("albert_unshared", cfg).name
+    ('albert', 'albert_unshared')
+    """
+    from kerasbert.errors import ConfigError
+
+    named = MODEL_TYPES.get(config.model_type) if config.model_type else None
+    family = get(model if model is not None else named or "bert")
+    if named not in (None, "bert") and _KIN.get(family.name, family.name) != named:
+        raise fail(ConfigError, f"{config.source}: model_type", f"a {family.name} config for model={model!r}",
+                   repr(config.model_type), f"build with model={named!r}, or leave model out")
+    missing = [key for key in family.required if getattr(config, key) is None]
+    if missing:
+        raise fail(ConfigError, f"{config.source}: {missing[0]}", f"the key every {family.name} config gives",
+                   f"no {', '.join(missing)}", "use the config file that came with the checkpoint")
+    return family

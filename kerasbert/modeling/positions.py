@@ -1,0 +1,112 @@
+"""Position information without a learned table: NEZHA's relative positions and RoFormer's rotary positions.
+
+Both are fixed sinusoids (Vaswani et al. 2017, §3.5), interleaved as ``[sin θ₀, cos θ₀, sin θ₁, cos θ₁, ...]`` with
+``θᵢ = p / 10000^(2i/d)`` over the head size d, as NEZHA's and RoFormer's checkpoints were trained with. A layer
+computes them from the length of its input (so any length works) and has no weights; every attention layer of
+the model reads the one tensor it returns.
+
+Example:
+>>> from keras import ops
+>>> x = ops.zeros((2, 5, 8))
+>>> tuple(RelativePositions(head_size=4, max_distance=3)(x).shape), tuple(RotaryPositions(head_size=4)(x).shape)
+((5, 5, 4), (1, 5, 4))
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from kerasbert.annotated.formulas import Formula
+from kerasbert.modeling.registry import register
+
+
+def sinusoids(positions, dim: int):
+    """``[..., dim]`` sinusoids of float ``positions``, sin and cos interleaved pair by pair."""
+    frequencies = ops.power(10000.0, -2.0 * ops.arange(dim // 2, dtype="float32") / dim)  # (dim/2,)
+    angles = ops.cast(positions, "float32")[..., None] * frequencies  # (..., dim/2)
+    return ops.reshape(ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1), (*ops.shape(angles)[:-1], dim))
+
+
+def rotate(x, sinusoid):
+    """RoFormer's rotary position embedding (Su et al. 2021, eq. 34) of ``x`` ``[..., S, d]``: each pair
+    ``(x₂ᵢ, x₂ᵢ₊₁)`` turned by the angle of its position, ``sinusoid`` ``[1, S, d]`` (`sinusoids` of 0..S-1)."""
+    cos = ops.repeat(sinusoid[..., 1::2], 2, axis=-1)  # (1, S, d): cos θ₀, cos θ₀, cos θ₁, ...
+    sin = ops.repeat(sinusoid[..., ::2], 2, axis=-1)
+    turned = ops.reshape(ops.stack([-x[..., 1::2], x[..., ::2]], axis=-1), ops.shape(x))  # (-x₁, x₀, -x₃, x₂, ...)
+    return x * ops.cast(cos, x.dtype) + turned * ops.cast(sin, x.dtype)
+
+
+@register
+class RelativePositions(keras.layers.Layer):
+    """NEZHA's functional relative positions: ``[B, S, H] -> R [S, S, d]``, ``R[i, j]`` the sinusoid of the
+    distance ``j - i`` clipped to ``±K`` (K = ``max_distance``), offset by K as NEZHA's table of 2K+1 rows
+    indexes it (Wei et al. 2019, §3.2).
+
+    Attention adds ``q_i·R[i, j]`` to its scores and ``Σⱼ p_ij·R[i, j]`` to its output.
+
+    Args:
+        head_size: int. d, the width of one attention head.
+        max_distance: int. the largest distance told apart (``max_relative_position``, 64 in NEZHA).
+
+    Example:
+    >>> layer = RelativePositions(head_size=2, max_distance=1)
+    >>> r = ops.convert_to_numpy(layer(ops.zeros((1, 3, 4))))
+    >>> bool((r[0, 2] == r[0, 1]).all()), bool((r[1, 1] == r[0, 0]).all()), bool((r[1, 0] == [0.0, 1.0]).all())
+    (True, True, True)
+    """
+
+    def __init__(self, head_size: int, max_distance: int = 64, **kwargs):
+        super().__init__(**kwargs)
+        self.head_size, self.max_distance = head_size, max_distance
+
+    def call(self, inputs):
+        positions = ops.arange(ops.shape(inputs)[1])
+        distances = ops.clip(positions[None, :] - positions[:, None], -self.max_distance, self.max_distance)
+        distances = distances + self.max_distance  # (S, S): rows 0..2K of NEZHA's table
+        return ops.cast(sinusoids(distances, self.head_size), self.compute_dtype)  # (S, S, d)
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor((inputs.shape[1], inputs.shape[1], self.head_size), dtype=self.compute_dtype)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def param_formula(self) -> Formula:
+        return Formula.of("0")
+
+    def get_config(self):
+        return {**super().get_config(), "head_size": self.head_size, "max_distance": self.max_distance}
+
+
+@register
+class RotaryPositions(keras.layers.Layer):
+    """RoFormer's rotary positions: ``[B, S, H] -> [1, S, d]``, the sinusoids of positions 0..S-1 that every
+    attention layer turns its q and k by (`rotate`).
+
+    Args:
+        head_size: int. d, the width of one attention head (even).
+
+    Example:
+    >>> ops.convert_to_numpy(RotaryPositions(head_size=2)(ops.zeros((1, 2, 4))))[0].round(4).tolist()
+    [[0.0, 1.0], [0.8415, 0.5403]]
+    """
+
+    def __init__(self, head_size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.head_size = head_size
+
+    def call(self, inputs):
+        return ops.cast(sinusoids(ops.arange(ops.shape(inputs)[1])[None], self.head_size), self.compute_dtype)
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor((1, inputs.shape[1], self.head_size), dtype=self.compute_dtype)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def param_formula(self) -> Formula:
+        return Formula.of("0")
+
+    def get_config(self):
+        return {**super().get_config(), "head_size": self.head_size}
