@@ -121,6 +121,7 @@ def forward_flops(cfg: dict, batch: int, seq: int, first_token_only: bool = Fals
 # ---------------------------------------------------------------------------------------- orchestrator
 def worker_main(args) -> None:
     framework, opts = variant(args.worker)
+    opts = {**opts, "model": args.model}
     with open(args.config_file) as f:
         cfg = json.load(f)
     extra_args = {"device": args.device} if framework == "matmul" else {}
@@ -173,7 +174,7 @@ def _worker_process(name: str, mode: str, args, config_file: str, extra_env=None
     batch = args.infer_batch if mode == "infer" else args.train_batch
     command = [sys.executable, os.path.abspath(__file__), "--worker", name, "--mode", mode, "--config-file",
                config_file, "--batch", str(batch), "--seq", str(args.seq), "--steps", str(args.steps),
-               "--warmup", str(args.warmup), "--device", args.device]
+               "--warmup", str(args.warmup), "--device", args.device, "--model", args.model]
     return command, env
 
 
@@ -488,6 +489,8 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="tiny config, small batches, 3 rounds")
     parser.add_argument("--config", default=None, help="preset or bert_config.json (default bert_base_chinese)")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    parser.add_argument("--model", default="bert", help="the family kerasbert and bert4keras build (albert, nezha, "
+                        "electra, roformer, roformer_v2, ...); keras-hub's variants build BERT only")
     parser.add_argument("--group", type=int, default=4, help="training workers alive at once (4+ GB each)")
     parser.add_argument("--infer-batch", type=int, default=None)
     parser.add_argument("--train-batch", type=int, default=None)
@@ -522,7 +525,8 @@ def main(argv=None) -> None:
     with open(config_file, "w") as f:
         json.dump(cfg, f)
     names = args.variants.split(",") if args.variants else (GPU_VARIANTS if args.device == "gpu" else CPU_VARIANTS)
-    reasons = {n: available(n) for n in names}
+    reasons = {n: available(n) or (f"builds BERT only, not {args.model}" if args.model != "bert"
+                                    and variant(n)[0] == "keras_hub" else None) for n in names}
     skipped = {n: why for n, why in reasons.items() if why}
     names = [n for n in names if n not in skipped and n != "matmul"]
     if args.baseline:
@@ -556,7 +560,7 @@ def main(argv=None) -> None:
     if keras_backend() != "tensorflow":
         command = f"KERAS_BACKEND={keras_backend()} {command}"
     text = (f"## Model speed: kerasbert vs bert4keras and keras-hub\n\n`{command}`"
-            f" — config {args.config} (L={cfg['num_hidden_layers']}, H={cfg['hidden_size']}, "
+            f" — model {args.model}, config {args.config} (L={cfg['num_hidden_layers']}, H={cfg['hidden_size']}, "
             f"V={cfg['vocab_size']}), inference batch {args.infer_batch} × seq {args.seq}, training batch "
             f"{args.train_batch} × seq {args.seq}; a worker process a variant, stepped in turn: {args.steps} timed "
             f"rounds (one step of each) after {args.warmup} warm-up round{'s' * (args.warmup > 1)}; median step "
@@ -570,7 +574,8 @@ def main(argv=None) -> None:
             f"95 % confidence interval for that median from the rounds' order statistics, `median_interval`):\n"
             f"{targets(summary, results)}\n")
     print(text)
-    write_section("bench-quick" if quick else f"bench-{kind}", text, args.results or os.path.join(HERE, "RESULTS.md"))
+    section = "bench-quick" if quick else f"bench-{kind}" + (f"-{args.model}" if args.model != "bert" else "")
+    write_section(section, text, args.results or os.path.join(HERE, "RESULTS.md"))
 
 
 if __name__ == "__main__":

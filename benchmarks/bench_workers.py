@@ -88,7 +88,7 @@ def work_kerasbert(cfg, opts, mode, batch, seq, steps, warmup):
 
     ids, segments, labels = _inputs(cfg, steps + warmup, batch, seq)
     start = time.perf_counter()
-    backbone = build_transformer_model(config=cfg, verbose=False)
+    backbone = build_transformer_model(config=cfg, model=opts.get("model"), verbose=False)
     timer = _timer(keras.callbacks.Callback, mode)
     if mode == "infer":
         build = time.perf_counter() - start
@@ -115,13 +115,16 @@ def work_bert4keras(cfg, opts, mode, batch, seq, steps, warmup):
         json.dump(cfg, f)
     start = time.perf_counter()
     timer = _timer(keras.callbacks.Callback, mode)
+    family = opts.get("model", "bert")
     if mode == "infer":
-        model = build_transformer_model(f.name, None)
+        model = build_transformer_model(f.name, None, model=family)
         build = time.perf_counter() - start
         model.predict([ids, segments], batch_size=batch, callbacks=[timer], verbose=0)
     else:
-        bert = build_transformer_model(f.name, None, with_pool=True)
-        x = keras.layers.Dropout(cfg["hidden_dropout_prob"])(bert.output)
+        pooled = family not in ("electra", "roformer_v2")  # bert4keras builds no pooler for these two
+        bert = build_transformer_model(f.name, None, model=family, with_pool=pooled)
+        x = bert.output if pooled else keras.layers.Lambda(lambda x: x[:, 0])(bert.output)
+        x = keras.layers.Dropout(cfg["hidden_dropout_prob"])(x)
         model = keras.Model(bert.inputs, keras.layers.Dense(NUM_CLASSES, activation="softmax")(x))
         # bert4keras.optimizers.Adam needs the pre-2.11 optimizer API (_set_hyper); tf-keras's own Adam instead
         model.compile(keras.optimizers.Adam(2e-5), "sparse_categorical_crossentropy", metrics=["accuracy"])
@@ -186,7 +189,7 @@ def work_b4k_way(cfg, opts, mode, batch, seq, steps, warmup):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(cfg, f)
     start = time.perf_counter()
-    bert = build_transformer_model(f.name, None)
+    bert = build_transformer_model(f.name, None, model=opts.get("model", "bert"))
     x = keras.layers.Lambda(lambda x: x[:, 0])(bert.output)
     model = keras.Model(bert.inputs, keras.layers.Dense(NUM_CLASSES, activation="softmax")(x))
     model.compile(keras.optimizers.Adam(2e-5), "sparse_categorical_crossentropy", metrics=["accuracy"])

@@ -14,6 +14,8 @@ Example:
 from __future__ import annotations
 
 TASK_NAMES = ("cls", "ner")  # the tasks of ``kerasbert train --task``
+# the families of ``kerasbert train --model``, as bert4keras's ``model=`` (`kerasbert.modeling.families.NAMES`)
+MODEL_FAMILIES = ("bert", "albert", "albert_unshared", "nezha", "electra", "roformer", "roformer_v2", "roberta")
 SCHEDULES = ("cosine", "linear", "constant")  # the decays after warmup of ``--schedule``; the first is the default
 # the CRF's transitions learn this many times faster than the encoder in kerasbert's tagging head (as in bert4keras's
 # NER example): at the encoder's rate they barely move, and the CRF decodes almost as argmax would

@@ -33,15 +33,11 @@ from kerasbert.choices import (
     MAXLEN,
     PRECISIONS,
     PREDICT_BATCH_SIZE,
-    SCHEDULES,
     SERVE_DEFAULTS,
-    STRATEGIES,
     SUMMARY_FORMATS,
-    TASK_NAMES,
-    XLA_MIN_PARAMS,
 )
 from kerasbert.errors import ConfigError, KerasBertError, ModelError, fail
-from kerasbert.finetune.args import TaskOptions, TrainArgs
+from kerasbert.finetune.args import TaskOptions, family_argument, reading_arguments, task_argument, train_arguments
 from kerasbert.finetune.demo_data import DEMO_TRAINING
 from kerasbert.log import start_tensorflow
 
@@ -61,6 +57,7 @@ class Command:
 # ------------------------------------------------------------------------------------------- summary
 def _summary_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", help="a bert_config.json path or a preset name (tiny, bert_base_chinese, ...)")
+    family_argument(parser)
     parser.add_argument("--head", help=f"attach a head: {HEAD_SPECS}")
     parser.add_argument("--pooler", action="store_true", help="build the backbone with Pooler/Pooler-Dense")
     parser.add_argument("--format", choices=SUMMARY_FORMATS, default=SUMMARY_FORMATS[0])
@@ -104,7 +101,7 @@ def _run_summary(args: argparse.Namespace) -> int:
     from kerasbert.modeling.models import build_transformer_model
 
     attach = parse_head(args.head) if args.head else None  # a bad spec fails before the slow build
-    model = build_transformer_model(args.config, with_pool=args.pooler, verbose=False)
+    model = build_transformer_model(args.config, model=args.model, with_pool=args.pooler, verbose=False)
     if attach is not None:
         model = attach(model)
     summary(model, expand=args.expand, batch_size=args.batch, seq_len=args.seq, format=args.format,
@@ -113,85 +110,6 @@ def _run_summary(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------- train
-def _field(value: str) -> str | int:
-    """A column given as ``0`` (index) or ``text`` (header name / JSONL key)."""
-    return int(value) if value.isdigit() else value
-
-
-def _task_argument(parser, extra: tuple[str, ...] = (), **options) -> None:
-    """``--task``, its choices the task names (`kerasbert.choices.TASK_NAMES`) and ``extra``."""
-    parser.add_argument("--task", choices=(*TASK_NAMES, *extra), help="text classification or entity tagging",
-                        **options)
-
-
-def _reading_arguments(group, crf_help: str) -> None:
-    """How to read the data, shared by ``train`` and ``prepare``: fields, tag scheme, case, CRF labels."""
-    from kerasbert.text.schemes import SCHEMES
-
-    for flag, dest, text in (("--text-field", "text", "text column (index or name)"),
-                             ("--text-b-field", "text_b", "second text column, for pairs"),
-                             ("--label-field", "label", "label column (index or name)")):
-        group.add_argument(flag, dest=dest, type=_field, help=text)
-    group.add_argument("--scheme", choices=SCHEMES, help="NER tag scheme (detected by default)")
-    group.add_argument("--strict", action="store_true", help="an I- tag with no entity before it is an error")
-    group.add_argument("--cased", dest="lowercase", action="store_const", const=False,
-                       help="keep case and accents (default: as the checkpoint's tokenizer_config.json says, else "
-                            "lower-case)")
-    group.add_argument("--crf", action="store_true", help=crf_help)
-
-
-def _train_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = TrainArgs(task="cls", train="", out="")
-    data = parser.add_argument_group("data")
-    _task_argument(data)
-    data.add_argument("--train", help="training file: TSV/CSV/JSONL (cls), CoNLL or span JSONL (ner)")
-    data.add_argument("--dev", help="dev file in the same format: scored every epoch, keeps the best model")
-    data.add_argument("--out", required=True, help="the run folder to write (new or empty)")
-    _reading_arguments(data, "NER: a CRF on the tagging head")
-    model = parser.add_argument_group("model")
-    model.add_argument("--config", help="bert_config.json / config.json or a preset (default: the checkpoint "
-                                        "folder's, else tiny)")
-    model.add_argument("--checkpoint", help="Google checkpoint or Hugging Face folder to start from (default: "
-                                            "random weights)")
-    model.add_argument("--vocab", help="vocab.txt of the checkpoint (default: the one in the checkpoint folder)")
-    model.add_argument("--crf-lr-multiplier", type=float, default=defaults.crf_lr_multiplier,
-                       help="NER: the CRF transitions learn this many times faster than the encoder "
-                            f"(default: {defaults.crf_lr_multiplier:g})")
-    model.add_argument("--bilstm-units", type=int, help="NER: a BiLSTM of this size before the tagging head")
-    model.add_argument("--dropout", type=float, help="dropout before the head")
-    fit = parser.add_argument_group("training")
-    fit.add_argument("--maxlen", type=int,
-                     help=f"word pieces a row keeps (default: {MAXLEN}, or the model's max positions)")
-    for name, kind, text in (("batch_size", int, "rows per batch"),
-                             ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
-                             ("warmup", float, "warmup, a ratio of the steps in [0, 1]"),
-                             ("schedule", SCHEDULES,
-                              "learning rate after warmup: cosine or linear decay to 0, or constant"),
-                             ("weight_decay", float, "AdamW weight decay (not on norms and biases)"),
-                             ("grad_accum", int, "accumulate gradients over N batches"),
-                             ("layerwise_lr_decay", float, "learning-rate factor per layer down from the top"),
-                             ("seed", int, "seed of weights, dropout and data order")):
-        choices = kind if isinstance(kind, tuple) else None
-        fit.add_argument("--" + name.replace("_", "-"), type=str if choices else kind, choices=choices,
-                         default=getattr(defaults, name), help=f"{text} (default: {getattr(defaults, name)})")
-    fit.add_argument("--max-steps", type=int, help="stop after this many batches")
-    fit.add_argument("--mixed-precision", action="store_true", help="float16 on GPU, bfloat16 on CPU")
-    fit.add_argument("--monitor", help="dev metric that picks the best epoch (default: val_accuracy / val_f1)")
-    fit.add_argument("--save-every", type=int, help="also save the resume state every N batches")
-    fit.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=None,
-                     help="compile the training step with XLA; batches are then padded to length buckets "
-                          f"(default: on a GPU for {XLA_MIN_PARAMS / 1e6:g}M+ parameters without --crf)")
-    fit.add_argument("--strategy", choices=STRATEGIES, default=defaults.strategy,
-                     help="tf.distribute strategy; --batch-size is per replica (default: %(default)s)")
-    run = parser.add_argument_group("run folder")
-    run.add_argument("--resume", action="store_true", help="continue the run in --out with its saved arguments")
-    run.add_argument("--overwrite", action="store_true",
-                     help="replace the run in --out (a run folder holding none of the inputs)")
-    run.add_argument("--export-google-checkpoint", action="store_true",
-                     help="also write the fine-tuned encoder as a Google checkpoint in OUT/google")
-    run.add_argument("--quiet", action="store_true", help="no progress bars")
-
-
 def _run_train(args: argparse.Namespace) -> int:
     from kerasbert.finetune.training import train
 
@@ -287,14 +205,14 @@ def _run_predict(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------- prepare
 def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
-    _task_argument(parser, required=True)
+    task_argument(parser, required=True)
     parser.add_argument("--data", required=True, help="a file, or a glob of files in quotes ('data/train-*.tsv')")
     parser.add_argument("--vocab", required=True, help="vocab.txt of the checkpoint")
     parser.add_argument("--out", required=True, help="the folder to write (new or empty)")
     parser.add_argument("--maxlen", type=int, default=MAXLEN, help="word pieces a row keeps (default: %(default)s)")
     parser.add_argument("--labels", help="labels.json of a run: use its label ids instead of reading the data's")
     parser.add_argument("--chunk", type=int, default=10_000, help="examples encoded at once (default: %(default)s)")
-    _reading_arguments(parser, "NER: labels for a CRF head (every piece labelled)")
+    reading_arguments(parser, "NER: labels for a CRF head (every piece labelled)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -315,7 +233,7 @@ def _run_prepare(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------- demo
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
-    _task_argument(parser, extra=("all",), default="all")
+    task_argument(parser, extra=("all",), default="all")
     parser.add_argument("--out", default="kerasbert-demo", help="folder for the data and runs (default: %(default)s)")
     parser.add_argument("--epochs", type=int, default=DEMO_TRAINING["epochs"])
     parser.add_argument("--seed", type=int, default=0)
@@ -440,19 +358,20 @@ def _convert_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dst", help="the output folder: weights, config and vocab.txt")
     parser.add_argument("--to", choices=CHECKPOINT_FORMATS, help="the output format (default: the other one)")
     parser.add_argument("--force", action="store_true", help="write into a folder that already holds files")
+    family_argument(parser)
 
 
 def _run_convert(args: argparse.Namespace) -> int:
     from kerasbert.weights.convert import convert_checkpoint
 
-    print(convert_checkpoint(args.src, args.dst, args.to, force=args.force))
+    print(convert_checkpoint(args.src, args.dst, args.to, model=args.model, force=args.force))
     return 0
 
 
 COMMANDS: dict[str, Command] = {
     "summary": Command("annotated parameter summary of a model built from a config (no weights loaded)",
                        _summary_arguments, _run_summary),
-    "train": Command("fine-tune on a classification or NER dataset into a run folder", _train_arguments, _run_train),
+    "train": Command("fine-tune on a classification or NER dataset into a run folder", train_arguments, _run_train),
     "evaluate": Command("score a run's model on a labelled file", _evaluate_arguments, _run_evaluate),
     "predict": Command("predict raw texts with a run's model", _predict_arguments, _run_predict,
                        lambda args: args.model is None),

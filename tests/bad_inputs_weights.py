@@ -196,7 +196,7 @@ def convert_rows() -> list[Case]:
                     functools.partial(_convert_cli, dst=dst))
 
     return [
-        row("convert-no-bert-variable", no_bert, CheckpointError, ("ckpt", "BERT variables",
+        row("convert-no-bert-variable", no_bert, CheckpointError, ("ckpt", "bert variables",
                                                                    "none among its 1 variables")),
         row("convert-google-string-variable", string_variable, CheckpointError,
             ("bert/embeddings/LayerNorm/gamma", "dtype")),

@@ -91,6 +91,14 @@ def random_batch(vocab_size: int, batch: int = 4, length: int = 12, seed: int = 
     return {"token_ids": token_ids, "segment_ids": segment_ids}
 
 
+def write_vocab(folder, tokens) -> str:
+    """A ``vocab.txt`` of ``tokens`` (one a line) in ``folder``; its path."""
+    path = os.path.join(folder, "vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens) + "\n")
+    return path
+
+
 LEGACY_ENV = {"TF_KERAS": "1", "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}  # bert4keras on tf-keras
 
 

@@ -14,9 +14,12 @@ import numpy as np
 
 
 def bert_outputs(task):
-    """Build (and load) a bert4keras model, predict on the task's inputs."""
+    """Build (and load) a bert4keras model, predict on the task's inputs; "gelu": its ``set_gelu`` first ("erf"
+    unless given)."""
+    from bert4keras.backend import set_gelu
     from bert4keras.models import build_transformer_model
 
+    set_gelu(task.get("gelu", "erf"))
     model = build_transformer_model(task["config"], task.get("checkpoint"), **task.get("kwargs", {}))
     out = {"layers": np.array([layer.name for layer in model.layers])}
     if "inputs" in task:
@@ -92,13 +95,18 @@ def crf(task):
 
 def tokenizer(task):
     """bert4keras's Tokenizer on each [first, second, maxlen] case: tokens (whole and cut to maxlen), ids,
-    segments, rematch, decode.
+    segments, rematch, decode. With "pre_tokenize": "jieba", its RoFormer examples' ``jieba.cut(s, HMM=False)``.
 
     Results are one JSON string under "json" (ragged lists), a list with one dict per case.
     """
     from bert4keras.tokenizers import Tokenizer
 
-    tok = Tokenizer(task["vocab"], do_lower_case=task["do_lower_case"])
+    pre_tokenize = None
+    if task.get("pre_tokenize") == "jieba":
+        import jieba
+
+        pre_tokenize = lambda s: jieba.cut(s, HMM=False)  # noqa: E731 (as bert4keras's examples write it)
+    tok = Tokenizer(task["vocab"], do_lower_case=task["do_lower_case"], pre_tokenize=pre_tokenize)
     results = []
     for first, second, maxlen in task["cases"]:
         tokens = tok.tokenize(first)
@@ -128,7 +136,8 @@ def _head(kind, output, num_labels, lr_multiplier):
 def train_steps(task):
     """bert4keras + a head, trained with tf.keras's plain Adam one batch at a time (``train_on_batch``).
 
-    task: config, checkpoint, head ("cls" | "tagging" | "crf"), num_labels, lr, batch_size, lr_multiplier,
+    task: config, checkpoint, model (the family, bert unless given), head ("cls" | "tagging" | "crf"),
+    num_labels, lr, batch_size, lr_multiplier,
     inputs (npz: token_ids, segment_ids, labels, optional sample_weight; rows taken in order), head_weights
     (npz: kernel, bias, optional trans, the CRF's effective transitions). Returns each step's loss, then every
     trained weight: the encoder's under its Google name (bert4keras's own variable mapping), the head's as
@@ -137,7 +146,8 @@ def train_steps(task):
     from bert4keras.backend import K, keras
     from bert4keras.models import build_transformer_model
 
-    bert = build_transformer_model(task["config"], task["checkpoint"], return_keras_model=False)
+    bert = build_transformer_model(task["config"], task["checkpoint"], model=task.get("model", "bert"),
+                                   return_keras_model=False)
     output, loss, crf = _head(task["head"], bert.model.output, task["num_labels"], task.get("lr_multiplier", 1))
     model = keras.Model(bert.model.inputs, output)
     head = np.load(task["head_weights"])

@@ -126,11 +126,12 @@ def test_tensorflow_log_level_is_set_before_it_starts_unless_debug():
 def test_train_choices_are_the_owners_names():
     from kerasbert import choices
     from kerasbert.finetune import args, tasks
-    from kerasbert.modeling import optimizers
+    from kerasbert.modeling import families, optimizers
 
     assert choices.TASK_NAMES == tuple(tasks.TASKS)
     assert choices.SCHEDULES == optimizers.WarmupSchedule.DECAYS
     assert choices.CRF_LR_MULTIPLIER == args.TrainArgs("ner", "", "").crf_lr_multiplier
+    assert choices.MODEL_FAMILIES == families.NAMES
 
 
 def test_console_script_in_a_real_process():
@@ -171,4 +172,69 @@ def test_an_args_json_of_the_released_layout_loads():
     saved = args.to_saved("/runs/ner")
     assert {key: saved[key] for key in released if key != "relative_to_run"} == {
         key: value for key, value in released.items() if key != "relative_to_run"}
-    assert set(saved) == set(released)
+    assert set(saved) == {*released, "model"} and args.model is None  # a run without it built BERT
+
+
+# ------------------------------------------------------------------------------------------- train --model
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TWO_CPUS = """
+import sys, tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from kerasbert.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture(scope="module")
+def family_data(tmp_path_factory) -> dict[str, str]:
+    """Small demo data, and the tiny config with ALBERT's embedding_size E = 16."""
+    from kerasbert.finetune.demo_data import write_demo_data
+
+    folder = str(tmp_path_factory.mktemp("family-data"))
+    paths = write_demo_data(folder, n_train=64, n_dev=16, n_test=16)
+    with open(os.path.join(ROOT, "configs", "tiny.json"), encoding="utf-8") as f:
+        config = {**json.load(f), "embedding_size": 16}
+    paths["config"] = os.path.join(folder, "albert_config.json")
+    with open(paths["config"], "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    return paths
+
+
+def _train_argv(data: dict, out: str, task: str, *more: str) -> list[str]:
+    return ["train", "--task", task, "--train", data[f"{task}_train"], "--dev", data[f"{task}_dev"], "--vocab",
+            data["vocab"], "--out", out, "--epochs", "1", "--batch-size", "16", "--lr", "2e-3", "--maxlen", "24",
+            "--quiet", *more]
+
+
+@pytest.mark.slow
+def test_train_a_family_and_the_run_keeps_it(family_data, tmp_path, capsys):
+    from kerasbert.finetune.runs import open_run
+
+    out = str(tmp_path / "albert-ner")
+    code, _, err = run(capsys, *_train_argv(family_data, out, "ner", "--crf", "--model", "ALBERT", "--config",
+                                            family_data["config"]))
+    assert code == 0, err
+    assert json.load(open(os.path.join(out, "args.json")))["model"] == "albert"
+    loaded = open_run(out)
+    assert loaded.model.family == "albert" and loaded.args.model == "albert"
+    code, printed, err = run(capsys, "predict", out, "--text", "张伟去年加入了华为公司")
+    assert code == 0 and json.loads(printed.splitlines()[-1])["text"] == "张伟去年加入了华为公司", err
+    assert run(capsys, "evaluate", out)[0] == 0
+    # ALBERT's config must give its embedding size: refused before the run folder is written
+    other = str(tmp_path / "refused")
+    code, _, err = run(capsys, *_train_argv(family_data, other, "cls", "--model", "albert", "--config", "tiny"))
+    assert code == 2 and "embedding_size" in err and not os.path.exists(os.path.join(other, "args.json"))
+    code, _, err = run(capsys, *_train_argv(family_data, other, "cls", "--model", "gpt2"))
+    assert code == 2 and "--model" in err
+
+
+@pytest.mark.slow
+def test_a_family_trains_under_mirrored_strategy(family_data, tmp_path):
+    out = str(tmp_path / "roformer-mirrored")
+    argv = _train_argv(family_data, out, "cls", "--model", "roformer", "--strategy", "mirrored", "--max-steps", "2")
+    done = subprocess.run([sys.executable, "-c", TWO_CPUS, *argv], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    metrics = json.load(open(os.path.join(out, "metrics.json")))
+    assert metrics["steps"] == 2 and json.load(open(os.path.join(out, "args.json")))["model"] == "roformer"

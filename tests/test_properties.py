@@ -64,9 +64,7 @@ TEXTS = st.text(st.one_of(ANY_CHAR, st.sampled_from(ALPHABET)), max_size=60)
 
 @pytest.fixture(scope="module")
 def vocab_path(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("properties") / "vocab.txt"
-    path.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    return str(path)
+    return helpers.write_vocab(str(tmp_path_factory.mktemp("properties")), VOCAB)
 
 
 @pytest.fixture(scope="module")

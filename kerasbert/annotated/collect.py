@@ -66,10 +66,13 @@ def _output_shape(nodes) -> str:
     return shapes[0] if len(shapes) == 1 else "[" + ", ".join(shapes) + "]"
 
 
-def _reuse_notes(nodes) -> list[str]:
-    """``used 2×; also on MLM-Norm -> (None, None, 21128); weights counted once`` for a reused layer."""
+def _reuse_notes(nodes, group: str, block: int | None) -> list[str]:
+    """``shared: also called on MLM-Norm -> (None, None, 21128); weights counted once`` for a reused layer;
+    ``shared by 12 layers; weights counted once`` for a layer of ALBERT's one block, called once per layer."""
     if len(nodes) < 2:
         return []
+    if group == "encoder" and block is None:
+        return [f"shared by {len(nodes)} layers; weights counted once"]
     calls = []
     for node in nodes[1:]:
         parents = ", ".join(p.operation.name for p in node.parent_nodes) or "?"
@@ -112,7 +115,7 @@ def _make_row(layer, depth: int, owner, symbols: Symbols, seen: dict[int, str]) 
     if source == "generic" and weights:
         notes.append("generic formula from the weight shapes")
     row = Row(layer.name, type(layer).__name__, _output_shape(nodes), params, counted, formula, source, group,
-              block, depth, notes + _reuse_notes(nodes), weights)
+              block, depth, notes + _reuse_notes(nodes, group, block), weights, calls=len(nodes))
     if not row.ok:
         row.notes.insert(0, f"MISMATCH: formula gives {formula.value:,}, the layer has {params:,}")
     return row
@@ -149,15 +152,19 @@ def collect_rows(model) -> list[Row]:
 
 
 def _groups(rows: list[Row], total: int) -> list[Group]:
-    """Totals per group in GROUP_ORDER; the encoder also as ``L × per-layer`` when the layers are alike."""
+    """Totals per group in GROUP_ORDER; the encoder also as ``L × per-layer`` when the layers are alike, or as
+    one block shared by L layers (ALBERT)."""
     sums: dict[str, int] = {}
     blocks: dict[int, int] = {}
+    shared_by = 0  # the calls of ALBERT's shared block: L
     for row in rows:
         if row.source == "nested":
             continue
         sums[row.group] = sums.get(row.group, 0) + row.counted
         if row.block is not None:
             blocks[row.block] = blocks.get(row.block, 0) + row.counted
+        elif row.group == "encoder":
+            shared_by = max(shared_by, row.calls)
     backbone = any(name in sums for name in ("embeddings", "encoder"))
     groups = []
     for name in GROUP_ORDER:
@@ -165,7 +172,7 @@ def _groups(rows: list[Row], total: int) -> list[Group]:
             continue
         group = Group(name if backbone or name != "head" else "model", sums[name], sums[name] / total if total else 0)
         if name == "encoder":
-            group.blocks = len(blocks)
+            group.blocks, group.shared_by = len(blocks), shared_by
             group.per_block = next(iter(blocks.values())) if len(set(blocks.values())) == 1 else None
         groups.append(group)
     return groups

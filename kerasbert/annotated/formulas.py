@@ -4,7 +4,8 @@ The annotated summary (``kerasbert.summary``) asks, in this order:
 
 1. the layer itself: ``layer.param_formula()`` (every kerasbert layer has one);
 2. a small table for Keras built-ins: Dense, Embedding, LayerNormalization, LSTM, GRU, Bidirectional
-   and Conv1D, written with the symbols the kerasbert layers already use (``H·C+C``, ``T·H``);
+   and Conv1D, written with the symbols the kerasbert layers already use (``H·C+C``, ``T·H``; ``E·H+H`` for
+   the ``Embedding-Mapping`` Dense of ALBERT and ELECTRA, whose embedding layers bind E);
 3. the weight shapes, as a product per weight, marked *generic*.
 
 It never re-derives a BERT shape: symbol values are read from the kerasbert layers' own formulas
@@ -98,21 +99,28 @@ def _output_rank(layer) -> int:
     return len(keras.tree.flatten(nodes[0].output_tensors)[0].shape) if nodes else 2
 
 
+def _widths(symbols: Symbols) -> tuple[str, ...]:
+    """The width symbols a built-in layer may use: H, and E once the model's embedding layers bound it
+    (``Embedding-Mapping`` is ``E·H+H``, ALBERT's ``MLM-Dense`` ``H·E+E``); E is offered only when bound, so
+    no other size is ever named E."""
+    return ("H", "E") if "E" in symbols.values else ("H",)
+
+
 def _dense(layer, symbols: Symbols) -> Formula:
     rank = _output_rank(layer)
-    din = symbols.name(int(layer.kernel.shape[0]), ("H", "I", "D"))
-    out = symbols.name(int(layer.units), ("H", "C") if rank <= 2 else ("H", "K"))
+    din = symbols.name(int(layer.kernel.shape[0]), (*_widths(symbols), "I", "D"))
+    out = symbols.name(int(layer.units), (*_widths(symbols), "C" if rank <= 2 else "K"))
     return symbols.formula("{i}·{o}+{o}" if layer.use_bias else "{i}·{o}", i=din, o=out)
 
 
 def _embedding(layer, symbols: Symbols) -> Formula:
     rows = symbols.name(int(layer.input_dim), ("V", "T", "N"))
-    return symbols.formula("{v}·{h}", v=rows, h=symbols.name(int(layer.output_dim), ("H", "D")))
+    return symbols.formula("{v}·{h}", v=rows, h=symbols.name(int(layer.output_dim), (*_widths(symbols), "D")))
 
 
 def _layer_norm(layer, symbols: Symbols) -> Formula:
     size = math.prod(int(w.shape[-1]) for w in layer.weights[:1]) if layer.weights else 0
-    h = symbols.name(size, ("H", "D"))
+    h = symbols.name(size, (*_widths(symbols), "D"))
     count = int(layer.scale) + int(layer.center)
     return symbols.formula({2: "2·{h}", 1: "{h}", 0: "0"}[count], h=h)
 

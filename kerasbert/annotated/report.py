@@ -49,6 +49,7 @@ class Row:
     depth: int = 0  # nesting depth inside nested models
     notes: list[str] = dataclasses.field(default_factory=list)
     weights: list[WeightRow] = dataclasses.field(default_factory=list)
+    calls: int = 1  # the layer's calls in the graph: L for a layer of ALBERT's shared block
 
     @property
     def ok(self) -> bool:
@@ -58,13 +59,24 @@ class Row:
 
 @dataclasses.dataclass
 class Group:
-    """Parameters of one group; for the encoder also the number of layers and the per-layer count."""
+    """Parameters of one group; for the encoder also the number of layers and the per-layer count, or the number
+    of layers that share its one block (ALBERT)."""
 
     name: str
     params: int
     share: float
     blocks: int = 0
     per_block: int | None = None  # set when every encoder layer has the same count
+    shared_by: int = 0  # set when one block is shared by that many layers (no per-layer blocks)
+
+    @property
+    def detail(self) -> str:
+        """``12 × 7,087,872``, ``1 block shared by 12 layers``, ``12 layers, not alike`` or nothing."""
+        if self.per_block is not None:
+            return f"{self.blocks} × {self.per_block:,}"
+        if self.blocks:
+            return f"{self.blocks} layers, not alike"
+        return f"1 block shared by {self.shared_by} layers" if self.shared_by > 1 else ""
 
 
 @dataclasses.dataclass
@@ -111,6 +123,8 @@ class Summary:
                 continue
             if group.per_block is not None:
                 parts.append(f"{group.blocks} × {group.per_block:,} ({group.name})")
+            elif group.shared_by > 1 and not group.blocks:
+                parts.append(f"{group.name} {group.params:,} ({group.detail})")
             else:
                 parts.append(f"{group.name} {group.params:,}")
         line = f"Total {self.params:,} = " + " + ".join(parts or ["0"])
@@ -192,9 +206,7 @@ def group_table(summary: Summary) -> list[list[str]]:
     """One list of cells per group, in GROUP_HEADERS order."""
     table = []
     for group in summary.groups:
-        detail = f"{group.blocks} × {group.per_block:,}" if group.per_block is not None else (
-            f"{group.blocks} layers, not alike" if group.blocks else "")
-        table.append([group.name, f"{group.params:,}", _percent(group.share), detail])
+        table.append([group.name, f"{group.params:,}", _percent(group.share), group.detail])
     return table
 
 

@@ -1,7 +1,8 @@
-"""The arguments of ``kerasbert train`` and the values they may take.
+"""The arguments of ``kerasbert train``, the values they may take and the options that set them.
 
 Nothing here imports TensorFlow, so the CLI answers ``--help`` and rejects a bad argument at once. The
-values the options may take are named once, in `kerasbert.choices`.
+values the options may take are named once, in `kerasbert.choices`; `train_arguments` adds one option per
+`TrainArgs` field to the ``train`` parser.
 
 Example:
 >>> TrainArgs(task="cls", train="train.tsv", out="run").schedule
@@ -10,11 +11,20 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 from typing import TYPE_CHECKING
 
-from kerasbert.choices import CRF_LR_MULTIPLIER, SCHEDULES, STRATEGIES
+from kerasbert.choices import (
+    CRF_LR_MULTIPLIER,
+    MAXLEN,
+    MODEL_FAMILIES,
+    SCHEDULES,
+    STRATEGIES,
+    TASK_NAMES,
+    XLA_MIN_PARAMS,
+)
 from kerasbert.errors import ConfigError, fail
 
 if TYPE_CHECKING:
@@ -80,6 +90,7 @@ class TrainArgs(TaskOptions):
     out: str
     dev: str | None = None
     config: str | None = None  # None: the checkpoint folder's config, else the tiny preset
+    model: str | None = None  # the family (bert4keras's model=); None: the config's model_type, else bert
     checkpoint: str | None = None
     vocab: str | None = None  # None: the checkpoint folder's vocab.txt
     lowercase: bool | None = None  # None: the checkpoint folder's tokenizer_config.json, else True
@@ -146,6 +157,8 @@ class TrainArgs(TaskOptions):
             raise fail(ConfigError, "--crf", "--task ner", f"--task {self.task}")
         if self.schedule not in SCHEDULES:
             raise fail(ConfigError, "--schedule", " or ".join(SCHEDULES), repr(self.schedule))
+        if self.model is not None and str(self.model).lower() not in MODEL_FAMILIES:
+            raise fail(ConfigError, "--model", f"a family: {', '.join(MODEL_FAMILIES)}", repr(self.model))
         if not (isinstance(self.crf_lr_multiplier, (int, float)) and self.crf_lr_multiplier > 0):
             raise fail(ConfigError, "--crf-lr-multiplier", "a number > 0", repr(self.crf_lr_multiplier))
 
@@ -227,3 +240,112 @@ def _found(absolute: str | None, relative: str) -> str | None:
     if absolute is not None and not _exists(absolute) and _exists(relative):
         return relative
     return absolute
+
+
+# ------------------------------------------------------------------------------------------- command line
+def column(value: str) -> str | int:
+    """A column given as ``0`` (index) or ``text`` (header name / JSONL key).
+
+    Example:
+    >>> column("0"), column("text")
+    (0, 'text')
+    """
+    return int(value) if value.isdigit() else value
+
+
+def task_argument(parser, extra: tuple[str, ...] = (), **options) -> None:
+    """``--task``, its choices the task names (`kerasbert.choices.TASK_NAMES`) and ``extra``."""
+    parser.add_argument("--task", choices=(*TASK_NAMES, *extra), help="text classification or entity tagging",
+                        **options)
+
+
+def reading_arguments(group, crf_help: str) -> None:
+    """How to read the data, shared by ``train`` and ``prepare``: fields, tag scheme, case, CRF labels."""
+    from kerasbert.text.schemes import SCHEMES
+
+    for flag, dest, text in (("--text-field", "text", "text column (index or name)"),
+                             ("--text-b-field", "text_b", "second text column, for pairs"),
+                             ("--label-field", "label", "label column (index or name)")):
+        group.add_argument(flag, dest=dest, type=column, help=text)
+    group.add_argument("--scheme", choices=SCHEMES, help="NER tag scheme (detected by default)")
+    group.add_argument("--strict", action="store_true", help="an I- tag with no entity before it is an error")
+    group.add_argument("--cased", dest="lowercase", action="store_const", const=False,
+                       help="keep case and accents (default: as the checkpoint's tokenizer_config.json says, else "
+                            "lower-case)")
+    group.add_argument("--crf", action="store_true", help=crf_help)
+
+
+def train_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``kerasbert train``, in four groups: data, model, training, run folder.
+
+    Example:
+    >>> parser = argparse.ArgumentParser()
+    >>> train_arguments(parser)
+    >>> parser.parse_args(["--out", "run", "--model", "ALBERT"]).model
+    'albert'
+    """
+    defaults = TrainArgs(task="cls", train="", out="")
+    data = parser.add_argument_group("data")
+    task_argument(data)
+    data.add_argument("--train", help="training file: TSV/CSV/JSONL (cls), CoNLL or span JSONL (ner)")
+    data.add_argument("--dev", help="dev file in the same format: scored every epoch, keeps the best model")
+    data.add_argument("--out", required=True, help="the run folder to write (new or empty)")
+    reading_arguments(data, "NER: a CRF on the tagging head")
+    _model_arguments(parser.add_argument_group("model"), defaults)
+    _fit_arguments(parser.add_argument_group("training"), defaults)
+    run = parser.add_argument_group("run folder")
+    run.add_argument("--resume", action="store_true", help="continue the run in --out with its saved arguments")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace the run in --out (a run folder holding none of the inputs)")
+    run.add_argument("--export-google-checkpoint", action="store_true",
+                     help="also write the fine-tuned encoder as a Google checkpoint in OUT/google")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def family_argument(parser) -> None:
+    """``--model FAMILY``: the family built, as bert4keras's ``model=`` (train, summary, convert)."""
+    parser.add_argument("--model", type=str.lower, choices=MODEL_FAMILIES, metavar="FAMILY",
+                        help=f"the family, as bert4keras's model=: {', '.join(MODEL_FAMILIES)} (default: the "
+                             "config's model_type, else bert)")
+
+
+def _model_arguments(model, defaults: TrainArgs) -> None:
+    """The encoder and its head: config, family, checkpoint, vocabulary, CRF, BiLSTM, dropout."""
+    model.add_argument("--config", help="bert_config.json / config.json or a preset (default: the checkpoint "
+                                        "folder's, else tiny)")
+    family_argument(model)
+    model.add_argument("--checkpoint", help="Google checkpoint or Hugging Face folder to start from (default: "
+                                            "random weights)")
+    model.add_argument("--vocab", help="vocab.txt of the checkpoint (default: the one in the checkpoint folder)")
+    model.add_argument("--crf-lr-multiplier", type=float, default=defaults.crf_lr_multiplier,
+                       help="NER: the CRF transitions learn this many times faster than the encoder "
+                            f"(default: {defaults.crf_lr_multiplier:g})")
+    model.add_argument("--bilstm-units", type=int, help="NER: a BiLSTM of this size before the tagging head")
+    model.add_argument("--dropout", type=float, help="dropout before the head")
+
+
+def _fit_arguments(fit, defaults: TrainArgs) -> None:
+    """How to train: length, batch, epochs, learning rate and its schedule, precision, XLA, strategy."""
+    fit.add_argument("--maxlen", type=int,
+                     help=f"word pieces a row keeps (default: {MAXLEN}, or the model's max positions)")
+    for name, kind, text in (("batch_size", int, "rows per batch"),
+                             ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
+                             ("warmup", float, "warmup, a ratio of the steps in [0, 1]"),
+                             ("schedule", SCHEDULES,
+                              "learning rate after warmup: cosine or linear decay to 0, or constant"),
+                             ("weight_decay", float, "AdamW weight decay (not on norms and biases)"),
+                             ("grad_accum", int, "accumulate gradients over N batches"),
+                             ("layerwise_lr_decay", float, "learning-rate factor per layer down from the top"),
+                             ("seed", int, "seed of weights, dropout and data order")):
+        choices = kind if isinstance(kind, tuple) else None
+        fit.add_argument("--" + name.replace("_", "-"), type=str if choices else kind, choices=choices,
+                         default=getattr(defaults, name), help=f"{text} (default: {getattr(defaults, name)})")
+    fit.add_argument("--max-steps", type=int, help="stop after this many batches")
+    fit.add_argument("--mixed-precision", action="store_true", help="float16 on GPU, bfloat16 on CPU")
+    fit.add_argument("--monitor", help="dev metric that picks the best epoch (default: val_accuracy / val_f1)")
+    fit.add_argument("--save-every", type=int, help="also save the resume state every N batches")
+    fit.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=None,
+                     help="compile the training step with XLA; batches are then padded to length buckets "
+                          f"(default: on a GPU for {XLA_MIN_PARAMS / 1e6:g}M+ parameters without --crf)")
+    fit.add_argument("--strategy", choices=STRATEGIES, default=defaults.strategy,
+                     help="tf.distribute strategy; --batch-size is per replica (default: %(default)s)")

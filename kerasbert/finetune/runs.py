@@ -217,10 +217,14 @@ class Run:
 
     # ------------------------------------------------------------------ models
     def save_model(self, model) -> None:
-        """Save ``model`` as ``model.keras`` without its optimizer (a fresh functional wrapper)."""
-        import keras
+        """Save ``model`` as ``model.keras`` without its optimizer: a fresh `TransformerModel` wrapper, which keeps
+        the model's config and family (an ALBERT's export and Google checkpoint are an ALBERT's)."""
+        from kerasbert.modeling import families
+        from kerasbert.modeling.backbone import TransformerModel
+        from kerasbert.modeling.config import config_of
 
-        bare = keras.Model(model.inputs, model.outputs, name=model.name)
+        bare = TransformerModel(model.inputs, model.outputs, name=model.name, bert_config=config_of(model),
+                                family=families.of_model(model).name)
         with atomic_path(self.file("model.keras")) as tmp:
             bare.save(tmp)
 

@@ -40,6 +40,7 @@ from kerasbert.finetune.distribute import describe, fit_epoch, is_chief, is_mult
 from kerasbert.finetune.runs import Run, State, open_run
 from kerasbert.finetune.tasks import Task
 from kerasbert.log import logger
+from kerasbert.modeling import families
 from kerasbert.modeling.config import BertConfig, resolve_config
 from kerasbert.modeling.crf import crf_layers
 from kerasbert.modeling.models import build_transformer_model
@@ -143,8 +144,8 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         overwrite: bool. replace the run in ``out`` (only a run folder that holds none of the inputs).
         verbose: int. 0 silent, 1 progress bars and logs.
         callbacks: more Keras callbacks for ``fit`` (after kerasbert's own, which saves state and scores dev).
-        **options: the other `TrainArgs` fields (``dev``, ``config``, ``checkpoint``, ``vocab``, ``epochs``,
-            ``lr``, ``crf``, ...), as the CLI's ``--options``.
+        **options: the other `TrainArgs` fields (``dev``, ``config``, ``model`` (the family), ``checkpoint``,
+            ``vocab``, ``epochs``, ``lr``, ``crf``, ...), as the CLI's ``--options``.
 
     Returns:
         dict. ``metrics.json``: the monitor, the best epoch and its dev metrics (train metrics without dev).
@@ -241,6 +242,7 @@ def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbo
         logger.info("training from scratch: vocab_size %d -> %d (the size of %s)", config.vocab_size,
                     tokenizer.vocab_size, args.vocab)
         config = config.replace(vocab_size=tokenizer.vocab_size)
+    args.model = families.resolve(args.model, config).name  # args.json names the family the run built
     labels, count, train_data, prepared = _train_data(args, the_task, tokenizer, config, labels, verbose)
     dev_examples = the_task.read(args.dev, labels) if args.dev else None
     dev_features = the_task.encode(tokenizer, dev_examples, labels, args.maxlen, args.dev) if args.dev else None
@@ -273,7 +275,7 @@ def _build(args: TrainArgs, the_task: Task, inputs: _Inputs, strategy, verbose: 
     logger.info("%s: %d replica(s) x %d rows = global batch %d; %d steps an epoch",
                 describe(strategy), strategy.num_replicas_in_sync, args.batch_size, global_batch, steps_per_epoch)
     with strategy.scope():
-        backbone = build_transformer_model(config=inputs.config, checkpoint_path=args.checkpoint,
+        backbone = build_transformer_model(config=inputs.config, checkpoint_path=args.checkpoint, model=args.model,
                                            verbose=verbose > 0, dtype=policy)
         model = the_task.head(backbone, inputs.labels)
         optimizer = compile_model(model, the_task, args, total, inputs.config.num_hidden_layers, policy)

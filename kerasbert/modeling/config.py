@@ -135,7 +135,7 @@ class BertConfig:
 
     @classmethod
     def from_preset(cls, name: str) -> "BertConfig":
-        """Load a bundled preset: tiny, bert_base_chinese, bert_base_uncased, bert_large_chinese."""
+        """Load a bundled preset, one of `preset_names` (``tiny``, ``bert_base_chinese``, ``albert_tiny_zh``, ...)."""
         names = preset_names()
         if name not in names:
             raise fail(ConfigError, "preset", f"one of {names}", repr(name))
@@ -340,7 +340,11 @@ def config_from_layers(model) -> BertConfig:
     """The config of a model that stores none, read off its layers' own configs by their bert4keras names.
 
     Sizes, activation, epsilon, dropout rates and initializer range come from ``Embedding-*`` and the
-    ``Transformer-{i}-*`` layers; keys of the config file the model was built from are not recovered.
+    ``Transformer-{i}-*`` layers: every family's (E from ``Embedding-Mapping``, P from ``Embedding-Position``
+    where there is one, NEZHA's K from ``Embedding-Relative-Position``) but ALBERT's shared block, whose layers
+    do not say how many times the graph calls them (L): a `ModelError` there, since every model
+    `build_transformer_model` or a head builds carries its config. Keys of the config file the model was
+    built from are not recovered.
 
     Example:
     >>> import keras
@@ -349,29 +353,48 @@ def config_from_layers(model) -> BertConfig:
     >>> config_from_layers(keras.Model(bert.inputs, bert.outputs)) == config_of(bert)
     True
     """
+    where = f"model {getattr(model, 'name', model)!r}"
     layers = {layer.name: layer for layer in _flat_layers(model)}
-    needed = (names.EMBEDDING_TOKEN, names.EMBEDDING_POSITION, names.EMBEDDING_NORM,
-              names.block(0, names.ATTENTION), names.block(0, names.FEED_FORWARD))
+    if names.block(None, names.ATTENTION) in layers:
+        raise fail(ModelError, where, "a model that carries its config (kerasbert.config_of) or a block per layer",
+                   "ALBERT's shared block, whose layers do not tell the number of layers L",
+                   "keep the model build_transformer_model or a head returns (a TransformerModel), or save it "
+                   "as .keras from there")
+    needed = (names.EMBEDDING_TOKEN, names.EMBEDDING_NORM, names.block(0, names.ATTENTION),
+              names.block(0, names.FEED_FORWARD))
     missing = [name for name in needed if name not in layers]
     if missing:
-        raise fail(ModelError, f"model {getattr(model, 'name', model)!r}",
-                   f"a model from build_transformer_model, with layers {', '.join(needed)}",
+        raise fail(ModelError, where, f"a model from build_transformer_model, with layers {', '.join(needed)}",
                    f"no {', '.join(missing)} among layers {list(layers)[:4]} ...")
     read = {name: layers[name].get_config() for name in needed}
     token, attention = read[names.EMBEDDING_TOKEN], read[names.block(0, names.ATTENTION)]
-    feed_forward = read[names.block(0, names.FEED_FORWARD)]
-    segment = layers[names.EMBEDDING_SEGMENT].get_config()["input_dim"] if names.EMBEDDING_SEGMENT in layers else 0
-    dropout = layers[names.EMBEDDING_DROPOUT].get_config()["rate"] if names.EMBEDDING_DROPOUT in layers else 0.1
     initializer = attention["kernel_initializer"]
     return BertConfig(
-        vocab_size=token["input_dim"], hidden_size=token["output_dim"],
+        vocab_size=token["input_dim"], num_attention_heads=attention["num_heads"],
         num_hidden_layers=1 + max(found[0] for name in layers if (found := names.parse_block(name))),
-        num_attention_heads=attention["num_heads"], intermediate_size=feed_forward["units"],
-        hidden_act=feed_forward["activation"], hidden_dropout_prob=dropout,
+        intermediate_size=read[names.block(0, names.FEED_FORWARD)]["units"],
+        hidden_act=read[names.block(0, names.FEED_FORWARD)]["activation"],
         attention_probs_dropout_prob=attention["dropout"],
-        max_position_embeddings=read[names.EMBEDDING_POSITION]["input_dim"], type_vocab_size=segment,
         initializer_range=initializer.get("config", {}).get("stddev", 0.02) if isinstance(initializer, dict) else 0.02,
-        layer_norm_eps=read[names.EMBEDDING_NORM]["epsilon"], source=f"the layers of {getattr(model, 'name', model)}")
+        layer_norm_eps=read[names.EMBEDDING_NORM]["epsilon"], source=f"the layers of {getattr(model, 'name', model)}",
+        **_optional_sizes(layers))
+
+
+def _optional_sizes(layers: dict) -> dict:
+    """The config keys that some families' layers give and others leave at their defaults: H and E (where
+    ``Embedding-Mapping`` maps E to H), T, P, NEZHA's K, and the hidden dropout rate."""
+    width = layers[names.EMBEDDING_TOKEN].get_config()["output_dim"]
+    sizes = {"hidden_size": width, "type_vocab_size": 0, "hidden_dropout_prob": 0.1}
+    if names.EMBEDDING_MAPPING in layers:
+        sizes.update(hidden_size=layers[names.EMBEDDING_MAPPING].get_config()["units"], embedding_size=width)
+    found = {names.EMBEDDING_SEGMENT: ("type_vocab_size", "input_dim"),
+             names.EMBEDDING_POSITION: ("max_position_embeddings", "input_dim"),
+             names.RELATIVE_POSITION: ("max_relative_position", "max_distance"),
+             names.EMBEDDING_DROPOUT: ("hidden_dropout_prob", "rate")}
+    for name, (key, field) in found.items():
+        if name in layers:
+            sizes[key] = layers[name].get_config()[field]
+    return sizes
 
 
 def _flat_layers(model) -> list:

@@ -118,3 +118,21 @@ def resolve(model: str | None, config) -> Family:
         raise fail(ConfigError, f"{config.source}: {missing[0]}", f"the key every {family.name} config gives",
                    f"no {', '.join(missing)}", "use the config file that came with the checkpoint")
     return family
+
+
+def max_length(family: Family | str, config, hierarchical: float | bool | None = None) -> int | None:
+    """The most tokens a model of ``family`` and ``config`` takes: P (``max_position_embeddings``) for a position
+    table, P² with ``hierarchical_position``, None (any length) for NEZHA's and RoFormer's positions, which are
+    computed from the input's length. The cap for ``maxlen`` when encoding.
+
+    Example:
+    >>> from kerasbert.modeling.config import BertConfig
+    >>> cfg = BertConfig.from_dict({"vocab_size": 100, "hidden_size": 8, "num_hidden_layers": 2,
+    ...                             "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 512})
+    >>> max_length("bert", cfg), max_length("bert", cfg, hierarchical=True), max_length("roformer", cfg)
+    (512, 262144, None)
+    """
+    family = get(family) if isinstance(family, str) else family
+    if family.positions != "absolute":
+        return None
+    return config.max_position_embeddings ** (2 if hierarchical else 1)

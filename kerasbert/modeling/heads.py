@@ -22,9 +22,11 @@ import keras
 from kerasbert import layer_names as names
 from kerasbert.choices import CRF_LR_MULTIPLIER
 from kerasbert.errors import ModelError, fail
+from kerasbert.modeling import families
 from kerasbert.modeling.backbone import TransformerModel
 from kerasbert.modeling.config import BertConfig, config_of
 from kerasbert.modeling.crf import ConditionalRandomField, crf_layers
+from kerasbert.modeling.families import Family
 from kerasbert.modeling.global_pointer import EfficientGlobalPointer, GlobalPointer
 from kerasbert.modeling.layers import (
     Bias,
@@ -60,7 +62,7 @@ def mlm_output(x, embedding, activation: str, epsilon: float, init="glorot_unifo
     """``MLM-Dense (H -> E) -> MLM-Norm -> x·Eᵀ (tied to Embedding-Token) -> MLM-Bias -> MLM-Activation``."""
     y = keras.layers.Dense(embedding.output_dim, activation=get_activation(activation), kernel_initializer=init,
                            dtype=dtype, name=names.MLM_DENSE)(x)
-    y = LayerNorm(epsilon=epsilon, dtype=dtype, name=names.MLM_NORM)(y)
+    y = LayerNorm(epsilon=epsilon, width_symbol=embedding.width_symbol, dtype=dtype, name=names.MLM_NORM)(y)
     y = embedding(y, reverse=True)  # [B, S, H] -> [B, S, V]
     y = Bias(dtype=dtype, name=names.MLM_BIAS)(y)
     return keras.layers.Activation(output_activation, dtype=dtype, name=names.MLM_ACTIVATION)(y)
@@ -88,10 +90,11 @@ def discriminator_output(x, config: BertConfig, init="glorot_uniform", dtype=Non
 
 @dataclasses.dataclass(frozen=True)
 class _Backbone:
-    """What a head needs to know about a backbone: its config (`config_of`) and its layers by name."""
+    """What a head needs to know about a backbone: its config (`config_of`), family and layers by name."""
 
     model: keras.Model
     config: BertConfig
+    family: Family
     layers: dict
     init: object
     dtype: object
@@ -99,28 +102,39 @@ class _Backbone:
     @classmethod
     def of(cls, model: keras.Model) -> "_Backbone":
         layers = {layer.name: layer for layer in model.layers}
-        config = config_of(model)
-        init = layers[names.block(0, names.FEED_FORWARD)].kernel_initializer  # the encoder's, shared by its layers
-        return cls(model, config, layers, init, layers[names.EMBEDDING_TOKEN].dtype_policy.name)
+        config, family = config_of(model), families.of_model(model)
+        first = names.block(None if family.shared_block else 0, names.FEED_FORWARD)
+        init = layers[first].kernel_initializer  # the encoder's, shared by its layers
+        return cls(model, config, family, layers, init, layers[names.EMBEDDING_TOKEN].dtype_policy.name)
 
     def last_block(self, part: str) -> keras.layers.Layer:
-        """The layer ``part`` of the last block, ``L - 1``."""
-        return self.layers[names.block(self.config.num_hidden_layers - 1, part)]
+        """The layer ``part`` of the last block, ``L - 1`` (ALBERT's shared block: its one layer)."""
+        index = None if self.family.shared_block else self.config.num_hidden_layers - 1
+        return self.layers[names.block(index, part)]
 
     def model_of(self, output, head: str) -> TransformerModel:
         """``keras.Model(backbone.inputs, output)``, named ``{backbone}-{head}``, carrying the backbone's config."""
         return TransformerModel(self.model.inputs, output, name=f"{self.model.name}-{head}", bert_config=self.config,
-                                family=getattr(self.model, "family", "bert"),
-                                application=getattr(self.model, "application", "encoder"))
+                                family=self.family.name, application=getattr(self.model, "application", "encoder"))
 
     def sequence_output(self, head: str):
-        """The encoder's ``[B, S, H]`` output, which must be one of the backbone's outputs."""
-        sequence = self.last_block(names.FEED_FORWARD_NORM).output
-        if not any(output is sequence for output in self.model.outputs):
-            found = ", ".join(str(tuple(o.shape)) for o in self.model.outputs)
+        """The encoder's ``[B, S, H]`` output, which must be the backbone's output.
+
+        ALBERT's shared ``Transformer-FeedForward-Norm`` is called L times and its ``.output`` is its first call's,
+        so there the backbone's one output is taken, where the backbone has no layer past the encoder."""
+        outputs = self.model.outputs
+        if self.family.shared_block:
+            past = [name for name in self.layers if names.part_of(name)[0] not in ("inputs", "embeddings", "encoder")]
+            found = outputs[0] if len(outputs) == 1 and len(outputs[0].shape) == 3 and not past else None
+        else:
+            sequence = self.last_block(names.FEED_FORWARD_NORM).output
+            found = sequence if any(output is sequence for output in outputs) else None
+        if found is None:
+            shapes = ", ".join(str(tuple(o.shape)) for o in outputs)
             raise fail(ModelError, f"{head} head", "a backbone whose output is the sequence output [batch, seq, H]",
-                       f"outputs {found}", "build the backbone without with_pool / with_nsp / with_mlm")
-        return sequence
+                       f"outputs {shapes}", "build the backbone without with_pool / with_nsp / with_mlm / "
+                       "with_discriminator")
+        return found
 
     def first_token_output(self, head: str, name: str):
         """The sequence output at ``[CLS]``, ``[B, H]``, with the last block run for ``[CLS]`` alone.
@@ -128,18 +142,26 @@ class _Backbone:
         A head that reads only ``x[:, 0]`` never reads the last block's other positions, so they need no
         query, attention output, residual, norm or feed-forward there: `TakeToken` (``name``) takes position 0
         of the block's input, and the block's own layers run again on it, the attention with
-        ``first_token=True`` (keys and values still from every position). Same weights, names and checkpoint
-        map; equal to ``sequence_output[:, 0]`` within float32 rounding; the block's work less its keys and
-        values, (S-1)/S of it: for BERT-base at 128 tokens 6.9 % of the forward and backward passes.
+        ``first_token=True`` (keys and values still from every position, and NEZHA's or RoFormer's positions).
+        Same weights, names and checkpoint map; equal to ``sequence_output[:, 0]`` within float32 rounding; the
+        block's work less its keys and values, (S-1)/S of it: for BERT-base at 128 tokens 6.9 % of the forward
+        and backward passes.
+
+        ALBERT's shared block is one set of layers called L times, and Keras names no call but the first: the
+        input of its last call is not at hand, so there the head takes ``x[:, 0]`` of the sequence output
+        (bert4keras's graph, the same numbers).
         """
-        self.sequence_output(head)  # the backbone's output must be the last block's
+        sequence = self.sequence_output(head)  # the backbone's output must be the last block's
+        if self.family.shared_block:
+            return TakeToken(0, dtype=self.dtype, name=name)(sequence)
+
         def block(part: str, step: str | None = None) -> keras.layers.Layer:
             return self.last_block(names.residual(part, step) if step else part)
 
         attention, feed_forward = names.ATTENTION, names.FEED_FORWARD
-        x, mask = block(attention).input
-        first = TakeToken(0, dtype=self.dtype, name=name)(x)
-        y = block(attention, "Dropout")(block(attention)([x, mask], first_token=True))
+        inputs = list(block(attention).input)  # [x, mask], and the positions of NEZHA and RoFormer
+        first = TakeToken(0, dtype=self.dtype, name=name)(inputs[0])
+        y = block(attention, "Dropout")(block(attention)(inputs, first_token=True))
         x = block(attention, "Norm")(block(attention, "Add")([first, y]))
         y = block(feed_forward, "Dropout")(block(feed_forward)(x))
         return block(feed_forward, "Norm")(block(feed_forward, "Add")([x, y]))
@@ -298,7 +320,7 @@ def crf_decoder(model: keras.Model) -> keras.Model:
                    f"{len(crfs)} in {model.name}", "build it with heads.tagging(..., crf=True)")
     crf = crfs[0]
     return TransformerModel(model.inputs, crf(crf.input, decode=True), name=f"{model.name}-decoder",
-                            bert_config=config_of(model), family=getattr(model, "family", "bert"),
+                            bert_config=config_of(model), family=families.of_model(model).name,
                             application=getattr(model, "application", "encoder"))
 
 
@@ -306,7 +328,9 @@ def mlm(backbone: keras.Model) -> keras.Model:
     """Masked-LM head, as ``with_mlm=True``: probabilities over the vocabulary ``[B, S, V]``.
 
     Output weights tied to ``Embedding-Token``; ``MLM-Dense``/``MLM-Norm`` from
-    ``cls/predictions/transform``, ``MLM-Bias`` from ``cls/predictions/output_bias``.
+    ``cls/predictions/transform``, ``MLM-Bias`` from ``cls/predictions/output_bias``. On RoFormer-V2 it is that
+    family's own MLM, the ``Output-*`` layers (`output_mlm`). ELECTRA's discriminator has none (bert4keras
+    refuses ``with_mlm`` for it): a `ModelError`.
 
     Example:
     >>> from kerasbert import build_transformer_model
@@ -314,13 +338,21 @@ def mlm(backbone: keras.Model) -> keras.Model:
     (None, None, 128)
     """
     bb = _Backbone.of(backbone)
-    y = mlm_output(bb.sequence_output("mlm"), bb.layers[names.EMBEDDING_TOKEN], bb.config.activation,
-                   bb.config.layer_norm_eps, bb.init, bb.dtype)
+    _check_pretraining_head(bb, "mlm", ("bert", "roformer_v2"), "with_discriminator=True for ELECTRA's "
+                            "replaced-token head, or a task head (cls, tagging, spans)")
+    x, embedding = bb.sequence_output("mlm"), bb.layers[names.EMBEDDING_TOKEN]
+    if bb.family.heads == "roformer_v2":
+        return bb.model_of(output_mlm(x, embedding, bb.init, "softmax", bb.config.hidden_dropout_prob, bb.dtype),
+                           "mlm")
+    y = mlm_output(x, embedding, bb.config.activation, bb.config.layer_norm_eps, bb.init, bb.dtype)
     return bb.model_of(y, "mlm")
 
 
 def nsp(backbone: keras.Model) -> keras.Model:
     """Next-sentence head, as ``with_nsp=True``: ``Pooler``/``Pooler-Dense`` then ``NSP-Proba`` ``[B, 2]``.
+
+    The families whose checkpoints hold BERT's pre-training layers have one (BERT, ALBERT, NEZHA, RoFormer);
+    ELECTRA and RoFormer-V2 have none (bert4keras refuses ``with_nsp`` for them): a `ModelError`.
 
     Example:
     >>> from kerasbert import build_transformer_model
@@ -328,7 +360,17 @@ def nsp(backbone: keras.Model) -> keras.Model:
     (None, 2)
     """
     bb = _Backbone.of(backbone)
+    _check_pretraining_head(bb, "nsp", ("bert",), "heads.cls for a sentence-pair classifier")
     return bb.model_of(nsp_output(bb.pooled_output("nsp", False), bb.init, bb.dtype), "nsp")
+
+
+def _check_pretraining_head(bb: _Backbone, head: str, kinds: tuple[str, ...], hint: str) -> None:
+    """A ModelError where the backbone's family has no such pre-training layers (its ``heads`` not in ``kinds``)."""
+    if bb.family.heads not in kinds:
+        having = [name for name in families.NAMES if name not in families.ALIASES
+                  and families.get(name).heads in kinds]
+        raise fail(ModelError, f"heads.{head}", f"a backbone of a family with {head.upper()} layers "
+                   f"({', '.join(having)})", f"model={bb.family.name!r}, whose checkpoints hold none", hint)
 
 
 def spans(backbone: keras.Model, num_types: int, *, head_size: int = 64, efficient: bool = False,

@@ -4,7 +4,8 @@ The attention and feed-forward blocks are in `kerasbert.modeling.blocks`.
 
 Each layer states its own parameter formula next to its `build`, in symbols and in numbers
 (`param_formula()` returns a :class:`Formula`); the annotated summary asks the layers and never
-re-derives a count. Symbols: V vocab, H hidden, I intermediate, P positions, A heads.
+re-derives a count. Symbols: V vocab, H hidden, I intermediate, P positions, A heads, E the embedding size
+where it differs from H (ALBERT, ELECTRA-small): a layer of that width is told so by ``width_symbol="E"``.
 """
 
 from __future__ import annotations
@@ -14,12 +15,27 @@ from keras import ops
 
 from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
+from kerasbert.modeling.positions import checked_length
 from kerasbert.modeling.registry import register
 from kerasbert.perf.forms import MAX_ONE_HOT, centred_layer_norm, one_hot_lookup
 from kerasbert.perf.fused import dropout_pays, dropout_training, layer_norm_training
 from kerasbert.perf.variants import chosen
 
 HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
+WIDTH_SYMBOLS = ("H", "E")  # a layer's width in its formula: the hidden size, or the embedding size E ≠ H
+
+
+def checked_width_symbol(symbol: str) -> str:
+    """The symbol a layer's formula gives its width, one of `WIDTH_SYMBOLS`; a ModelError for any other.
+
+    Example:
+    >>> checked_width_symbol("E")
+    'E'
+    """
+    if symbol not in WIDTH_SYMBOLS:
+        raise fail(ModelError, "width_symbol", " or ".join(map(repr, WIDTH_SYMBOLS)), repr(symbol),
+                   '"E" for a layer of the embedding size where it differs from the hidden size')
+    return symbol
 
 
 @register
@@ -73,7 +89,9 @@ class TokenEmbedding(keras.layers.Embedding):
     """Word-piece embedding that can also project back onto the vocabulary (tied MLM output).
 
     ``layer(ids)`` looks up ``[B, S] -> [B, S, H]``; ``layer(x, reverse=True)`` computes
-    ``x · Eᵀ`` (``[B, S, H] -> [B, S, V]``), as bert4keras's ``Embedding(mode='dense')``.
+    ``x · Eᵀ`` (``[B, S, H] -> [B, S, V]``), as bert4keras's ``Embedding(mode='dense')``. Its arguments are
+    Keras's ``Embedding``'s, and ``width_symbol`` (``"H"``, or ``"E"`` where the table is E wide, ALBERT's and
+    ELECTRA-small's embedding size): the width's symbol in its formula, ``V·H`` or ``V·E``.
 
     Its output carries ``ids != 0`` as its Keras mask (id 0 is ``[PAD]``), as bert4keras's token embedding
     (``mask_zero=True``): the layers after it pass the mask on, so a layer wired on any sequence output (a CRF, a
@@ -86,11 +104,14 @@ class TokenEmbedding(keras.layers.Embedding):
     ((2, 5, 8), (2, 5, 100))
     >>> ops.convert_to_numpy(emb.compute_mask(ops.array([[5, 7, 0]]))).tolist()
     [[True, True, False]]
+    >>> str(TokenEmbedding(100, 4, width_symbol="E").param_formula())
+    'V·E = 100·4'
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, width_symbol: str = "H", **kwargs):
         super().__init__(*args, **kwargs)
         self.supports_masking = True  # the padding mask, whatever mask_zero says (files saved without it too)
+        self.width_symbol = checked_width_symbol(width_symbol)
 
     def call(self, inputs, reverse: bool = False):
         if reverse:
@@ -106,7 +127,10 @@ class TokenEmbedding(keras.layers.Embedding):
         return ops.not_equal(inputs, 0) if len(inputs.shape) == 2 else None  # ids [B, S]; not the MLM logits
 
     def param_formula(self) -> Formula:
-        return Formula.of("V·H", V=self.input_dim, H=self.output_dim)
+        return Formula.of(f"V·{self.width_symbol}", V=self.input_dim, **{self.width_symbol: self.output_dim})
+
+    def get_config(self):
+        return {**super().get_config(), "width_symbol": self.width_symbol}
 
 
 @register
@@ -115,7 +139,7 @@ class SegmentEmbedding(keras.layers.Embedding):
 
     Looked up by `lookup` (a dense gradient, as ``TokenEmbedding``); where the ``"one_hot_segments"`` variant
     is chosen (`kerasbert.perf.variants`), as the float32 one-hot sum `kerasbert.perf.forms.one_hot_lookup`,
-    the same outputs.
+    the same outputs. ``width_symbol`` is ``TokenEmbedding``'s: ``T·H``, or ``T·E`` for an E-wide table.
 
     Example:
     >>> layer = SegmentEmbedding(2, 4, embeddings_initializer="random_normal")
@@ -124,13 +148,20 @@ class SegmentEmbedding(keras.layers.Embedding):
     True
     """
 
+    def __init__(self, *args, width_symbol: str = "H", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.width_symbol = checked_width_symbol(width_symbol)
+
     def call(self, inputs):
         if self.input_dim <= MAX_ONE_HOT and chosen("one_hot_segments"):
             return one_hot_lookup(self.embeddings, inputs, self.compute_dtype)
         return ops.cast(lookup(self.embeddings, inputs), self.compute_dtype)
 
     def param_formula(self) -> Formula:
-        return Formula.of("T·H", T=self.input_dim, H=self.output_dim)
+        return Formula.of(f"T·{self.width_symbol}", T=self.input_dim, **{self.width_symbol: self.output_dim})
+
+    def get_config(self):
+        return {**super().get_config(), "width_symbol": self.width_symbol}
 
 
 @register
@@ -146,6 +177,7 @@ class PositionEmbedding(keras.layers.Layer):
         output_dim: int. H, the embedding width.
         embeddings_initializer: initializer of the ``[P, H]`` table.
         hierarchical: float or None. α (bert4keras's ``True`` is 0.4); None: at most P positions.
+        width_symbol: str. the width's symbol in the formula: ``"H"`` (``P·H``), or ``"E"`` for an E-wide table.
 
     Example:
     >>> layer = PositionEmbedding(16, 8)
@@ -154,10 +186,11 @@ class PositionEmbedding(keras.layers.Layer):
     """
 
     def __init__(self, input_dim: int, output_dim: int, embeddings_initializer="zeros",
-                 hierarchical: float | None = None, **kwargs):
+                 hierarchical: float | None = None, width_symbol: str = "H", **kwargs):
         super().__init__(**kwargs)
         self.input_dim = input_dim
         self.output_dim = output_dim
+        self.width_symbol = checked_width_symbol(width_symbol)
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.hierarchical = hierarchical
         self.supports_masking = True  # the padding mask passes, as on every layer of the sequence path
@@ -169,20 +202,15 @@ class PositionEmbedding(keras.layers.Layer):
 
     def build(self, input_shape):
         # P·H parameters
-        self.embeddings = self.add_weight(
-            shape=(self.input_dim, self.output_dim), initializer=self.embeddings_initializer, name="embeddings"
-        )
+        self.embeddings = self.add_weight(  # float32 in mixed precision: α·U[i] + (1-α)·U[j] is summed in float32
+            shape=(self.input_dim, self.output_dim), initializer=self.embeddings_initializer, name="embeddings",
+            autocast=False)
 
     def param_formula(self) -> Formula:
-        return Formula.of("P·H", P=self.input_dim, H=self.output_dim)
+        return Formula.of(f"P·{self.width_symbol}", P=self.input_dim, **{self.width_symbol: self.output_dim})
 
     def call(self, inputs):
-        length = inputs.shape[1]
-        if isinstance(length, int) and length > self.max_length:  # JAX traces with symbolic lengths
-            where = "max_position_embeddings squared, hierarchical" if self.hierarchical else "max_position_embeddings"
-            raise fail(ModelError, "Input-Token", f"at most {self.max_length} tokens ({where})",
-                       f"sequences of {length}", "truncate with maxlen when encoding, or build with "
-                       "hierarchical_position=True" if not self.hierarchical else "truncate with maxlen when encoding")
+        inputs = checked_length(inputs, self.max_length, self.hierarchical)
         if self.hierarchical:
             return inputs + ops.cast(self._hierarchical(ops.shape(inputs)[1]), inputs.dtype)[None]
         positions = ops.slice(ops.convert_to_tensor(self.embeddings), (0, 0), (ops.shape(inputs)[1], self.output_dim))
@@ -193,7 +221,9 @@ class PositionEmbedding(keras.layers.Layer):
         alpha, table = self.hierarchical, ops.convert_to_tensor(self.embeddings)
         table = (table - alpha * table[:1]) / (1 - alpha)  # (P, H)
         positions = ops.arange(length)
-        return alpha * ops.take(table, positions // self.input_dim, axis=0) + (1 - alpha) * ops.take(
+        # the rows U[i] that p = P·i + j reads, sliced: beyond P² the slice fails, where XLA would clamp a gather
+        upper = ops.slice(table, (0, 0), ((length - 1) // self.input_dim + 1, self.output_dim))
+        return alpha * ops.take(upper, positions // self.input_dim, axis=0) + (1 - alpha) * ops.take(
             table, positions % self.input_dim, axis=0)
 
     def compute_output_shape(self, input_shape):
@@ -206,6 +236,7 @@ class PositionEmbedding(keras.layers.Layer):
             "output_dim": self.output_dim,
             "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
             "hierarchical": self.hierarchical,
+            "width_symbol": self.width_symbol,
         }
 
 
@@ -348,6 +379,7 @@ class LayerNorm(keras.layers.LayerNormalization):
     (`kerasbert.perf.variants`), in training as `kerasbert.perf.fused.layer_norm_training` (``"xla_layer_norm"``,
     models at least `kerasbert.perf.fused.MIN_DROPOUT_WIDTH` wide) and outside training as
     `kerasbert.perf.forms.centred_layer_norm` (``"centred_layer_norm"``): the same numbers within float32 rounding.
+    ``width_symbol`` names the width in its formula: ``2·H``, or ``2·E`` for a norm over the embedding size E.
 
     Example:
     >>> layer = LayerNorm(epsilon=1e-12)
@@ -355,6 +387,10 @@ class LayerNorm(keras.layers.LayerNormalization):
     >>> float(ops.max(ops.abs(layer(x) - keras.layers.LayerNormalization(epsilon=1e-12)(x)))) < 1e-6
     True
     """
+
+    def __init__(self, *args, width_symbol: str = "H", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.width_symbol = checked_width_symbol(width_symbol)
 
     def call(self, inputs, training=None):
         if training and self._last_axis_affine(inputs) and chosen("xla_layer_norm") and dropout_pays(inputs):
@@ -369,7 +405,10 @@ class LayerNorm(keras.layers.LayerNormalization):
         return last and self.center and self.scale and not self.rms_scaling
 
     def param_formula(self) -> Formula:
-        return Formula.of("2·H", H=int(self.gamma.shape[-1]))
+        return Formula.of(f"2·{self.width_symbol}", **{self.width_symbol: int(self.gamma.shape[-1])})
+
+    def get_config(self):
+        return {**super().get_config(), "width_symbol": self.width_symbol}
 
 
 @register

@@ -1,7 +1,8 @@
 """Losses and metrics for ``compile`` on a head model: ``model.compile(opt, **loss_and_metrics(model))``.
 
 Each head's output layer has its loss: sparse cross-entropy for ``CLS-Dense``, ``Tagging-Dense`` and
-``NSP-Proba``, the CRF's sparse loss for ``Tagging-CRF``, and a masked cross-entropy for ``MLM-Activation``.
+``NSP-Proba``, the CRF's sparse loss for ``Tagging-CRF``, a masked cross-entropy for ``MLM-Activation`` (and
+RoFormer-V2's ``Output-MLM-Activation``), and binary cross-entropy for ELECTRA's ``Discriminator-Prediction``.
 The losses check that label ids are in range inside the graph (see `check_label_ids`).
 """
 
@@ -16,7 +17,8 @@ from kerasbert.modeling.crf import ConditionalRandomField, crf_accuracy
 from kerasbert.modeling.global_pointer import GlobalPointer, global_pointer_crossentropy, global_pointer_f1
 from kerasbert.modeling.registry import register
 
-__all__ = ["CRFLoss", "SparseLabelLoss", "accuracy_metric", "check_label_ids", "loss_and_metrics", "masked_accuracy"]
+__all__ = ["CRFLoss", "SparseLabelLoss", "TokenBinaryLoss", "accuracy_metric", "check_label_ids", "loss_and_metrics",
+           "masked_accuracy", "token_binary_accuracy"]
 
 
 def loss_and_metrics(model: keras.Model) -> dict:
@@ -25,8 +27,10 @@ def loss_and_metrics(model: keras.Model) -> dict:
     ``CLS-Dense``/``Tagging-Dense``/``NSP-Proba``: sparse categorical cross-entropy + accuracy
     (sigmoid ``CLS-Dense``: binary cross-entropy + binary accuracy); ``Tagging-CRF``: the CRF's
     sparse loss + its accuracy on non-padding tokens; ``Span-GlobalPointer``: multilabel categorical
-    cross-entropy + span F1; ``MLM-Activation``: cross-entropy averaged over
-    the tokens whose label is not 0 (0 marks unmasked tokens and padding) + their accuracy.
+    cross-entropy + span F1; ``MLM-Activation`` and ``Output-MLM-Activation``: cross-entropy averaged over
+    the tokens whose label is not 0 (0 marks unmasked tokens and padding) + their accuracy;
+    ``Discriminator-Prediction`` (ELECTRA, one sigmoid per token): `TokenBinaryLoss` on labels ``[B, S]``, 1
+    marking a replaced token, + `token_binary_accuracy`.
 
     Example:
     >>> from kerasbert import build_transformer_model
@@ -39,9 +43,11 @@ def loss_and_metrics(model: keras.Model) -> dict:
         return {"loss": CRFLoss(layer), "metrics": [accuracy_metric(crf_accuracy)]}
     if isinstance(layer, GlobalPointer):
         return {"loss": global_pointer_crossentropy, "metrics": [accuracy_metric(global_pointer_f1)]}
-    if layer.name == names.MLM_ACTIVATION:
+    if layer.name in (names.MLM_ACTIVATION, names.OUTPUT_MLM_ACTIVATION):
         loss = SparseLabelLoss(int(layer.output.shape[-1]), ignore_id=0, what=layer.name, name="masked_lm_loss")
         return {"loss": loss, "metrics": [accuracy_metric(masked_accuracy)]}
+    if layer.name == names.DISCRIMINATOR_PREDICTION:
+        return {"loss": TokenBinaryLoss(), "metrics": [accuracy_metric(token_binary_accuracy)]}
     activation = keras.activations.serialize(layer.activation)
     activation = activation if isinstance(activation, str) else getattr(layer.activation, "__name__", activation)
     if activation == "sigmoid":
@@ -173,3 +179,33 @@ def masked_accuracy(y_true, y_pred):
     keep = ops.cast(ops.not_equal(y_true, 0), "float32")
     hits = ops.cast(ops.equal(y_true, ops.cast(ops.argmax(y_pred, axis=-1), "int32")), "float32")
     return ops.sum(hits * keep) / ops.maximum(ops.sum(keep), 1.0)
+
+
+@register
+class TokenBinaryLoss(keras.losses.Loss):
+    """Binary cross-entropy per token of ELECTRA's discriminator: labels ``[B, S]`` (1: replaced) against
+    probabilities ``[B, S, 1]``, averaged over the non-padding tokens (the output's Keras mask).
+
+    Keras's ``binary_crossentropy`` would squeeze the probabilities to ``[B, S]`` and average each row into one
+    number, which the ``[B, S]`` padding mask then no longer fits.
+
+    Example:
+    >>> import numpy as np
+    >>> round(float(TokenBinaryLoss()(np.array([[1, 0]]), np.array([[[0.5], [0.5]]]))), 4)  # log 2
+    0.6931
+    """
+
+    def __init__(self, name: str = "token_binary_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+
+    def call(self, y_true, y_pred):
+        y_true = ops.reshape(ops.cast(y_true, y_pred.dtype), ops.shape(y_pred))  # (batch, seq, 1)
+        return keras.losses.binary_crossentropy(y_true, y_pred)  # (batch, seq)
+
+
+@register
+def token_binary_accuracy(y_true, y_pred):
+    """Per token ``[B, S]``: 1 where the replaced/original call (probability > 0.5) matches the label; the metric
+    averages them over the non-padding tokens (the output's Keras mask)."""
+    y_true = ops.reshape(ops.cast(y_true, "float32"), ops.shape(y_pred)[:-1])
+    return ops.cast(ops.equal(y_true, ops.cast(y_pred[..., 0] > 0.5, "float32")), "float32")

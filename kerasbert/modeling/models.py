@@ -43,11 +43,12 @@ _BERT4KERAS_ALIASES = {
 }
 
 
-def _norm(name: str, cfg: BertConfig, family: Family, dtype):
-    """The family's norm: LayerNorm (γ, β), or RoFormer-V2's `ScaleFreeNorm`."""
+def _norm(name: str, cfg: BertConfig, family: Family, dtype, width_symbol: str = "H"):
+    """The family's norm: LayerNorm (γ, β; 2·H, or 2·E over an E-wide embedding), or RoFormer-V2's
+    `ScaleFreeNorm`."""
     if family.norm == "scale_free":
         return ScaleFreeNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name=name)
-    return LayerNorm(epsilon=cfg.layer_norm_eps, dtype=dtype, name=name)
+    return LayerNorm(epsilon=cfg.layer_norm_eps, width_symbol=width_symbol, dtype=dtype, name=name)
 
 
 def _embeddings(token_ids, segment_ids, cfg: BertConfig, family: Family, init, dropout_rate: float, dtype,
@@ -57,18 +58,19 @@ def _embeddings(token_ids, segment_ids, cfg: BertConfig, family: Family, init, d
     Returns the output and the token embedding layer (the MLM head reuses its weights).
     """
     width = cfg.embedding_width  # E
-    embedding = TokenEmbedding(cfg.vocab_size, width, embeddings_initializer=init, dtype=dtype,
-                               name=names.EMBEDDING_TOKEN)
+    symbol = "H" if width == cfg.hidden_size else "E"  # the width in the layers' formulas: V·H, or V·E
+    embedding = TokenEmbedding(cfg.vocab_size, width, embeddings_initializer=init, width_symbol=symbol,
+                               dtype=dtype, name=names.EMBEDDING_TOKEN)
     x = embedding(token_ids)
     if segment_ids is not None:
-        s = SegmentEmbedding(cfg.type_vocab_size, width, embeddings_initializer=init, dtype=dtype,
-                             name=names.EMBEDDING_SEGMENT)(segment_ids)
+        s = SegmentEmbedding(cfg.type_vocab_size, width, embeddings_initializer=init, width_symbol=symbol,
+                             dtype=dtype, name=names.EMBEDDING_SEGMENT)(segment_ids)
         x = Add(dtype=dtype, name=names.EMBEDDING_TOKEN_SEGMENT)([x, s])  # keeps the token embedding's Keras mask
     if family.positions == "absolute":
         x = PositionEmbedding(cfg.max_position_embeddings, width, embeddings_initializer=init, dtype=dtype,
-                              hierarchical=hierarchical, name=names.EMBEDDING_POSITION)(x)
-    norm, dropout = _norm(names.EMBEDDING_NORM, cfg, family, dtype), Dropout(dropout_rate, dtype=dtype,
-                                                                             name=names.EMBEDDING_DROPOUT)
+                              hierarchical=hierarchical, width_symbol=symbol, name=names.EMBEDDING_POSITION)(x)
+    norm = _norm(names.EMBEDDING_NORM, cfg, family, dtype, symbol)
+    dropout = Dropout(dropout_rate, dtype=dtype, name=names.EMBEDDING_DROPOUT)
     x = dropout(norm(x)) if family.norm == "layer" else norm(dropout(x))  # RoFormer-V2 normalizes last
     if width != cfg.hidden_size:
         x = keras.layers.Dense(cfg.hidden_size, use_bias=family.bias, kernel_initializer=init, dtype=dtype,
@@ -231,7 +233,7 @@ def build_transformer_model(
     >>> [t.name for t in bert.inputs], tuple(bert.output.shape)
     (['Input-Token', 'Input-Segment'], (None, 32))
     >>> albert = build_transformer_model("tiny", model="albert", embedding_size=16, verbose=False)
-    >>> albert.family, albert.get_layer("Embedding-Mapping").kernel.shape
+    >>> albert.family, tuple(albert.get_layer("Embedding-Mapping").kernel.shape)
     ('albert', (16, 32))
     """
     cfg, dropout_rate = _resolve(config_path, config, keep_tokens, dropout_rate, overrides)
@@ -277,7 +279,7 @@ def _checked_flags(family: Family, **flags) -> dict:
 
 def _check_length(sequence_length: int | None, cfg: BertConfig, family: Family, hierarchical) -> None:
     """A fixed ``sequence_length`` within what the positions allow: P (P² hierarchical) for a position table."""
-    limit = None if family.positions != "absolute" else cfg.max_position_embeddings ** (2 if hierarchical else 1)
+    limit = families.max_length(family, cfg, hierarchical)
     if sequence_length is not None and not 0 < sequence_length <= (limit or sequence_length):
         where = "max_position_embeddings" + (" squared, hierarchical" if hierarchical else "")
         raise fail(ModelError, "sequence_length", f"1 to {limit} ({where})" if limit else "a positive length",

@@ -24,7 +24,10 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
     """Keras ``AdamW`` whose learning rate shrinks by ``layer_decay`` per layer below the top.
 
     Counting down from the head: ``Transformer-i`` learns at ``lr · decay^(L-i)`` (the top layer at
-    ``lr · decay``), the embeddings at ``lr · decay^(L+1)``; the head, pooler and CRF at ``lr``.
+    ``lr · decay``), the embeddings at ``lr · decay^(L+1)``; the head, pooler and CRF at ``lr``. ALBERT's
+    shared block (``Transformer-MultiHeadSelfAttention``, no index) is every layer at once; it learns at the top
+    layer's ``lr · decay``, the rate of the block nearest the head, so a shared block is never slowed by the
+    depth of the layers below.
 
     With ``xla_update``, a training step that is not compiled with XLA still applies the update as one
     XLA-compiled function: the plain graph runs AdamW's arithmetic as a dozen passes over every weight and
@@ -47,10 +50,21 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
         self._xla_apply = None
 
     def lr_scale(self, path: str) -> float:
-        """The learning-rate factor of the variable at ``path`` (``Transformer-3-FeedForward/kernel``)."""
+        """The learning-rate factor of the variable at ``path`` (``Transformer-3-FeedForward/kernel``).
+
+        Example:
+        >>> optimizer = LayerwiseAdamW(0.5, num_layers=2)
+        >>> [optimizer.lr_scale(p) for p in ("CLS-Dense/kernel", "Transformer-1-FeedForward/kernel",
+        ...                                  "Transformer-FeedForward/kernel", "Embedding-Token/embeddings")]
+        [1.0, 0.5, 0.5, 0.125]
+        """
         block = names.parse_block(path)  # (index, part) under Transformer-{index}-
-        depth = (self.num_layers - block[0] if block else
-                 self.num_layers + 1 if path.startswith(names.EMBEDDING_PREFIX) else 0)
+        if block is not None:
+            depth = self.num_layers - block[0]
+        elif path.startswith(names.BLOCK_PREFIX):  # ALBERT's shared block: the top layer's rate
+            depth = 1
+        else:
+            depth = self.num_layers + 1 if path.startswith(names.EMBEDDING_PREFIX) else 0
         return self.layer_decay ** depth
 
     def apply(self, grads, trainable_variables=None):

@@ -3,7 +3,8 @@
 Both are fixed sinusoids (Vaswani et al. 2017, §3.5), interleaved as ``[sin θ₀, cos θ₀, sin θ₁, cos θ₁, ...]`` with
 ``θᵢ = p / 10000^(2i/d)`` over the head size d, as NEZHA's and RoFormer's checkpoints were trained with. A layer
 computes them from the length of its input (so any length works) and has no weights; every attention layer of
-the model reads the one tensor it returns.
+the model reads the one tensor it returns. `checked_length` guards the length a position table allows
+(`kerasbert.modeling.layers.PositionEmbedding`).
 
 Example:
 >>> from keras import ops
@@ -18,6 +19,7 @@ import keras
 from keras import ops
 
 from kerasbert.annotated.formulas import Formula
+from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.registry import register
 
 
@@ -35,6 +37,37 @@ def rotate(x, sinusoid):
     sin = ops.repeat(sinusoid[..., ::2], 2, axis=-1)
     turned = ops.reshape(ops.stack([-x[..., 1::2], x[..., ::2]], axis=-1), ops.shape(x))  # (-x₁, x₀, -x₃, x₂, ...)
     return x * ops.cast(cos, x.dtype) + turned * ops.cast(sin, x.dtype)
+
+
+def checked_length(inputs, limit: int, hierarchical: float | None = None):
+    """``inputs`` ``[B, S, ...]`` once known to be at most ``limit`` long (a position table's P, or P² with
+    ``hierarchical``).
+
+    A ModelError where the length is known when the graph is traced; where it is not (a ``predict`` retraced
+    for any length, an exported signature), on TensorFlow an in-graph assert with the same message, which XLA
+    drops (as `kerasbert.modeling.losses.check_label_ids`); there the slice of the table fails instead.
+
+    Example:
+    >>> checked_length(ops.zeros((1, 5, 2)), 4)
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ModelError: Input-Token: expected at most 4 tokens (max_position_embeddings), found sequences \
+of 5. truncate with maxlen when encoding, or build with hierarchical_position=True
+    """
+    where = "max_position_embeddings" + (" squared, hierarchical" if hierarchical else "")
+    hint = "truncate with maxlen when encoding" + ("" if hierarchical else ", or build with hierarchical_position=True")
+    length = inputs.shape[1]
+    if isinstance(length, int):  # JAX traces with symbolic lengths
+        if length > limit:
+            raise fail(ModelError, "Input-Token", f"at most {limit} tokens ({where})", f"sequences of {length}", hint)
+        return inputs
+    if keras.config.backend() != "tensorflow":
+        return inputs
+    import tensorflow as tf
+
+    message = f"Input-Token: expected at most {limit} tokens ({where}), found a longer sequence. {hint}"
+    with tf.control_dependencies([tf.debugging.assert_less_equal(tf.shape(inputs)[1], limit, message=message)]):
+        return tf.identity(inputs)
 
 
 @register
@@ -88,7 +121,7 @@ class RotaryPositions(keras.layers.Layer):
         head_size: int. d, the width of one attention head (even).
 
     Example:
-    >>> ops.convert_to_numpy(RotaryPositions(head_size=2)(ops.zeros((1, 2, 4))))[0].round(4).tolist()
+    >>> ops.convert_to_numpy(RotaryPositions(head_size=2)(ops.zeros((1, 2, 4))))[0].astype(float).round(4).tolist()
     [[0.0, 1.0], [0.8415, 0.5403]]
     """
 

@@ -1,25 +1,25 @@
 """BERT's WordPiece tokenizer with bert4keras's interface and ids, its word pieces found by the Rust ``tokenizers``.
 
-:class:`Tokenizer` gives the ids bert4keras 0.11.5's ``Tokenizer`` gives (``tests/text/test_tokenizer.py``
-checks this against bert4keras itself): Chinese characters one per token, accents stripped when
-lower-casing, control characters dropped, unknown words ``[UNK]``, and a pair truncated from the end
-of the longer sequence. `normalize` prepares the text with Python's own Unicode tables, as bert4keras does
-(the Rust library's normalizer drops private-use and unassigned characters and has tables of another Unicode
-version); the Rust ``WordPiece`` model splits the words. ``encode_batch`` runs its batch encoder, the fast path.
+:class:`Tokenizer` gives the ids bert4keras 0.11.5's ``Tokenizer`` gives (``tests/text/test_tokenizer.py`` checks
+this against bert4keras itself): Chinese characters one per token, accents stripped when lower-casing, control
+characters dropped, unknown words ``[UNK]``, and a pair truncated from the end of the longer sequence. `normalize`
+prepares the text with Python's own Unicode tables, as bert4keras does (the Rust library's normalizer drops
+private-use and unassigned characters and has tables of another Unicode version); the Rust ``WordPiece`` model
+splits the words. ``encode_batch`` runs its batch encoder, the fast path.
 
-``load_vocab`` reads a BERT ``vocab.txt`` and can shrink it the way bert4keras does: drop the
-multi-character pieces that hold a CJK character or a punctuation mark (the BERT tokenizer
-splits those characters apart, so such pieces can never be produced), and return
-``keep_tokens`` to pass to ``build_transformer_model``.
+``load_vocab`` reads a BERT ``vocab.txt`` and can shrink it the way bert4keras does: drop the multi-character
+pieces that hold a CJK character or a punctuation mark (the BERT tokenizer splits those characters apart, so such
+pieces can never be produced), and return ``keep_tokens`` to pass to ``build_transformer_model``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 from tokenizers import Tokenizer as _RustTokenizer
@@ -27,6 +27,7 @@ from tokenizers.models import WordPiece
 from tokenizers.pre_tokenizers import WhitespaceSplit
 
 from kerasbert.errors import ConfigError, fail
+from kerasbert.text.pre_tokenize import PreTokenized
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 BATCH_CHUNK = 1024  # texts per Rust call in encode_batch
@@ -274,6 +275,7 @@ class Tokenizer:
             [PAD], [UNK], [CLS] and [SEP].
         do_lower_case: bool or None. lower-case and strip accents (uncased and Chinese BERT models). None: the
             ``do_lower_case`` of the folder's ``tokenizer_config.json`` when it has one, else True.
+        pre_tokenize: callable or None. ``text -> words``, first, as bert4keras's (`kerasbert.text.pre_tokenize`).
 
     Example:
     >>> tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "中", "国", "hello", "##s", ","]
@@ -289,7 +291,7 @@ class Tokenizer:
     """
 
     def __init__(self, vocab_path_or_token_dict: str | os.PathLike | Mapping[str, int],
-                 do_lower_case: bool | None = None) -> None:
+                 do_lower_case: bool | None = None, pre_tokenize: Callable[[str], Iterable[str]] | None = None) -> None:
         if isinstance(vocab_path_or_token_dict, Mapping):
             where, token_dict = "token_dict", dict(vocab_path_or_token_dict)
         else:
@@ -300,8 +302,9 @@ class Tokenizer:
         if missing:
             raise fail(ConfigError, where, "a vocabulary with " + ", ".join(SPECIAL_TOKENS),
                        "no " + ", ".join(missing), "add the missing tokens, or pass the vocab.txt of the checkpoint")
-        self._do_lower_case = do_lower_case
-        self._token_dict = token_dict
+        self._do_lower_case, self._token_dict = do_lower_case, token_dict
+        self._normalized = functools.partial(normalize, lowercase=do_lower_case) if pre_tokenize is None else (
+            PreTokenized(pre_tokenize, token_dict, do_lower_case, normalize))  # text -> words between spaces
         self._token_dict_inv = {index: token for token, index in token_dict.items()}
         self._token_pad_id, self._token_unk_id, self._token_start_id, self._token_end_id = (
             token_dict[token] for token in SPECIAL_TOKENS)
@@ -336,7 +339,7 @@ class Tokenizer:
         An unknown word stays whole (normalized), as bert4keras keeps it, so that ``rematch`` finds it;
         ``token_to_id`` maps it to [UNK].
         """
-        text = normalize(text, self._do_lower_case)
+        text = self._normalized(text)
         encoding = self._rust.encode(text, add_special_tokens=False)
         tokens = [text[start:end] if index == self._token_unk_id else token
                   for token, index, (start, end) in zip(encoding.tokens, encoding.ids, encoding.offsets, strict=True)]
@@ -389,9 +392,7 @@ class Tokenizer:
         if seconds is not None and len(seconds) != len(firsts):
             raise fail(ConfigError, "encode_batch: seconds", f"{len(firsts)} texts, as many as firsts",
                        f"{len(seconds)} texts")
-        start, end = [self._token_start_id], [self._token_end_id]
-        lower = self._do_lower_case
-        texts = [normalize(text, lower) for text in texts]
+        start, end, texts = [self._token_start_id], [self._token_end_id], [self._normalized(text) for text in texts]
         pieces = []
         for i in range(0, len(texts), BATCH_CHUNK):  # bounded chunks: faster than one huge call
             encodings = self._rust.encode_batch_fast(texts[i:i + BATCH_CHUNK], add_special_tokens=False)
@@ -506,12 +507,11 @@ class Tokenizer:
         """Ids of a text between [CLS] and [SEP]; ids of a token list as it is."""
         if not isinstance(text, str):
             return self.tokens_to_ids(text)
-        ids = self._rust.encode(normalize(text, self._do_lower_case), add_special_tokens=False).ids
+        ids = self._rust.encode(self._normalized(text), add_special_tokens=False).ids
         return [self._token_start_id, *ids, self._token_end_id]
 
     @staticmethod
-    def _assemble(first: list[int], second: list[int] | None,
-                  maxlen: int | None) -> tuple[list[int], list[int]]:
+    def _assemble(first: list[int], second: list[int] | None, maxlen: int | None) -> tuple[list[int], list[int]]:
         """Truncate as bert4keras does and join a pair; the second sequence loses its [CLS]."""
         if maxlen is not None and maxlen < 1:
             raise fail(ConfigError, "maxlen", "an int >= 1", str(maxlen))

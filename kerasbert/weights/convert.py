@@ -1,14 +1,16 @@
-"""Convert a BERT checkpoint between Google's TF1 format and Hugging Face's, without building a model.
+"""Convert a checkpoint of any family between Google's TF1 format and Hugging Face's, without building a model.
 
-Both formats are tables from the same (layer, weight) keys (`kerasbert.weights.google.GOOGLE`,
-`kerasbert.weights.hf.HF`), so a conversion renames each variable through its key and transposes it where one
-format stores it ``[out, in]`` and the other does not: the numbers are copied bit for bit. The config
-(``bert_config.json`` <-> ``config.json``), ``vocab.txt`` and the tokenizer's case (``tokenizer_config.json``)
-are written beside the weights.
+Both formats of a family are tables from the same (layer, weight) keys (`kerasbert.weights.google.google_format`,
+`kerasbert.weights.hf.hf_format`), so a conversion renames each variable through its key and transposes it where
+one format stores it ``[out, in]`` and the other does not: the numbers are copied bit for bit. The family is the
+Hugging Face config's ``model_type``, or the ``model`` given (a Google config names none; BERT by default). The
+config (``bert_config.json`` <-> ``config.json``, with the family's ``model_type`` and ``architectures``),
+``vocab.txt`` and the tokenizer's case (``tokenizer_config.json``) are written beside the weights.
 
 The config is read and checked first; then every variable's name and shape (from the file's header, nothing read
 yet) against the sizes it gives; only then is each variable read, one at a time. The embeddings and every encoder
-block must be there; the pre-training heads (pooler, MLM, NSP) are converted when present and listed when absent.
+block must be there; the pre-training heads (pooler, MLM, NSP, ELECTRA's discriminator) are converted when
+present and listed when absent. Weights of a checkpoint of another family are refused with the family they look like.
 """
 
 from __future__ import annotations
@@ -26,14 +28,16 @@ from kerasbert.choices import CHECKPOINT_FORMATS
 from kerasbert.errors import CheckpointError, ConfigError, fail
 from kerasbert.files import TEMPORARY, atomic_path, publish_folder
 from kerasbert.log import logger
+from kerasbert.modeling import families
 from kerasbert.modeling.config import BertConfig
+from kerasbert.modeling.families import Family
 from kerasbert.weights.checkpoint import checkpoint_format
-from kerasbert.weights.google import GOOGLE, TFCheckpoint, resolve_checkpoint, write_google_tensors
-from kerasbert.weights.hf import HF, SAFETENSORS, HFCheckpoint
-from kerasbert.weights.names import OPTIONAL_LAYERS, variable_shapes
-from kerasbert.weights.table import Format, listed
+from kerasbert.weights.family_names import family_shapes
+from kerasbert.weights.google import TFCheckpoint, google_format, resolve_checkpoint, write_google_tensors
+from kerasbert.weights.hf import SAFETENSORS, hf_family_config, hf_format, open_hf
+from kerasbert.weights.names import OPTIONAL_LAYERS
+from kerasbert.weights.table import Format, family_hint, listed
 
-FORMATS = dict(zip(CHECKPOINT_FORMATS, (GOOGLE, HF), strict=True))  # the formats by name
 CONFIG_FILES = {"google": "bert_config.json", "hf": "config.json"}
 TOKENIZER_CONFIG = "tokenizer_config.json"
 
@@ -42,18 +46,27 @@ def _folder_of(path: str) -> str:
     return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
 
 
-def _config(src_folder: str, to: str) -> tuple[dict, BertConfig]:
-    """The source's config, with the keys the destination format expects, and its checked `BertConfig`."""
+def _formats(family: Family) -> dict[str, Format]:
+    """The family's formats by name; ALBERT's files hold one block, whether its model shares it or not."""
+    family = families.get("albert") if family.checkpoint == "albert" else family
+    return dict(zip(CHECKPOINT_FORMATS, (google_format(family), hf_format(family)), strict=True))
+
+
+def _config(src_folder: str, to: str, model: str | None) -> tuple[dict, BertConfig, Family]:
+    """The source's config, with the keys the destination format expects, its checked `BertConfig` and its family
+    (``model``, else the config's ``model_type``, else BERT)."""
     path = next((os.path.join(src_folder, name) for name in ("config.json", "bert_config.json")
                  if os.path.isfile(os.path.join(src_folder, name))), None)
     if path is None:
         raise fail(ConfigError, src_folder, "a bert_config.json or config.json beside the weights", "neither")
     config = BertConfig.from_json(path)  # JSON, an object, BERT's keys, sane sizes: before any weight is read
+    family = families.resolve(model, config)
     with open(path, encoding="utf-8-sig") as f:
         values = json.load(f)
     if to == "hf":
-        return {"architectures": ["BertForPreTraining"], "model_type": "bert", **values}, config
-    return {key: value for key, value in values.items() if key not in ("architectures", "model_type")}, config
+        return {**values, **hf_family_config(config, family)}, config, family
+    google = {key: value for key, value in values.items() if key not in ("architectures", "model_type")}
+    return google, config, family
 
 
 def _lower_case(folder: str, frm: str) -> bool | None:
@@ -103,8 +116,7 @@ def _file_shape(shape: tuple[int, ...], parts: int, transposed: bool) -> tuple[i
 def _plan(frm: Format, to: Format, config: BertConfig) -> list[tuple[str, str, str, tuple[int, ...]]]:
     """(layer, source name, destination name, source shape) of every variable both formats know, ``{i}`` expanded
     to the config's layers."""
-    shapes = variable_shapes(config.vocab_size, config.hidden_size, config.intermediate_size,
-                             config.max_position_embeddings, config.type_vocab_size)
+    shapes = family_shapes(families.get(frm.family), config)
     plan = []
     for key, names in frm.names.items():
         if key not in to.names or key not in shapes or (key[0] == ln.EMBEDDING_SEGMENT and not config.type_vocab_size):
@@ -118,22 +130,24 @@ def _plan(frm: Format, to: Format, config: BertConfig) -> list[tuple[str, str, s
     return plan
 
 
-def _checked_plan(source, plan: list, config_file: str) -> list:
-    """The rows of ``plan`` the source holds, each shape checked; a CheckpointError for a file without BERT
-    variables, a variable of another shape, or a missing embedding or encoder variable."""
-    available = source.shapes()
+def _checked_plan(source, plan: list, frm: Format) -> list:
+    """The rows of ``plan`` the source holds, each shape checked; a CheckpointError for a file without the
+    family's variables, a variable of another shape, or a missing embedding or encoder variable."""
+    available, config_file = source.shapes(), frm.config_file
     present = [row for row in plan if row[1] in available]
     if not present:
-        raise fail(CheckpointError, source.path, f"BERT variables ({plan[0][1]}, ...)",
-                   f"none among its {len(available)} variables", "is it a BERT checkpoint?")
+        raise fail(CheckpointError, source.path, f"{frm.family} variables ({plan[0][1]}, ...)",
+                   f"none among its {len(available)} variables",
+                   family_hint(available, frm) or f"is it a {frm.family} checkpoint?")
     for layer, name, _, shape in present:
         if tuple(available[name]) != shape:
             raise fail(CheckpointError, f"{name} in {source.path}", f"shape {list(shape)} (from {config_file})",
                        f"{list(available[name])}", f"{layer}'s sizes in {config_file} do not match the weights")
     missing = [name for layer, name, _, _ in plan if name not in available and layer not in OPTIONAL_LAYERS]
     if missing:
+        other = family_hint(available, frm)
         raise fail(CheckpointError, source.path, "every embedding and encoder variable", listed(missing),
-                   "the checkpoint is incomplete; nothing was written")
+                   "the checkpoint is incomplete" + (f", or {other}" if other else "") + "; nothing was written")
     absent = sorted({layer for layer, name, _, _ in plan if name not in available})
     if absent:
         logger.info("%s has no %s: not converted", source.path, ", ".join(absent))
@@ -196,22 +210,26 @@ def _write(dst: str, to: str, tensors: dict, config: dict, src_folder: str, toke
 
 
 def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, to: str | None = None, *,
-                       force: bool = False) -> str:
-    """Convert ``src`` (a Google or Hugging Face checkpoint) into the folder ``dst``, in the other format.
+                       model: str | None = None, force: bool = False) -> str:
+    """Convert ``src`` (a Google or Hugging Face checkpoint of a family) into the folder ``dst``, in the other
+    format.
 
     Args:
         src: str. a Google checkpoint (prefix, folder, ``.index``) or Hugging Face weights (folder or file).
         dst: str. the output folder; it must not hold files unless ``force``.
         to: str or None. ``"google"`` or ``"hf"``; None converts to the format ``src`` is not in.
+        model: str or None. the family (`kerasbert.modeling.families`: ``bert``, ``albert``, ``nezha``,
+            ``electra``, ``roformer``, ...); None: the ``model_type`` of a Hugging Face config, else ``bert``.
         force: bool. write into a folder that already holds files (they are replaced).
 
     Returns:
         The path of the weights written (the Google prefix, or ``model.safetensors``).
 
     Raises:
-        ConfigError: the config beside the weights is missing, not JSON, not an object, or not a sane BERT config.
-        CheckpointError: the weights hold no BERT variable, lack an embedding or encoder variable, or one of another
-            shape or of no float type; or ``dst`` is a file, under a file, or a folder with files.
+        ConfigError: the config beside the weights is missing, not JSON, not an object, or not a sane BERT config;
+            or its ``model_type`` is not the family ``model`` names.
+        CheckpointError: the weights hold no variable of the family, lack an embedding or encoder variable, or one
+            of another shape or of no float type; or ``dst`` is a file, under a file, or a folder with files.
 
     Example:
     >>> import os, tempfile
@@ -221,27 +239,31 @@ def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, to: str |
     >>> _ = BertConfig.from_preset("tiny").to_json(os.path.join(folder, "bert_config.json"))
     >>> os.path.basename(convert_checkpoint(prefix, os.path.join(folder, "hf")))
     'model.safetensors'
+    >>> json.load(open(os.path.join(folder, "hf", "config.json")))["architectures"]
+    ['BertForPreTraining']
     """
     src, dst = os.fspath(src), os.fspath(dst)
     frm = checkpoint_format(src)
     to = to or ("hf" if frm == "google" else "google")
-    if to not in FORMATS:
+    if to not in CHECKPOINT_FORMATS:
         raise fail(ConfigError, "--to", " or ".join(CHECKPOINT_FORMATS), repr(to))
     _check_destination(dst, force)
     folder = _folder_of(src)
-    config, checked = _config(folder, to)
+    config, checked, family = _config(folder, to, model)
+    formats = _formats(family)
     tokenizer = _tokenizer_config(folder, _lower_case(folder, frm))
-    source = HFCheckpoint(src) if frm == "hf" else TFCheckpoint(resolve_checkpoint(src))
-    present = _checked_plan(source, _plan(FORMATS[frm], FORMATS[to], checked), CONFIG_FILES[frm])
+    source = open_hf(src, families.get(formats["hf"].family))[0] if frm == "hf" else TFCheckpoint(
+        resolve_checkpoint(src))
+    present = _checked_plan(source, _plan(formats[frm], formats[to], checked), formats[frm])
     used = {name for _, name, _, _ in present}
-    unused = [n for n in sorted(source.shapes()) if n not in used and not FORMATS[frm].skip.search(n)]
+    unused = [n for n in sorted(source.shapes()) if n not in used and not formats[frm].skip.search(n)]
     if unused:
         logger.info("%d variables have no %s name and are not converted: %s", len(unused), to, ", ".join(unused))
-    tensors = _tensors(source, present, FORMATS[frm], FORMATS[to], to)
+    tensors = _tensors(source, present, formats[frm], formats[to], to)
     _write(dst, to, tensors, config, folder, tokenizer)
     if tokenizer is None:
         logger.info("%s does not say the tokenizer's case: no %s written (kerasbert's Tokenizer then lower-cases)",
                     folder, TOKENIZER_CONFIG)
     weights = os.path.join(dst, SAFETENSORS if to == "hf" else "bert_model.ckpt")
-    logger.info("converted %s (%s, %d variables) to %s (%s)", src, frm, len(tensors), weights, to)
+    logger.info("converted %s (%s %s, %d variables) to %s (%s)", src, family.name, frm, len(tensors), weights, to)
     return weights

@@ -1,12 +1,14 @@
-"""Hugging Face BERT checkpoints <-> a kerasbert model: the `HF` format of `kerasbert.weights.table`.
+"""Hugging Face checkpoints <-> a kerasbert model: the `HF` format of `kerasbert.weights.table`, and each
+family's (`hf_format`: ALBERT's layer group, ELECTRA's and RoFormer's ``embeddings_project``, ...).
 
 A Hugging Face folder holds ``config.json``, ``vocab.txt`` and the weights as ``model.safetensors`` (or
 shards listed in ``model.safetensors.index.json``), or, in older folders, ``pytorch_model.bin`` (or its
 sharded index). Names follow ``BertForPreTraining``: ``bert.embeddings...``, ``bert.encoder.layer.{i}...``,
 ``bert.pooler...``, ``cls.predictions...``, ``cls.seq_relationship...``; a ``BertModel`` file has the same names
-without ``bert.``, and old files call the LayerNorm weights ``gamma``/``beta``. Linear weights are stored
-``[out, in]``. A fine-tuned ``classifier`` (BertForSequenceClassification / BertForTokenClassification) fills
-``CLS-Dense`` or ``Tagging-Dense`` when the sizes match.
+without ``bert.``, and old files call the LayerNorm weights ``gamma``/``beta``. The other families put their encoder
+under their ``model_type`` (`kerasbert.weights.family_names`). Linear weights are stored ``[out, in]``. A
+fine-tuned ``classifier`` (BertForSequenceClassification / BertForTokenClassification) fills ``CLS-Dense`` or
+``Tagging-Dense`` when the sizes match.
 
 Safetensors files are read with the ``safetensors`` package's NumPy API and ``pytorch_model.bin`` with
 `kerasbert.weights.torch_pickle`, which runs no code from the file: torch is never needed.
@@ -14,26 +16,40 @@ Safetensors files are read with the ``safetensors`` package's NumPy API and ``py
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 
 import numpy as np
 
+from kerasbert import layer_names as ln
 from kerasbert.errors import CheckpointError, fail
 from kerasbert.log import logger
-from kerasbert.modeling.config import config_of
+from kerasbert.modeling import families
+from kerasbert.modeling.config import BertConfig, config_of
+from kerasbert.modeling.families import Family
+from kerasbert.weights.family_names import ARCHITECTURES, hf_names, model_type
 from kerasbert.weights.names import CLASSIFIERS, HF_NAMES
 from kerasbert.weights.table import Format
+
+
+def _transposed(name: str) -> bool:
+    """Whether HF stores ``name`` ``[out, in]``: every linear weight, not the embedding tables and norms."""
+    return name.endswith(".weight") and not name.endswith("_embeddings.weight") and "LayerNorm" not in name \
+        and "layer_norm" not in name
+
 
 HF = Format(
     name="hf",
     config_file="config.json",
     names=HF_NAMES,
-    transposed=lambda name: name.endswith(".weight") and "embeddings" not in name and "LayerNorm" not in name,
+    transposed=_transposed,
     vocab_rows=frozenset({"bert.embeddings.word_embeddings.weight", "cls.predictions.bias"}),
-    # buffers, and the MLM decoder, whose weight is the word embeddings and whose bias is cls.predictions.bias
-    skip=re.compile(r"position_ids$|^cls\.predictions\.decoder\.(weight|bias)$"),
+    # buffers (positions, RoFormer's sinusoids, NEZHA's relative encodings), and the MLM decoder, whose weight is
+    # the word embeddings and whose bias is the MLM bias
+    skip=re.compile(r"position_ids$|token_type_ids$|^(cls\.)?predictions\.decoder\.(weight|bias)$|"
+                    r"\.embed_positions\.weight$|\.relative_positions_encoding\.positions_encoding$"),
     hints={"word_embeddings": "vocab_size", "predictions.bias": "vocab_size",
            "position_embeddings": "max_position_embeddings", "token_type_embeddings": "type_vocab_size",
            "intermediate.": "intermediate_size", ".output.dense.weight": "intermediate_size"},
@@ -43,18 +59,24 @@ HF = Format(
 SAFETENSORS, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
 TORCH, TORCH_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"
 WEIGHT_FILES = (SAFETENSORS, SAFETENSORS_INDEX, TORCH, TORCH_INDEX)  # in order of preference
-_ENCODER_PARTS = ("embeddings.", "encoder.", "pooler.")
+_ENCODER_PARTS = ("embeddings.", "embeddings_project.", "encoder.", "pooler.")
 
 
-def canonical_name(name: str) -> str:
-    """A file's name as `HF_NAMES` spells it: ``bert.`` before the encoder's names, LayerNorm ``weight``/``bias``.
+def canonical_name(name: str, kind: str = "bert") -> str:
+    """A file's name as the tables spell it: the ``model_type`` ``kind`` (``bert.``, ``albert.``, ...) before the
+    encoder's names of a bare model (``BertModel``, ``AlbertModel``), LayerNorm ``weight``/``bias``. NEZHA's
+    encoder is read under ``bert.`` too, as ports of its original release name it.
 
     Example:
     >>> canonical_name("encoder.layer.0.output.LayerNorm.gamma")
     'bert.encoder.layer.0.output.LayerNorm.weight'
+    >>> canonical_name("pooler.weight", "albert"), canonical_name("bert.pooler.dense.bias", "nezha")
+    ('albert.pooler.weight', 'nezha.pooler.dense.bias')
     """
     if name.startswith(_ENCODER_PARTS):
-        name = "bert." + name
+        name = f"{kind}.{name}"
+    elif kind == "nezha" and name.startswith("bert."):
+        name = "nezha." + name[len("bert."):]
     return re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name))
 
 
@@ -120,10 +142,10 @@ class HFCheckpoint:
     """Hugging Face weights as a `kerasbert.weights.table.Source`: names made canonical, shards merged.
 
     Opening reads the names and shapes only (safetensors headers, the pickles of ``.bin`` files); `get` reads one
-    tensor's bytes.
+    tensor's bytes. ``kind`` is the ``model_type`` whose prefix a bare model's names get (`canonical_name`).
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, kind: str = "bert"):
         from kerasbert.weights.torch_pickle import TorchFile
 
         self.path = os.fspath(path)
@@ -133,7 +155,7 @@ class HFCheckpoint:
         for file in weight_files(self.path):
             self._files[file] = SafetensorsFile(file) if file.endswith(".safetensors") else TorchFile(file)
             for name, shape in self._files[file].shapes().items():
-                key = canonical_name(name)
+                key = canonical_name(name, kind)
                 if key not in self._where or name == key:
                     self._where[key], self._shapes[key] = (file, name), shape
 
@@ -147,6 +169,34 @@ class HFCheckpoint:
     def get(self, name: str) -> np.ndarray:
         file, stored = self._where[name]
         return self._files[file].get(stored)
+
+
+def hf_format(family: Family) -> Format:
+    """The Hugging Face format of a family's checkpoints (`kerasbert.weights.family_names.hf_names`).
+
+    Example:
+    >>> sorted(hf_format(families.get("albert")).vocab_rows)
+    ['albert.embeddings.word_embeddings.weight', 'predictions.bias']
+    """
+    names = hf_names(family)
+    rows = {names.get((ln.EMBEDDING_TOKEN, "embeddings")), names.get((ln.MLM_BIAS, "bias"))} - {None}
+    return dataclasses.replace(HF, names=names, family=family.name, vocab_rows=frozenset(rows))
+
+
+_OTHER_GROUPS = re.compile(r"\.albert_layer_groups\.(?!0\.)\d+\.|\.albert_layers\.(?!0\.)\d+\.")
+
+
+def open_hf(path: str | os.PathLike, family: Family) -> tuple[HFCheckpoint, Format]:
+    """Hugging Face weights opened for a family: the source and the family's format. A CheckpointError for an
+    ALBERT file of more than one layer (``num_hidden_groups`` or ``inner_group_num`` above 1), which no bert4keras
+    family builds."""
+    source = HFCheckpoint(path, model_type(family))
+    other = next((name for name in sorted(source.shapes()) if _OTHER_GROUPS.search(name)), None)
+    if other is not None:
+        raise fail(CheckpointError, f"{source.file_name(other)} in {source.path}", "one ALBERT layer group "
+                   "(albert_layer_groups.0.albert_layers.0)", "another group or layer",
+                   "kerasbert builds ALBERT with num_hidden_groups and inner_group_num 1")
+    return source, hf_format(family)
 
 
 # safetensors dtype -> NumPy dtype of its little-endian bytes; BF16 and the float8 types are widened to float32
@@ -242,34 +292,60 @@ def _safetensors_header(file: str) -> tuple[dict[str, dict], int]:
 _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "swish": "silu"}
 
 
+def hf_family_config(config: BertConfig, family: Family) -> dict:
+    """The ``config.json`` keys that say the family to transformers and keras-hub: ``model_type``,
+    ``architectures``, and the keys their configs of the family read without a default that fits (ALBERT's and
+    ELECTRA's ``embedding_size``, ALBERT's one layer group, NEZHA's ``max_relative_position``).
+
+    Example:
+    >>> cfg = BertConfig.from_preset("tiny").replace(embedding_size=16)
+    >>> sorted(hf_family_config(cfg, families.get("albert")).items())[2:]
+    [('inner_group_num', 1), ('model_type', 'albert'), ('num_hidden_groups', 1)]
+    """
+    kind = model_type(family)
+    values = {"architectures": [ARCHITECTURES[kind]], "model_type": kind}
+    if kind != "bert":
+        values["embedding_size"] = config.embedding_width
+    if kind == "albert":
+        values.update(num_hidden_groups=1, inner_group_num=1)
+    if kind == "nezha":
+        values["max_relative_position"] = config.max_relative_position
+    return values
+
+
 def hf_config_dict(model) -> dict:
-    """A Hugging Face ``config.json`` dict of the model's config (`kerasbert.config_of`), with HF's activation names.
+    """A Hugging Face ``config.json`` dict of the model's config (`kerasbert.config_of`), with HF's activation
+    names and the keys of its family (`hf_family_config`).
 
     Example:
     >>> from kerasbert import build_transformer_model
     >>> config = hf_config_dict(build_transformer_model("tiny", verbose=False))
     >>> config["model_type"], config["vocab_size"], config["num_hidden_layers"], config["num_attention_heads"]
     ('bert', 128, 2, 2)
+    >>> hf_config_dict(build_transformer_model("tiny", model="electra", verbose=False))["architectures"]
+    ['ElectraForPreTraining']
     """
     config = config_of(model)
     values = {"pad_token_id": 0, **config.to_dict()}
     values["hidden_act"] = _HF_ACTIVATIONS[config.activation]
-    return {**values, "architectures": ["BertForPreTraining"], "model_type": "bert"}  # the names save_hf writes
+    return {**values, **hf_family_config(config, families.of_model(model))}  # the names save_hf writes
 
 
 def save_hf_checkpoint(model, folder: str | os.PathLike, *, config: dict | None = None,
                        vocab: str | os.PathLike | None = None) -> str:
-    """Write the model's BERT weights as a Hugging Face folder: ``config.json``, ``model.safetensors``, ``vocab.txt``.
+    """Write the model's weights as a Hugging Face folder: ``config.json``, ``model.safetensors``, ``vocab.txt``.
 
-    Names are ``BertForPreTraining``'s (``bert.`` before the encoder), so transformers' ``BertModel`` and
-    ``BertForPreTraining``, keras-hub's Hugging Face loader and kerasbert read the folder. The folder is created
-    if needed, and its files appear all at once or not at all (written beside it, then renamed in).
+    Names are those of the family's transformers model (``BertForPreTraining``, ``AlbertForPreTraining``,
+    ``ElectraForPreTraining``, ``NezhaForPreTraining``, ``RoFormerForMaskedLM``), and ``config.json`` gives its
+    ``model_type`` and ``architectures``, so transformers, keras-hub's Hugging Face loader (BERT, ALBERT) and
+    kerasbert read the folder. The folder is created if needed, and its files appear all at once or not at all
+    (written beside it, then renamed in). An ``albert_unshared`` model has no such folder: Hugging Face's ALBERT
+    holds one block.
 
     Args:
         model: keras.Model. a model with kerasbert's layer names (heads with an HF name are saved too).
         folder: str. the output folder.
-        config: dict or None. the ``config.json`` to write (a `kerasbert.BertConfig`'s ``to_dict()`` will do);
-            None writes the model's own (`hf_config_dict`).
+        config: dict or None. keys to write over the model's own ``config.json`` (`hf_config_dict`).
         vocab: str or None. a ``vocab.txt`` to copy beside the weights.
 
     Returns:
@@ -287,9 +363,8 @@ def save_hf_checkpoint(model, folder: str | os.PathLike, *, config: dict | None 
     from kerasbert.files import atomic_path, publish_folder
     from kerasbert.weights.table import model_tensors
 
-    tensors = model_tensors(model, HF)
+    tensors = model_tensors(model, hf_format(families.of_model(model)))
     config = {**hf_config_dict(model), **(dict(config) if config is not None else {})}
-    config.setdefault("model_type", "bert")
     with publish_folder(folder) as staging:
         with atomic_path(os.path.join(staging, SAFETENSORS)) as tmp:  # the mode every kerasbert file gets
             save_file(tensors, tmp, metadata={"format": "pt"})

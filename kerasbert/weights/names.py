@@ -72,7 +72,8 @@ HF_NAMES = {key: hf for key, (_, hf) in NAMES.items()}
 # Layers a converted checkpoint may lack: the pre-training heads and a fine-tuned classifier. The embeddings and
 # every encoder block are required.
 CLASSIFIERS = frozenset({ln.CLS_DENSE, ln.TAGGING_DENSE})  # a fine-tuned head, sized by its labels, not the config
-OPTIONAL_LAYERS = frozenset({ln.POOLER_DENSE, ln.NSP_PROBA, ln.MLM_DENSE, ln.MLM_NORM, ln.MLM_BIAS, *CLASSIFIERS})
+OPTIONAL_LAYERS = frozenset({ln.POOLER_DENSE, ln.NSP_PROBA, ln.MLM_DENSE, ln.MLM_NORM, ln.MLM_BIAS, *CLASSIFIERS,
+                             ln.DISCRIMINATOR_DENSE, ln.DISCRIMINATOR_PREDICTION})
 
 # ALBERT's one block: the layer in the block, weight -> its Google path after the group's prefix
 _ALBERT_GROUP = "bert/encoder/transformer/group_0/inner_group_0"
@@ -100,7 +101,10 @@ _ELECTRA = {  # ELECTRA's own names; the rest is BERT's with electra/ for bert/
 }
 
 
-def _each(names, change):
+_BIAS_WEIGHTS = ("bias", "qkv_bias", "output_bias", "intermediate_bias", "gamma", "beta")
+
+
+def each(names, change):
     """``change`` applied to a name or to each of a tuple of names."""
     return tuple(map(change, names)) if isinstance(names, tuple) else change(names)
 
@@ -121,15 +125,23 @@ def google_names(family: Family) -> dict:
     if family.checkpoint == "albert":
         index = None if family.shared_block else ln.BLOCK_KEY
         table = {key: names for key, names in table.items() if ln.BLOCK_KEY not in key[0]}
-        table.update({(ln.block(index, part), weight): _each(path, f"{_ALBERT_GROUP}/{{}}".format)
+        table.update({(ln.block(index, part), weight): each(path, f"{_ALBERT_GROUP}/{{}}".format)
                       for (part, weight), path in _ALBERT_BLOCK.items()})
     if family.checkpoint == "electra":
-        table = {key: _each(names, lambda n: n.replace("bert/", "electra/", 1)) for key, names in table.items()}
+        table = {key: each(names, lambda n: n.replace("bert/", "electra/", 1)) for key, names in table.items()}
         table.update(_ELECTRA)
-    if not family.bias:  # and then no norm weights either (RoFormer-V2)
-        table = {key: names for key, names in table.items() if key[1] not in ("bias", "qkv_bias", "output_bias",
-                                                                             "intermediate_bias", "gamma", "beta")}
-    return table
+    return table if family.bias else without_biases(table)
+
+
+def without_biases(table: dict) -> dict:
+    """The rows of ``table`` left for a family without biases, which then has no norm weights either
+    (RoFormer-V2).
+
+    Example:
+    >>> sorted(without_biases({("Pooler-Dense", "kernel"): "k", ("Pooler-Dense", "bias"): "b"}).values())
+    ['k']
+    """
+    return {key: names for key, names in table.items() if key[1] not in _BIAS_WEIGHTS}
 
 
 def variable_shapes(vocab: int, hidden: int, intermediate: int, positions: int, segments: int) -> dict:
@@ -156,14 +168,16 @@ def variable_shapes(vocab: int, hidden: int, intermediate: int, positions: int, 
 
 def looks_like(names) -> str:
     """The family whose Google or Hugging Face checkpoint ``names`` look like: ``"albert"`` (a shared group),
-    ``"electra"``, ``"roformer_v2"`` (blocks without norm weights), ``"nezha or roformer"`` (blocks, no position
-    table), else ``"bert"``.
+    ``"electra"``, ``"roformer_v2"`` (blocks without norm weights), ``"roformer"`` or ``"nezha"`` (Hugging Face
+    names say which), ``"nezha or roformer"`` (blocks, no position table), else ``"bert"``.
 
     Example:
     >>> looks_like(["bert/encoder/transformer/group_0/inner_group_0/LayerNorm/gamma"])
     'albert'
-    >>> looks_like(["bert/embeddings/word_embeddings", "bert/encoder/layer_0/output/dense/kernel"])
+    >>> looks_like(["bert/embeddings/word_embeddings", "bert/encoder/layer_0/output/LayerNorm/gamma"])
     'nezha or roformer'
+    >>> looks_like(["roformer.embeddings.word_embeddings.weight", "roformer.encoder.layer.0.output.LayerNorm.weight"])
+    'roformer'
     """
     names = list(names)
     if any("/transformer/group_0/" in n or ".albert_layer_groups." in n for n in names):
@@ -173,6 +187,10 @@ def looks_like(names) -> str:
     blocks = [n for n in names if "layer_0/" in n or "layer.0." in n]
     if blocks and not any("LayerNorm" in n for n in blocks):
         return "roformer_v2"
+    if any(n.startswith("roformer.") or ".embed_positions." in n for n in names):
+        return "roformer"
+    if any(n.startswith("nezha.") or ".relative_positions_encoding." in n for n in names):
+        return "nezha"
     if blocks and not any("position_embeddings" in n for n in names):
         return "nezha or roformer"
     return "bert"

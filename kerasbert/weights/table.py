@@ -223,7 +223,7 @@ def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: S
     missing = [n for e in entries if e.layer not in fmt.optional for n in e.names if n in absent]
     if missing and not allow_missing:
         raise fail(CheckpointError, source.path, "every variable the model needs", listed(missing),
-                   _family_hint(available, fmt) or _missing_hint(entries, absent, fmt))
+                   family_hint(available, fmt) or _missing_hint(entries, absent, fmt))
     hidden = next((layer.output_dim for layer in all_layers(model) if layer.name == ln.EMBEDDING_TOKEN), 0)
     present = [e for e in entries if not absent & set(e.names) and id(e.variable) not in misfit]
     for entry in present:  # every name and shape checked before any tensor is read
@@ -248,8 +248,15 @@ def load_into(model: keras.Model, source: Source, fmt: Format, *, keep_tokens: S
     return report
 
 
-def _family_hint(available: dict, fmt: Format) -> str:
-    """Which family the checkpoint's names look like, where that is not the model's."""
+def family_hint(available, fmt: Format) -> str:
+    """Which family a checkpoint's names (``available``) look like, where that is not ``fmt``'s: a hint for an
+    error, "" where they fit.
+
+    Example:
+    >>> fmt = Format("hf", "config.json", {}, bool, frozenset(), re.compile("$^"), {})
+    >>> family_hint(["albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.weight"], fmt)[:60]
+    'its names look like a albert checkpoint, not bert: build the'
+    """
     from kerasbert.weights.names import looks_like
 
     found = looks_like(available)

@@ -78,14 +78,35 @@ def test_missing_file_bad_json_missing_key(tmp_path):
         BertConfig.from_json(write(tmp_path, {"hidden_size": 768}))
 
 
+PRESETS = ["albert_base_zh", "albert_tiny_zh", "bert_base_chinese", "bert_base_uncased", "bert_large_chinese",
+           "electra_base_zh", "electra_small_zh", "nezha_base_zh", "roformer_base_zh", "roformer_v2_base_zh", "tiny"]
+
+
 def test_presets():
-    assert preset_names() == ["bert_base_chinese", "bert_base_uncased", "bert_large_chinese", "tiny"]
+    assert preset_names() == PRESETS
     large = BertConfig.from_preset("bert_large_chinese")
     assert (large.vocab_size, large.hidden_size, large.num_hidden_layers, large.num_attention_heads,
             large.intermediate_size) == (21128, 1024, 24, 16, 4096)
     assert BertConfig.from_preset("bert_base_uncased").vocab_size == 30522
     with pytest.raises(ConfigError, match="preset: expected one of"):
         BertConfig.from_preset("bert_huge")
+
+
+@pytest.mark.parametrize("preset, model_type, sizes", [  # V, E, H, L, A, I, hidden_act, max_relative_position
+    ("albert_tiny_zh", "albert", (21128, 128, 312, 4, 12, 1248, "gelu", 64)),
+    ("albert_base_zh", "albert", (21128, 128, 768, 12, 12, 3072, "gelu", 64)),
+    ("electra_small_zh", "electra", (21128, 128, 256, 12, 4, 1024, "gelu", 64)),
+    ("electra_base_zh", "electra", (21128, 768, 768, 12, 12, 3072, "gelu", 64)),
+    ("nezha_base_zh", "nezha", (21128, 768, 768, 12, 12, 3072, "gelu", 64)),
+    ("roformer_base_zh", "roformer", (50000, 768, 768, 12, 12, 3072, "gelu", 64)),
+    ("roformer_v2_base_zh", None, (12000, 768, 768, 12, 12, 3072, "relu", 64))])
+def test_family_presets(preset, model_type, sizes):
+    """Each family's preset has its published sizes and the model_type that picks its family (RoFormer-V2 has none:
+    it is built with model="roformer_v2")."""
+    cfg = BertConfig.from_preset(preset)
+    assert cfg.model_type == model_type
+    assert (cfg.vocab_size, cfg.embedding_width, cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads,
+            cfg.intermediate_size, cfg.hidden_act, cfg.max_relative_position) == sizes
 
 
 @pytest.mark.parametrize("key, value, found", [
@@ -116,6 +137,6 @@ def test_hidden_act_of_another_type(value, found):
 def test_an_unknown_preset_lists_the_presets():
     from kerasbert.modeling.config import resolve_config
 
-    with pytest.raises(ConfigError, match=r"^config: expected a config file or one of the presets bert_base_chinese, "
-                                          r"bert_base_uncased, bert_large_chinese, tiny, found 'bert_base'"):
+    with pytest.raises(ConfigError, match=r"^config: expected a config file or one of the presets albert_base_zh, "
+                                          r"albert_tiny_zh, bert_base_chinese, .*, tiny, found 'bert_base'"):
         resolve_config("bert_base")

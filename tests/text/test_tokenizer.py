@@ -51,9 +51,7 @@ CASES = _cases()
 
 @pytest.fixture(scope="module")
 def vocab_path(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("tokenizer") / "vocab.txt"
-    path.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    return str(path)
+    return helpers.write_vocab(str(tmp_path_factory.mktemp("tokenizer")), VOCAB)
 
 
 @pytest.fixture(scope="module")
