@@ -121,8 +121,8 @@ def work_bert4keras(cfg, opts, mode, batch, seq, steps, warmup):
         build = time.perf_counter() - start
         model.predict([ids, segments], batch_size=batch, callbacks=[timer], verbose=0)
     else:
-        pooled = family not in ("electra", "roformer_v2")  # bert4keras builds no pooler for these two
-        bert = build_transformer_model(f.name, None, model=family, with_pool=pooled)
+        pooled = family not in ("electra", "roformer_v2")  # no pooler in these two (ELECTRA refuses the argument)
+        bert = build_transformer_model(f.name, None, model=family, **({"with_pool": True} if pooled else {}))
         x = bert.output if pooled else keras.layers.Lambda(lambda x: x[:, 0])(bert.output)
         x = keras.layers.Dropout(cfg["hidden_dropout_prob"])(x)
         model = keras.Model(bert.inputs, keras.layers.Dense(NUM_CLASSES, activation="softmax")(x))

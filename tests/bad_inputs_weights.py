@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kerasbert.errors import CheckpointError, ConfigError
+from kerasbert.errors import CheckpointError, ConfigError, ModelError
 
 import helpers
 from bad_input_kit import Case, config, google, hf, text, tiny_load, tiny_model
@@ -239,11 +239,36 @@ def config_rows() -> list[Case]:
     return rows
 
 
-def _build(preset: str, checkpoint: Path | None = None):
+def _build(preset: str, checkpoint: Path | None = None, model: str | None = None):
     from kerasbert import build_transformer_model
 
-    return build_transformer_model(preset, checkpoint_path=checkpoint, verbose=False)
+    return build_transformer_model(preset, checkpoint_path=checkpoint, model=model, verbose=False)
+
+
+def _albert_checkpoint(tmp: Path, _) -> None:
+    """A Google ALBERT checkpoint of the tiny sizes (E 16) and its config."""
+    from kerasbert import build_transformer_model, save_google_checkpoint
+
+    values = {**helpers.TINY, "embedding_size": 16}
+    save_google_checkpoint(build_transformer_model(config=values, model="albert", verbose=False), tmp / "ckpt")
+    config(tmp / "ckpt", embedding_size=16)
+
+
+def family_rows() -> list[Case]:
+    """A checkpoint of one family built as another, a family that does not exist, a config without its
+    family's key."""
+    summary = lambda tmp: ["summary", str(tmp / "bert_config.json"), "--model", "albert"]  # noqa: E731
+    return [
+        Case("albert-checkpoint-built-as-bert", _albert_checkpoint,
+             lambda tmp: _build(str(tmp / "ckpt" / "bert_config.json"), tmp / "ckpt", "bert"), CheckpointError,
+             ("layer_0/attention", "names are those of model='albert', not model='bert'", "build the model with model='albert'")),
+        Case("model-family-that-does-not-exist", lambda tmp, _: None, lambda tmp: _build("tiny", model="gpt5"),
+             ModelError, ("model", "bert, albert, albert_unshared, nezha, electra, roformer, roformer_v2", "'gpt5'")),
+        Case("albert-config-without-embedding_size", lambda tmp, _: config(tmp),
+             lambda tmp: _build(str(tmp / "bert_config.json"), model="albert"), ConfigError,
+             ("bert_config.json: embedding_size", "every albert config gives", "no embedding_size"), cli=summary),
+    ]
 
 
 def rows() -> list[Case]:
-    return pickle_rows() + safetensors_rows() + convert_rows() + config_rows()
+    return pickle_rows() + safetensors_rows() + convert_rows() + config_rows() + family_rows()

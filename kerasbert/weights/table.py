@@ -255,7 +255,7 @@ def family_hint(available, fmt: Format) -> str:
     Example:
     >>> fmt = Format("hf", "config.json", {}, bool, frozenset(), re.compile("$^"), {})
     >>> family_hint(["albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.weight"], fmt)[:60]
-    'its names look like a albert checkpoint, not bert: build the'
+    "its names are those of model='albert', not model='bert': bui"
     """
     from kerasbert.weights.names import looks_like
 
@@ -263,7 +263,7 @@ def family_hint(available, fmt: Format) -> str:
     if fmt.family in found.split(" or ") or (found == "albert" and fmt.family == "albert_unshared"):
         return ""
     families = " or ".join(f"model={name!r}" for name in found.split(" or "))
-    return (f"its names look like a {found} checkpoint, not {fmt.family}: build the model with {families} "
+    return (f"its names are those of {families}, not model={fmt.family!r}: build the model with {families} "
             f"(the family's own config)")
 
 

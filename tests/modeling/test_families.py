@@ -133,7 +133,7 @@ def test_albert_shares_one_block_and_saves_back_to_its_names(oracle, tmp_path):
 
 def test_a_checkpoint_of_another_family_says_which(oracle):
     case = oracle[0]["albert-tiny-0"]
-    with pytest.raises(CheckpointError, match="look like a albert checkpoint, not bert: build the model with "
+    with pytest.raises(CheckpointError, match="are those of model='albert', not model='bert': build the model with "
                                               "model='albert'"):
         build_transformer_model(os.path.join(case["folder"], "bert_config.json"),
                                 os.path.join(case["folder"], "bert_model.ckpt"), "bert", verbose=False)

@@ -279,16 +279,16 @@ def test_model_type_picks_the_family_and_a_contradicting_model_is_refused(tmp_pa
 def test_weights_of_another_family_say_which(tmp_path):
     albert = write_folder(str(tmp_path / "albert"), NARROW, albert_tensors(NARROW), "albert")
     bert = build_transformer_model(config=NARROW, verbose=False)
-    with pytest.raises(CheckpointError, match="look like a albert checkpoint, not bert: build the model with "
+    with pytest.raises(CheckpointError, match="are those of model='albert', not model='bert': build the model with "
                                               "model='albert'"):
         load_checkpoint(bert, albert, verbose=False)
     google = google_folder(random_model("albert", NARROW, 0), NARROW, str(tmp_path / "google-albert"))
-    with pytest.raises(CheckpointError, match="look like a albert checkpoint, not bert"):
+    with pytest.raises(CheckpointError, match="are those of model='albert', not model='bert'"):
         convert_checkpoint(google, tmp_path / "out")  # a Google folder names no family: BERT unless --model
     roformer = str(tmp_path / "roformer")
     convert_checkpoint(google_folder(random_model("roformer", NARROW, 0), NARROW, str(tmp_path / "g-roformer")),
                        roformer, model="roformer")
-    with pytest.raises(CheckpointError, match="look like a roformer checkpoint, not nezha"):
+    with pytest.raises(CheckpointError, match="are those of model='roformer', not model='nezha'"):
         load_checkpoint(build_transformer_model(config=NARROW, model="nezha", verbose=False), roformer, verbose=False)
 
 
