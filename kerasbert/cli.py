@@ -219,13 +219,16 @@ def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_prepare(args: argparse.Namespace) -> int:
     from kerasbert.finetune.streaming import prepare
     from kerasbert.finetune.tasks import get_task
+    from kerasbert.text.pre_tokenize import refuse_word_vocabulary
     from kerasbert.text.readers import LabelSet
     from kerasbert.text.tokenizer import Tokenizer
 
     task = get_task(args.task, **TaskOptions.of(args).task_options())
     labels = LabelSet.load(args.labels) if args.labels else None
-    meta = prepare(task, args.data, Tokenizer(args.vocab, do_lower_case=args.lowercase), args.maxlen, args.out,
-                   labels, chunk=args.chunk, verbose=0 if args.quiet else 1)
+    tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
+    refuse_word_vocabulary(tokenizer.ids_to_tokens(range(tokenizer.vocab_size)), args.vocab)
+    meta = prepare(task, args.data, tokenizer, args.maxlen, args.out, labels, chunk=args.chunk,
+                   verbose=0 if args.quiet else 1)
     print(f"{meta['count']} examples ({meta['truncated']} cut to --maxlen {meta['maxlen']}) from "
           f"{len(meta['files'])} files in {len(meta['shards'])} shards: {args.out}")
     return 0

@@ -42,6 +42,14 @@ def _not_a_run(tmp: Path, _: Shared) -> None:
     text(tmp / "run" / "bert_config.json", "{}")
 
 
+def _word_vocabulary(tmp: Path, _: Shared) -> None:
+    """Classification data with a vocabulary of whole Chinese words, as RoFormer's, appended."""
+    cls_data(tmp)
+    words = [chr(0x4E00 + i) + chr(0x4E00 + i + 1) for i in range(1200)]
+    with open(tmp / "vocab.txt", "a", encoding="utf-8") as f:
+        f.write("".join(word + "\n" for word in words))
+
+
 def _train_file_gone(tmp: Path, _: Shared) -> None:
     fake_run(tmp)
     (tmp / "train.tsv").unlink()
@@ -118,6 +126,8 @@ def rows() -> list[Case]:
              ("--overwrite", "run", "notes.txt", "did not write"), (), run_out_cli),
         Case("overwrite-folder-that-is-no-run", _not_a_run, run_out, ConfigError,
              ("--overwrite", "run", "no args.json"), (), run_out_cli),
+        Case("train-on-a-word-level-vocabulary", _word_vocabulary, train_call, ConfigError,
+             ("vocab.txt", "1200 whole Chinese words", "pre_tokenize=jieba_words"), ("out",), train_cli),
         Case("train-warmup-negative", lambda tmp, _: cls_data(tmp), lambda tmp: train_call(tmp, warmup=-0.1),
              ConfigError, ("--warmup", "[0, 1]", "-0.1"), ("out",), lambda tmp: train_cli(tmp, "--warmup", "-0.1")),
         Case("evaluate-without-data-on-a-run-without-dev", lambda tmp, shared: copy_run(tmp, shared), _evaluate_dev,

@@ -259,12 +259,13 @@ def family_rows() -> list[Case]:
     family's key."""
     summary = lambda tmp: ["summary", str(tmp / "bert_config.json"), "--model", "albert"]  # noqa: E731
     return [
-        Case("albert-checkpoint-built-as-bert", _albert_checkpoint,
+        Case("google-checkpoint-of-albert-built-as-bert", _albert_checkpoint,
              lambda tmp: _build(str(tmp / "ckpt" / "bert_config.json"), tmp / "ckpt", "bert"), CheckpointError,
-             ("layer_0/attention", "names are those of model='albert', not model='bert'", "build the model with model='albert'")),
-        Case("model-family-that-does-not-exist", lambda tmp, _: None, lambda tmp: _build("tiny", model="gpt5"),
+             ("layer_0/attention", "names are those of model='albert', not model='bert'",
+              "build the model with model='albert'")),
+        Case("config-model-family-that-does-not-exist", lambda tmp, _: None, lambda tmp: _build("tiny", model="gpt5"),
              ModelError, ("model", "bert, albert, albert_unshared, nezha, electra, roformer, roformer_v2", "'gpt5'")),
-        Case("albert-config-without-embedding_size", lambda tmp, _: config(tmp),
+        Case("config-albert-without-embedding_size", lambda tmp, _: config(tmp),
              lambda tmp: _build(str(tmp / "bert_config.json"), model="albert"), ConfigError,
              ("bert_config.json: embedding_size", "every albert config gives", "no embedding_size"), cli=summary),
     ]

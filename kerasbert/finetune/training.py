@@ -48,6 +48,7 @@ from kerasbert.modeling.optimizers import LayerwiseAdamW, WarmupSchedule
 from kerasbert.perf.onednn import bf16_pays, bf16_speedup
 from kerasbert.perf.xla import XLA_MIN_PARAMS, xla_pays
 from kerasbert.text.pipeline import Features, bucket_lengths, length_buckets, to_dataset
+from kerasbert.text.pre_tokenize import refuse_word_vocabulary
 from kerasbert.text.readers import LabelSet
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.weights.google import save_google_checkpoint
@@ -234,6 +235,7 @@ def _monitor(args: TrainArgs, the_task: Task, strategy) -> str:
 def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbose: int) -> _Inputs:
     """Read and check the vocabulary, config, training and dev data (``labels``: a resumed run's)."""
     tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
+    refuse_word_vocabulary(tokenizer.ids_to_tokens(range(tokenizer.vocab_size)), args.vocab)
     config = resolve_config(args.config)
     if args.checkpoint is not None and tokenizer.vocab_size > config.vocab_size:  # fewer: ids stay in range
         raise fail(ConfigError, args.vocab, f"at most {config.vocab_size} tokens, the vocab_size of {config.source}",
@@ -374,11 +376,11 @@ def _temporary_folder(prefix: str) -> str:
 
 def _maxlen(args: TrainArgs, config, prepared: int | None = None) -> int:
     """``--maxlen``: as given, or the prepared data's, or `kerasbert.choices.MAXLEN` (at most the model's
-    positions)."""
-    maxlen = args.maxlen or prepared or min(MAXLEN, config.max_position_embeddings)
-    if maxlen > config.max_position_embeddings:
-        raise fail(ConfigError, "--maxlen", f"<= max_position_embeddings = {config.max_position_embeddings}",
-                   str(maxlen))
+    positions: a position table's P; any for NEZHA's and RoFormer's positions)."""
+    limit = families.max_length(args.model or "bert", config)
+    maxlen = args.maxlen or prepared or min(MAXLEN, limit or MAXLEN)
+    if limit is not None and maxlen > limit:
+        raise fail(ConfigError, "--maxlen", f"<= max_position_embeddings = {limit}", str(maxlen))
     if prepared and maxlen != prepared:
         raise fail(ConfigError, "--maxlen", f"{prepared}, the maxlen {args.train} was prepared with", str(maxlen))
     return maxlen

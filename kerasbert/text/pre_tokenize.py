@@ -29,6 +29,33 @@ from collections.abc import Callable, Container, Iterable
 from kerasbert.errors import ConfigError, fail
 
 PreTokenize = Callable[[str], Iterable[str]]  # text -> its words, in order (jieba.cut)
+# whole words of two or more CJK characters beyond which a vocabulary is a word vocabulary (BERT's Chinese
+# vocabularies hold single characters; RoFormer's holds tens of thousands of words)
+WORD_VOCABULARY = 1000
+
+
+def _cjk(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf"
+
+
+def refuse_word_vocabulary(tokens: Iterable[str], where: str) -> None:
+    """A ConfigError where ``tokens`` (a vocabulary, from ``where``) holds more than `WORD_VOCABULARY` whole
+    Chinese words: text tokenized without `jieba_words` would never reach them, and the ids would be silently wrong.
+
+    Example:
+    >>> refuse_word_vocabulary(["[PAD]", "北", "京", "北京"], "vocab.txt")
+    >>> refuse_word_vocabulary([f"{chr(0x4e00 + i)}{chr(0x4e00 + i)}" for i in range(1001)], "words.txt")
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ConfigError: words.txt: expected a vocabulary of characters and word pieces, found 1001 whole \
+Chinese words (a word-level vocabulary, as RoFormer's). the command line tokenizes word pieces only: tokenize in \
+Python with Tokenizer(vocab, pre_tokenize=jieba_words)
+    """
+    words = sum(1 for token in tokens if len(token) > 1 and all(map(_cjk, token)))
+    if words > WORD_VOCABULARY:
+        raise fail(ConfigError, where, "a vocabulary of characters and word pieces", f"{words} whole Chinese words (a "
+                   "word-level vocabulary, as RoFormer's)", "the command line tokenizes word pieces only: tokenize in "
+                   "Python with Tokenizer(vocab, pre_tokenize=jieba_words)")
 
 
 def jieba_words(text: str) -> list[str]:

@@ -485,3 +485,15 @@ def test_train_from_a_hugging_face_folder_takes_its_config_vocab_and_case(data, 
     assert (args["config"], args["vocab"], args["lowercase"]) == (folder, os.path.join(folder, "vocab.txt"), True)
     assert json.load(open(os.path.join(out, "bert_config.json")))["vocab_size"] == vocab_size
     assert Run(out).load_model().get_layer("Embedding-Token").input_dim == vocab_size
+
+
+def test_maxlen_is_capped_by_a_position_table_only():
+    from kerasbert.finetune.training import TrainArgs, _maxlen
+    from kerasbert.modeling.config import BertConfig
+
+    config = BertConfig.from_preset("tiny")  # P = 64
+    assert _maxlen(TrainArgs(task="cls", train="-", out="-", maxlen=100, model="nezha"), config) == 100
+    assert _maxlen(TrainArgs(task="cls", train="-", out="-", model="roformer"), config) == 128  # MAXLEN
+    assert _maxlen(TrainArgs(task="cls", train="-", out="-"), config) == 64
+    with pytest.raises(ConfigError, match="--maxlen: expected <= max_position_embeddings = 64, found 100"):
+        _maxlen(TrainArgs(task="cls", train="-", out="-", maxlen=100, model="albert"), config)
