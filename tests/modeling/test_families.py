@@ -14,7 +14,7 @@ from kerasbert import CheckpointError, ConfigError, ModelError, build_transforme
 import helpers
 
 TINY = {**helpers.TINY, "embedding_size": 16}
-BASE = {**helpers.TINY, "vocab_size": 8000, "hidden_size": 768, "num_attention_heads": 12,
+BASE = {**helpers.TINY, "vocab_size": 2000, "hidden_size": 768, "num_attention_heads": 12,
         "intermediate_size": 3072, "max_position_embeddings": 512, "embedding_size": 128}
 ALL_HEADS = {"electra": {"with_discriminator": True}, "roformer_v2": {"with_mlm": True}}
 BERT_HEADS = {"with_pool": True, "with_nsp": True, "with_mlm": True}
