@@ -21,7 +21,7 @@ from kerasbert.perf import half_gradients
 
 __all__ = ["APPLICATIONS", "FAMILIES", "TransformerModel"]
 
-FAMILIES = tuple(name for name in families.NAMES if name not in families.ALIASES)  # the architectures kerasbert builds
+FAMILIES = families.FAMILY_NAMES  # the architectures kerasbert builds
 APPLICATIONS = ("encoder",)  # bert4keras's application argument: what the encoder's attention may see
 
 

@@ -151,11 +151,10 @@ class BertConfig:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise fail(ConfigError, f"{where}: {key}", "a positive integer", repr(value))
-        for key in ("embedding_size",) if self.embedding_size is not None else ():
-            if isinstance(self.embedding_size, bool) or not isinstance(self.embedding_size, int) \
-                    or not 0 < self.embedding_size <= LIMITS["hidden_size"]:
-                raise fail(ConfigError, f"{where}: {key}", f"a positive integer up to {LIMITS['hidden_size']}",
-                           repr(self.embedding_size))
+        if self.embedding_size is not None and (isinstance(self.embedding_size, bool) or not isinstance(
+                self.embedding_size, int) or not 0 < self.embedding_size <= LIMITS["hidden_size"]):
+            raise fail(ConfigError, f"{where}: embedding_size", f"a positive integer up to {LIMITS['hidden_size']}",
+                       repr(self.embedding_size))
         if isinstance(self.max_relative_position, bool) or not isinstance(self.max_relative_position, int) \
                 or not 0 < self.max_relative_position <= LIMITS["max_position_embeddings"]:
             raise fail(ConfigError, f"{where}: max_relative_position",

@@ -60,7 +60,8 @@ _FAMILIES = {
     "roformer_v2": Family("roformer_v2", positions="rotary", bias=False, norm="scale_free", heads="roformer_v2"),
 }
 ALIASES = {"roberta": "bert"}  # bert4keras builds RoBERTa as BERT
-NAMES = (*_FAMILIES, *ALIASES)  # every model= value
+FAMILY_NAMES = tuple(_FAMILIES)  # the families, without their aliases
+NAMES = (*FAMILY_NAMES, *ALIASES)  # every model= value
 # Hugging Face config.json model_type -> the family it describes
 MODEL_TYPES = {"bert": "bert", "albert": "albert", "electra": "electra", "nezha": "nezha",
                "roformer": "roformer"}

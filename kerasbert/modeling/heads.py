@@ -367,8 +367,7 @@ def nsp(backbone: keras.Model) -> keras.Model:
 def _check_pretraining_head(bb: _Backbone, head: str, kinds: tuple[str, ...], hint: str) -> None:
     """A ModelError where the backbone's family has no such pre-training layers (its ``heads`` not in ``kinds``)."""
     if bb.family.heads not in kinds:
-        having = [name for name in families.NAMES if name not in families.ALIASES
-                  and families.get(name).heads in kinds]
+        having = [name for name in families.FAMILY_NAMES if families.get(name).heads in kinds]
         raise fail(ModelError, f"heads.{head}", f"a backbone of a family with {head.upper()} layers "
                    f"({', '.join(having)})", f"model={bb.family.name!r}, whose checkpoints hold none", hint)
 

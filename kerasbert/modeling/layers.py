@@ -25,17 +25,28 @@ HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed pre
 WIDTH_SYMBOLS = ("H", "E")  # a layer's width in its formula: the hidden size, or the embedding size E ≠ H
 
 
-def checked_width_symbol(symbol: str) -> str:
-    """The symbol a layer's formula gives its width, one of `WIDTH_SYMBOLS`; a ModelError for any other.
+class _Width:
+    """What the layers of the embedding width share: ``width_symbol``, the symbol their formula gives their width
+    (one of `WIDTH_SYMBOLS`; a ModelError for any other), kept in their config.
 
     Example:
-    >>> checked_width_symbol("E")
-    'E'
+    >>> str(LayerNorm(width_symbol="E", epsilon=1e-12)._width_formula("2", 4))
+    '2·E = 2·4'
     """
-    if symbol not in WIDTH_SYMBOLS:
-        raise fail(ModelError, "width_symbol", " or ".join(map(repr, WIDTH_SYMBOLS)), repr(symbol),
-                   '"E" for a layer of the embedding size where it differs from the hidden size')
-    return symbol
+
+    def __init__(self, *args, width_symbol: str = "H", **kwargs):
+        super().__init__(*args, **kwargs)
+        if width_symbol not in WIDTH_SYMBOLS:
+            raise fail(ModelError, "width_symbol", " or ".join(map(repr, WIDTH_SYMBOLS)), repr(width_symbol),
+                       '"E" for a layer of the embedding size where it differs from the hidden size')
+        self.width_symbol = width_symbol
+
+    def _width_formula(self, factor: str, width: int, **sizes: int) -> Formula:
+        """``{factor}·{width symbol}``: ``V·E``, ``2·H``."""
+        return Formula.of(f"{factor}·{self.width_symbol}", **sizes, **{self.width_symbol: width})
+
+    def get_config(self):
+        return {**super().get_config(), "width_symbol": self.width_symbol}
 
 
 @register
@@ -85,7 +96,7 @@ def lookup(table, ids):
 
 
 @register
-class TokenEmbedding(keras.layers.Embedding):
+class TokenEmbedding(_Width, keras.layers.Embedding):
     """Word-piece embedding that can also project back onto the vocabulary (tied MLM output).
 
     ``layer(ids)`` looks up ``[B, S] -> [B, S, H]``; ``layer(x, reverse=True)`` computes
@@ -108,10 +119,9 @@ class TokenEmbedding(keras.layers.Embedding):
     'V·E = 100·4'
     """
 
-    def __init__(self, *args, width_symbol: str = "H", **kwargs):
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.supports_masking = True  # the padding mask, whatever mask_zero says (files saved without it too)
-        self.width_symbol = checked_width_symbol(width_symbol)
 
     def call(self, inputs, reverse: bool = False):
         if reverse:
@@ -127,14 +137,11 @@ class TokenEmbedding(keras.layers.Embedding):
         return ops.not_equal(inputs, 0) if len(inputs.shape) == 2 else None  # ids [B, S]; not the MLM logits
 
     def param_formula(self) -> Formula:
-        return Formula.of(f"V·{self.width_symbol}", V=self.input_dim, **{self.width_symbol: self.output_dim})
-
-    def get_config(self):
-        return {**super().get_config(), "width_symbol": self.width_symbol}
+        return self._width_formula("V", self.output_dim, V=self.input_dim)
 
 
 @register
-class SegmentEmbedding(keras.layers.Embedding):
+class SegmentEmbedding(_Width, keras.layers.Embedding):
     """Segment (token type) embedding ``E[ids]``: ``[B, S] -> [B, S, H]``, Keras's ``Embedding``.
 
     Looked up by `lookup` (a dense gradient, as ``TokenEmbedding``); where the ``"one_hot_segments"`` variant
@@ -148,24 +155,17 @@ class SegmentEmbedding(keras.layers.Embedding):
     True
     """
 
-    def __init__(self, *args, width_symbol: str = "H", **kwargs):
-        super().__init__(*args, **kwargs)
-        self.width_symbol = checked_width_symbol(width_symbol)
-
     def call(self, inputs):
         if self.input_dim <= MAX_ONE_HOT and chosen("one_hot_segments"):
             return one_hot_lookup(self.embeddings, inputs, self.compute_dtype)
         return ops.cast(lookup(self.embeddings, inputs), self.compute_dtype)
 
     def param_formula(self) -> Formula:
-        return Formula.of(f"T·{self.width_symbol}", T=self.input_dim, **{self.width_symbol: self.output_dim})
-
-    def get_config(self):
-        return {**super().get_config(), "width_symbol": self.width_symbol}
+        return self._width_formula("T", self.output_dim, T=self.input_dim)
 
 
 @register
-class PositionEmbedding(keras.layers.Layer):
+class PositionEmbedding(_Width, keras.layers.Layer):
     """Adds a learned absolute position embedding: ``x + E[:S]`` for ``x`` of shape ``[B, S, H]``.
 
     With ``hierarchical`` α, positions beyond P are decomposed as ``p = P·i + j`` and embedded as
@@ -186,11 +186,10 @@ class PositionEmbedding(keras.layers.Layer):
     """
 
     def __init__(self, input_dim: int, output_dim: int, embeddings_initializer="zeros",
-                 hierarchical: float | None = None, width_symbol: str = "H", **kwargs):
-        super().__init__(**kwargs)
+                 hierarchical: float | None = None, **kwargs):
+        super().__init__(**kwargs)  # width_symbol among them (`_Width`)
         self.input_dim = input_dim
         self.output_dim = output_dim
-        self.width_symbol = checked_width_symbol(width_symbol)
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.hierarchical = hierarchical
         self.supports_masking = True  # the padding mask passes, as on every layer of the sequence path
@@ -207,7 +206,7 @@ class PositionEmbedding(keras.layers.Layer):
             autocast=False)
 
     def param_formula(self) -> Formula:
-        return Formula.of(f"P·{self.width_symbol}", P=self.input_dim, **{self.width_symbol: self.output_dim})
+        return self._width_formula("P", self.output_dim, P=self.input_dim)
 
     def call(self, inputs):
         inputs = checked_length(inputs, self.max_length, self.hierarchical)
@@ -236,7 +235,6 @@ class PositionEmbedding(keras.layers.Layer):
             "output_dim": self.output_dim,
             "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
             "hierarchical": self.hierarchical,
-            "width_symbol": self.width_symbol,
         }
 
 
@@ -371,7 +369,7 @@ class Bias(keras.layers.Layer):
 
 
 @register
-class LayerNorm(keras.layers.LayerNormalization):
+class LayerNorm(_Width, keras.layers.LayerNormalization):
     """Keras's ``LayerNormalization``: ``(x-μ)/√(σ²+ε)·γ + β`` over the last axis (Ba et al. 2016).
 
     The same arguments, weights (``gamma [H]``, ``beta [H]``), config and math as the Keras layer, which it
@@ -388,10 +386,6 @@ class LayerNorm(keras.layers.LayerNormalization):
     True
     """
 
-    def __init__(self, *args, width_symbol: str = "H", **kwargs):
-        super().__init__(*args, **kwargs)
-        self.width_symbol = checked_width_symbol(width_symbol)
-
     def call(self, inputs, training=None):
         if training and self._last_axis_affine(inputs) and chosen("xla_layer_norm") and dropout_pays(inputs):
             return ops.cast(layer_norm_training(inputs, self.gamma, self.beta, self.epsilon), self.compute_dtype)
@@ -405,10 +399,7 @@ class LayerNorm(keras.layers.LayerNormalization):
         return last and self.center and self.scale and not self.rms_scaling
 
     def param_formula(self) -> Formula:
-        return Formula.of(f"2·{self.width_symbol}", **{self.width_symbol: int(self.gamma.shape[-1])})
-
-    def get_config(self):
-        return {**super().get_config(), "width_symbol": self.width_symbol}
+        return self._width_formula("2", int(self.gamma.shape[-1]))
 
 
 @register

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from kerasbert import layer_names as ln
 from kerasbert.modeling.families import Family
-from kerasbert.weights.names import HF_NAMES, each, variable_shapes, without_biases
+from kerasbert.weights.names import HF_NAMES, each, variable_shapes, with_one_block, without_biases
 
 # the family -> the model_type of its Hugging Face config, which is also the prefix of its encoder's names
 _MODEL_TYPES = {"bert": "bert", "albert": "albert", "albert_unshared": "albert", "nezha": "nezha",
@@ -112,10 +112,7 @@ def hf_names(family: Family) -> dict:
              for key, names in HF_NAMES.items() if key[0] not in _ABSENT.get(kind, ())}
     table.update(_OWN.get(kind, {}))
     if kind == "albert":
-        index = None if family.shared_block else ln.BLOCK_KEY
-        table = {key: names for key, names in table.items() if ln.BLOCK_KEY not in key[0]}
-        table.update({(ln.block(index, part), weight): each(path, f"{_ALBERT_LAYER}.{{}}".format)
-                      for (part, weight), path in _ALBERT_BLOCK.items()})
+        table = with_one_block(table, family, _ALBERT_BLOCK, f"{_ALBERT_LAYER}.{{}}")
     return table if family.bias else without_biases(table)
 
 

@@ -123,14 +123,28 @@ def google_names(family: Family) -> dict:
     """
     table = dict(GOOGLE_NAMES)
     if family.checkpoint == "albert":
-        index = None if family.shared_block else ln.BLOCK_KEY
-        table = {key: names for key, names in table.items() if ln.BLOCK_KEY not in key[0]}
-        table.update({(ln.block(index, part), weight): each(path, f"{_ALBERT_GROUP}/{{}}".format)
-                      for (part, weight), path in _ALBERT_BLOCK.items()})
+        table = with_one_block(table, family, _ALBERT_BLOCK, f"{_ALBERT_GROUP}/{{}}")
     if family.checkpoint == "electra":
         table = {key: each(names, lambda n: n.replace("bert/", "electra/", 1)) for key, names in table.items()}
         table.update(_ELECTRA)
     return table if family.bias else without_biases(table)
+
+
+def with_one_block(table: dict, family: Family, block: dict, name: str) -> dict:
+    """``table`` with its per-layer block rows replaced by one block's, whose file names are ``name`` formatted
+    with ``block``'s paths: ALBERT's group, read by every layer (``Transformer-{i}-...``), or by its shared block's
+    index-free layers where the family shares it.
+
+    Example:
+    >>> from kerasbert.modeling.families import get
+    >>> one = with_one_block(GOOGLE_NAMES, get("albert_unshared"), {(ln.ATTENTION_NORM, "gamma"): "g"}, "group/{}")
+    >>> one[(ln.block(ln.BLOCK_KEY, ln.ATTENTION_NORM), "gamma")], (_ATTENTION, "qkv_kernel") in one
+    ('group/g', False)
+    """
+    index = None if family.shared_block else ln.BLOCK_KEY
+    table = {key: names for key, names in table.items() if ln.BLOCK_KEY not in key[0]}
+    table.update({(ln.block(index, part), weight): each(path, name.format) for (part, weight), path in block.items()})
+    return table
 
 
 def without_biases(table: dict) -> dict:
