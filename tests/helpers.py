@@ -91,6 +91,22 @@ def random_batch(vocab_size: int, batch: int = 4, length: int = 12, seed: int = 
     return {"token_ids": token_ids, "segment_ids": segment_ids}
 
 
+def predict_task(folder: str, inputs: str, **kwargs) -> dict:
+    """The oracle task that builds bert4keras's model from ``folder``'s config and checkpoint with ``kwargs`` and
+    predicts on ``inputs`` (an npz of token_ids and segment_ids)."""
+    return {"kind": "bert", "config": os.path.join(folder, "bert_config.json"),
+            "checkpoint": os.path.join(folder, "bert_model.ckpt"), "kwargs": kwargs, "inputs": inputs}
+
+
+def build_from(folder: str, model: str | None = None, **kwargs):
+    """kerasbert's model of family ``model`` from ``folder``'s config and checkpoint, as `predict_task` builds
+    bert4keras's."""
+    from kerasbert import build_transformer_model
+
+    return build_transformer_model(os.path.join(folder, "bert_config.json"), os.path.join(folder, "bert_model.ckpt"),
+                                   model, verbose=False, **kwargs)
+
+
 def write_vocab(folder, tokens) -> str:
     """A ``vocab.txt`` of ``tokens`` (one a line) in ``folder``; its path."""
     path = os.path.join(folder, "vocab.txt")

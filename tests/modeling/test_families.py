@@ -78,16 +78,12 @@ def oracle(tmp_path_factory):
         np.savez(inputs, **helpers.random_batch(_config(case["shape"], case["writer"])["vocab_size"],
                                                 length=case["length"], seed=len(tasks)))
         cases[name] = {**case, "folder": folder, "inputs": inputs, "index": len(tasks)}
-        tasks.append({"kind": "bert", "config": os.path.join(folder, "bert_config.json"),
-                      "checkpoint": os.path.join(folder, "bert_model.ckpt"),
-                      "kwargs": {"model": case["family"], **case["kwargs"]}, "inputs": inputs})
+        tasks.append(helpers.predict_task(folder, inputs, model=case["family"], **case["kwargs"]))
     return cases, helpers.run_oracle(tasks, work)
 
 
 def _ours(case: dict, **extra):
-    folder = case["folder"]
-    return build_transformer_model(os.path.join(folder, "bert_config.json"), os.path.join(folder, "bert_model.ckpt"),
-                                   case["family"], verbose=False, **case["kwargs"], **extra)
+    return helpers.build_from(case["folder"], case["family"], **case["kwargs"], **extra)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -56,16 +56,12 @@ def oracle(tmp_path_factory):
             np.savez(inputs, **helpers.random_batch(BERT["vocab_size"], batch=2, length=length, seed=length))
             cases[name, length] = {"folder": folders[writer], "model": model, "kwargs": kwargs, "inputs": inputs,
                                    "index": len(tasks)}
-            tasks.append({"kind": "bert", "config": os.path.join(folders[writer], "bert_config.json"),
-                          "checkpoint": os.path.join(folders[writer], "bert_model.ckpt"), "inputs": inputs,
-                          "kwargs": {"model": model, **kwargs}})
+            tasks.append(helpers.predict_task(folders[writer], inputs, model=model, **kwargs))
     return cases, helpers.run_oracle(tasks, work)
 
 
 def _build(case: dict, **extra):
-    folder = case["folder"]
-    return build_transformer_model(os.path.join(folder, "bert_config.json"), os.path.join(folder, "bert_model.ckpt"),
-                                   case["model"], verbose=False, **case["kwargs"], **extra)
+    return helpers.build_from(case["folder"], case["model"], **case["kwargs"], **extra)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
