@@ -131,12 +131,10 @@ def test_a_checkpoint_of_another_family_says_which(oracle):
     case = oracle[0]["albert-tiny-0"]
     with pytest.raises(CheckpointError, match="are those of model='albert', not model='bert': build the model with "
                                               "model='albert'"):
-        build_transformer_model(os.path.join(case["folder"], "bert_config.json"),
-                                os.path.join(case["folder"], "bert_model.ckpt"), "bert", verbose=False)
+        helpers.build_from(case["folder"], "bert")
     nezha = oracle[0]["nezha-tiny-0"]
     with pytest.raises(CheckpointError, match="model='nezha' or model='roformer'"):
-        build_transformer_model(os.path.join(nezha["folder"], "bert_config.json"),
-                                os.path.join(nezha["folder"], "bert_model.ckpt"), "bert", verbose=False)
+        helpers.build_from(nezha["folder"], "bert")
 
 
 def test_unknown_family_lists_those_that_exist():
