@@ -3,6 +3,7 @@
 The names document the graph and are the keys users, checkpoint tables and ``.keras`` files rely on:
 
     Input-Token, Input-Segment, Attention-Mask          the inputs and the padding mask
+    Attention-LM-Mask, Attention-UniLM-Mask             the masks of application="lm" and "unilm"
     Embedding-Token, -Segment, -Position, -Norm, ...    the embeddings
     Embedding-Mapping, Embedding-Relative-Position, Embedding-Rotary-Position
     Transformer-{i}-MultiHeadSelfAttention[-Dropout|-Add|-Norm]
@@ -29,6 +30,8 @@ INPUT_PREFIX = "Input-"
 TOKEN_INPUT = INPUT_PREFIX + "Token"
 SEGMENT_INPUT = INPUT_PREFIX + "Segment"
 ATTENTION_MASK = "Attention-Mask"  # Input-Token != 0, shared by every attention layer
+LM_MASK = "Attention-LM-Mask"  # application="lm": causal, and Input-Token != 0
+UNILM_MASK = "Attention-UniLM-Mask"  # application="unilm": by segment, and Input-Token != 0
 
 # ------------------------------------------------------------------------------ embeddings
 EMBEDDING_PREFIX = "Embedding-"
@@ -133,7 +136,7 @@ def part_of(name: str) -> tuple[str, int | None]:
     found = parse_block(name)
     if found is not None or name.startswith(BLOCK_PREFIX):
         return "encoder", found[0] if found else None
-    if name.startswith(INPUT_PREFIX) or name == ATTENTION_MASK:
+    if name.startswith(INPUT_PREFIX) or name in (ATTENTION_MASK, LM_MASK, UNILM_MASK):
         return "inputs", None
     prefixes = ((EMBEDDING_PREFIX, "embeddings"), (POOLER, "pooler"), (NSP_PREFIX, "nsp"), (MLM_PREFIX, "mlm"),
                 (OUTPUT_MAPPING, "mlm"), (OUTPUT_MLM_DROPOUT, "mlm"), (OUTPUT_MLM_ACTIVATION, "mlm"))

@@ -14,13 +14,14 @@ __all__ = ["build_transformer_model"]
 
 def build_transformer_model(config_path: str | os.PathLike | None = None,
                             checkpoint_path: str | os.PathLike | None = None, model: str | None = None,
-                            **kwargs) -> TransformerModel:
+                            application: str = "encoder", **kwargs) -> TransformerModel:
     """`kerasbert.modeling.models.build_transformer_model`, with bert4keras's `set_gelu` applied.
 
     ``model`` takes bert4keras's encoder families, passed through: ``bert`` (``roberta``), ``albert``,
     ``albert_unshared``, ``nezha``, ``electra``, ``roformer``, ``roformer_v2`` (`kerasbert.modeling.families`).
     Left out, it is ``bert`` for a Google ``bert_config.json``, as in bert4keras, and the ``model_type`` of a
-    Hugging Face ``config.json``.
+    Hugging Face ``config.json``. ``application`` is bert4keras's ``"encoder"``, ``"lm"`` or ``"unilm"``
+    (`kerasbert.modeling.masks`).
 
     After ``set_gelu("tanh")`` a config whose ``hidden_act`` is ``"gelu"`` builds with the tanh approximation
     (``hidden_act="gelu_tanh"``), as bert4keras does, whatever the family; an explicit ``hidden_act=...``
@@ -41,4 +42,4 @@ def build_transformer_model(config_path: str | os.PathLike | None = None,
         config = kwargs.get("config")
         if resolve_config(config if config is not None else config_path).activation == "gelu":
             kwargs["hidden_act"] = "gelu_tanh"
-    return models.build_transformer_model(config_path, checkpoint_path, model, **kwargs)
+    return models.build_transformer_model(config_path, checkpoint_path, model, application, **kwargs)

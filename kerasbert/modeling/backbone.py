@@ -2,8 +2,8 @@
 
 bert4keras keeps the config on its ``Transformer`` object, keras-hub on its ``Backbone``, Hugging Face as
 ``model.config``; kerasbert keeps it on the functional model itself, with the model's family (``"bert"``,
-``"albert"``, ...: `kerasbert.modeling.families`) and
-application (``"encoder"``). `build_transformer_model` and every head of `kerasbert.modeling.heads` return one;
+``"albert"``, ...: `kerasbert.modeling.families`) and application (``"encoder"``, ``"lm"``, ``"unilm"``:
+`kerasbert.modeling.masks`). `build_transformer_model` and every head of `kerasbert.modeling.heads` return one;
 the graph, its layer names and its outputs are those of ``keras.Model(inputs, outputs)``. The config travels
 through ``get_config``/``from_config``, ``clone_model`` and ``.keras`` files; consumers read it with
 `kerasbert.config_of` (`kerasbert.modeling.config.config_of`).
@@ -16,13 +16,13 @@ import keras
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling import families
 from kerasbert.modeling.config import BertConfig, config_from_layers
+from kerasbert.modeling.masks import APPLICATIONS
 from kerasbert.modeling.registry import register
 from kerasbert.perf import half_gradients
 
 __all__ = ["APPLICATIONS", "FAMILIES", "TransformerModel"]
 
 FAMILIES = families.FAMILY_NAMES  # the architectures kerasbert builds
-APPLICATIONS = ("encoder",)  # bert4keras's application argument: what the encoder's attention may see
 
 
 @register

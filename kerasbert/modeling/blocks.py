@@ -161,13 +161,23 @@ class _ProjectedBlock(keras.layers.Layer):
         return config
 
 
+def visible(mask, first_token: bool = False):
+    """``mask`` as ``[B, 1, Q, S]`` over the scores: a ``[B, S]`` key mask (padding) for every query, or a
+    ``[B, S, S]`` query-by-key mask (`kerasbert.modeling.masks`), its first row alone for ``first_token``."""
+    if len(mask.shape) == 2:
+        return mask[:, None, None, :]
+    return mask[:, None, :1, :] if first_token else mask[:, None, :, :]
+
+
 @register
 class MultiHeadSelfAttention(_ProjectedBlock):
-    """Multi-head self-attention over ``[x, key_mask]``: ``softmax(Q·Kᵀ/√d + mask)·V`` per head, then ``W_o``.
+    """Multi-head self-attention over ``[x, mask]``: ``softmax(Q·Kᵀ/√d + mask)·V`` per head, then ``W_o``.
 
-    Vaswani et al. 2017, eq. 1, with padding keys set to -inf as bert4keras does. Projections: ``qkv``
-    ``[H, 3H]`` (Google's query, key and value kernels side by side) and ``output`` ``[H, H]``, with biases
-    unless ``use_bias=False``; weight keys ``qkv_kernel``, ``qkv_bias``, ``output_kernel``, ``output_bias``.
+    Vaswani et al. 2017, eq. 1, with the keys a query may not see set to -inf as bert4keras does: padding keys
+    (a ``[B, S]`` mask), or those of a ``[B, S, S]`` query-by-key mask (`kerasbert.modeling.masks`).
+    Projections: ``qkv`` ``[H, 3H]`` (Google's query, key and value kernels side by side) and ``output``
+    ``[H, H]``, with biases unless ``use_bias=False``; weight keys ``qkv_kernel``, ``qkv_bias``, ``output_kernel``,
+    ``output_bias``.
 
     With ``positions``, a third input carries the positions (`kerasbert.modeling.positions`): ``"relative"``
     (NEZHA) adds ``q_i·R[i, j]`` to the scores before the scale and ``Σⱼ p_ij·R[i, j]`` to the context;
@@ -245,14 +255,14 @@ class MultiHeadSelfAttention(_ProjectedBlock):
             relative = inputs[2][:1] if first_token else inputs[2]
         if self.positions == "rotary":
             q, k = rotate(q, inputs[2][:, :1] if first_token else inputs[2]), rotate(k, inputs[2])
+        seen = visible(key_mask, first_token)  # (batch, 1, seq or 1 or 1, seq)
         if chosen("onednn_scores") and relative is None:
-            scores = onednn_scores(q, k, key_mask)
+            scores = onednn_scores(q, k, seen)
         else:
             scores = ops.einsum("bhqd,bhkd->bhqk", q, k)  # (batch, heads, seq or 1, seq)
             if relative is not None:
                 scores = scores + ops.einsum("bhqd,qkd->bhqk", q, relative)
-            scores = ops.where(key_mask[:, None, None, :], ops.cast(scores / math.sqrt(self.head_size), "float32"),
-                               -math.inf)  # padding keys
+            scores = ops.where(seen, ops.cast(scores / math.sqrt(self.head_size), "float32"), -math.inf)
         probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)  # the softmax in float32 in mixed precision
         probs = self.dropout_layer(probs, training=training, width=hidden)
         context = ops.einsum("bhqk,bhkd->bhqd", probs, v)  # (batch, heads, seq or 1, d)

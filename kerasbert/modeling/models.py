@@ -25,12 +25,12 @@ from kerasbert.modeling.layers import (
     Add,
     Dropout,
     LayerNorm,
-    PaddingMask,
     PositionEmbedding,
     ScaleFreeNorm,
     SegmentEmbedding,
     TokenEmbedding,
 )
+from kerasbert.modeling.masks import attention_mask, check_application
 from kerasbert.modeling.positions import RelativePositions, RotaryPositions
 from kerasbert.perf.xla import xla_pays
 from kerasbert.weights.checkpoint import load_checkpoint
@@ -171,6 +171,7 @@ def build_transformer_model(
     config_path: str | os.PathLike | None = None,
     checkpoint_path: str | os.PathLike | None = None,
     model: str | None = None,
+    application: str = "encoder",
     *,
     config: BertConfig | dict | None = None,
     with_pool: bool | str = False,
@@ -200,6 +201,10 @@ def build_transformer_model(
         model: str. the family: ``bert`` (``roberta``), ``albert``, ``albert_unshared``, ``nezha``, ``electra``,
             ``roformer``, ``roformer_v2`` (`kerasbert.modeling.families`); None: the ``model_type`` of a Hugging
             Face config, else ``bert``.
+        application: str. what each position attends to (`kerasbert.modeling.masks`): ``"encoder"`` every real
+            token, ``"lm"`` those up to itself (a language model), ``"unilm"`` the source (segment 0) both ways and
+            the target (segment 1) causally (sequence to sequence). Both imply ``with_mlm``, as in bert4keras:
+            the MLM output then gives next-token probabilities at each position.
         config: BertConfig or dict. instead of ``config_path``.
         with_pool: bool or str. add ``Pooler``/``Pooler-Dense`` (tanh, or the activation given).
         with_nsp: bool. add ``NSP-Proba`` (implies the pooler).
@@ -238,6 +243,8 @@ def build_transformer_model(
     """
     cfg, dropout_rate = _resolve(config_path, config, keep_tokens, dropout_rate, overrides)
     family = families.resolve(model, cfg)
+    application = check_application(application, family.name)
+    with_mlm = with_mlm or application != "encoder"  # a language model's output is its next-token probabilities
     flags = _checked_flags(family, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
                            with_discriminator=with_discriminator)
     hierarchical = 0.4 if hierarchical_position is True else hierarchical_position or None
@@ -248,8 +255,8 @@ def build_transformer_model(
     inputs = [keras.Input((sequence_length,), dtype="int32", name=names.TOKEN_INPUT)]
     if cfg.type_vocab_size:
         inputs.append(keras.Input((sequence_length,), dtype="int32", name=names.SEGMENT_INPUT))
-    mask = PaddingMask(name=names.ATTENTION_MASK)(inputs[0])  # [B, S] bool, shared by every attention layer
     segment_ids = inputs[1] if cfg.type_vocab_size else None
+    mask = attention_mask(application, inputs[0], segment_ids)  # [B, S] or [B, S, S] bool, for every attention
     x, embedding = _embeddings(inputs[0], segment_ids, cfg, family, init, dropout_rate, dtype, hierarchical)
     positions = _positions(x, cfg, family, dtype)
     shared = _block_layers(None, cfg, family, init, dropout_rate, dtype) if family.shared_block else None
@@ -258,7 +265,7 @@ def build_transformer_model(
                                                                            dtype))
     outputs = _final_layers(x, embedding, cfg, family, init, flags, dtype) or [x]
     bert = TransformerModel(inputs, outputs[0] if len(outputs) == 1 else outputs, name=name or family.name,
-                            bert_config=cfg, family=family.name)
+                            bert_config=cfg, family=family.name, application=application)
     bert.jit_compile = xla_pays(bert)  # predict with XLA on a GPU for BERT-small and up (see xla_pays)
     if checkpoint_path is not None:
         load_checkpoint(bert, checkpoint_path, keep_tokens=keep_tokens, allow_missing=allow_missing, verbose=verbose)

@@ -45,24 +45,24 @@ def dense_2d(layer, x):
     return ops.reshape(layer(flat_tokens(x)), (batch, length, layer.units))
 
 
-def onednn_scores(q, k, key_mask):
-    """``Q·Kᵀ/√d`` in float32 with the padding keys at ``-inf``, as ``(Q/√d)·Kᵀ - penalty``.
+def onednn_scores(q, k, seen):
+    """``Q·Kᵀ/√d`` in float32 with the keys a query may not see at ``-inf``, as ``(Q/√d)·Kᵀ - penalty``.
 
     Args:
         q: ``[B, A, Q, d]`` queries.
         k: ``[B, A, S, d]`` keys.
-        key_mask: ``[B, S]`` bool, False on padding keys.
+        seen: bool, False where a query may not see a key: ``[B, 1, 1, S]`` (padding keys) or ``[B, 1, Q, S]``.
 
     Returns:
         ``[B, A, Q, S]`` float32 scores.
 
     Example:
-    >>> s = onednn_scores(ops.ones((1, 1, 1, 4)), ops.ones((1, 1, 2, 4)), ops.array([[True, False]]))
+    >>> s = onednn_scores(ops.ones((1, 1, 1, 4)), ops.ones((1, 1, 2, 4)), ops.array([[[[True, False]]]]))
     >>> [float(v) for v in ops.reshape(s, (-1,))]
     [2.0, -inf]
     """
     scores = ops.einsum("bhqd,bhkd->bhqk", q * (1 / math.sqrt(q.shape[-1])), k)
-    penalty = ops.where(key_mask, 0.0, math.inf)[:, None, None, :]  # (batch, 1, 1, seq): +inf on padding keys
+    penalty = ops.where(seen, 0.0, math.inf)  # +inf where the key is hidden
     return ops.subtract(ops.cast(scores, "float32"), penalty)
 
 

@@ -39,19 +39,33 @@ CASES = {"cls": {"head": "cls"}, "tagging": {"head": "tagging"},
          # the other families, each from a checkpoint bert4keras writes in its own names
          "albert-cls": {"head": "cls", "model": "albert"}, "nezha-tagging": {"head": "tagging", "model": "nezha"},
          "electra-cls": {"head": "cls", "model": "electra"}, "roformer-crf": {"head": "crf", "model": "roformer"},
-         "roformer_v2-cls": {"head": "cls", "model": "roformer_v2"}}
+         "roformer_v2-cls": {"head": "cls", "model": "roformer_v2"},
+         # language models on their MLM output, next-token labels (bert4keras's application=)
+         "lm": {"head": "lm", "model": "bert", "application": "lm"},
+         "unilm": {"head": "lm", "model": "bert", "application": "unilm"},
+         "roformer-unilm": {"head": "lm", "model": "roformer", "application": "unilm"}}
 TOP_BLOCK_KERNELS = ("layer_1/output/dense/kernel", "inner_group_0/ffn_1/intermediate/output/dense/kernel")
 EMBEDDING_SIZE = {"albert": 16, "electra": 16, "roformer": 16}  # E < H where the family's checkpoints have it
 
 
 def batches(seed: int) -> dict[str, np.ndarray]:
-    """``STEPS`` ragged batches stacked in order, with random labels (0 on padding)."""
+    """``STEPS`` ragged batches stacked in order, with random labels (0 on padding), and next-token labels: for
+    "lm" every next real token, for "unilm" the next token where it is a target (segment 1)."""
     rows = [helpers.random_batch(CONFIG["vocab_size"], BATCH, LENGTH, seed=seed + i) for i in range(STEPS)]
     data = {key: np.concatenate([row[key] for row in rows]) for key in ("token_ids", "segment_ids")}
     rng = np.random.default_rng(seed)
     data["tag_labels"] = rng.integers(0, LABELS, data["token_ids"].shape) * (data["token_ids"] > 0)
     data["cls_labels"] = rng.integers(0, LABELS, len(data["token_ids"]))
+    following = np.pad(data["token_ids"][:, 1:], ((0, 0), (0, 1)))
+    data["lm_labels"] = following
+    data["unilm_labels"] = following * np.pad(data["segment_ids"][:, 1:], ((0, 0), (0, 1)))
     return data
+
+
+def labels_of(case: dict, data: dict) -> np.ndarray:
+    if case["head"] == "lm":
+        return data[f"{case['application']}_labels"]
+    return data["cls_labels"] if case["head"] == "cls" else data["tag_labels"]
 
 
 def head_weights(seed: int) -> dict[str, np.ndarray]:
@@ -66,12 +80,12 @@ def trained(tmp_path_factory):
     """Each case's data, head weights and bert4keras's losses and weights, from one oracle run."""
     work = str(tmp_path_factory.mktemp("step_parity"))
     helpers.write_checkpoint(work, helpers.random_google_weights(CONFIG, seed=4, heads=False), CONFIG)
-    tasks = [family_checkpoint(work, case["model"]) for case in CASES.values() if "model" in case]
+    tasks = [family_checkpoint(work, *writer) for writer in sorted({_writer(case) for case in CASES.values()} - {()})]
     cases = {}
     for seed, (name, case) in enumerate(CASES.items()):
-        index, folder = len(tasks), os.path.join(work, case.get("model", ""))
+        index, folder = len(tasks), os.path.join(work, _folder(case))
         data, weights = batches(10 * seed), head_weights(seed)
-        labels = data["cls_labels"] if case["head"] == "cls" else data["tag_labels"]
+        labels = labels_of(case, data)
         inputs, head = os.path.join(work, f"inputs-{index}.npz"), os.path.join(work, f"head-{index}.npz")
         np.savez(inputs, token_ids=data["token_ids"], segment_ids=data["segment_ids"], labels=labels)
         np.savez(head, **weights)
@@ -82,29 +96,46 @@ def trained(tmp_path_factory):
     return work, cases, helpers.run_oracle(tasks, work)
 
 
-def family_checkpoint(work: str, family: str) -> dict:
-    """The oracle task that writes a random checkpoint of ``family`` in its own names into ``work/<family>``."""
-    folder = os.path.join(work, family)
+def _writer(case: dict) -> tuple:
+    """(family, with_mlm) of the checkpoint a case starts from; () for the plain BERT checkpoint."""
+    return (case["model"], case["head"] == "lm") if "model" in case else ()
+
+
+def _folder(case: dict) -> str:
+    writer = _writer(case)
+    return f"{writer[0]}{'-mlm' if writer[1] else ''}" if writer else ""
+
+
+def family_checkpoint(work: str, family: str, with_mlm: bool = False) -> dict:
+    """The oracle task that writes a random checkpoint of ``family`` in its own names (and its MLM layers where
+    ``with_mlm``) into ``work/<family>[-mlm]``."""
+    folder = os.path.join(work, f"{family}{'-mlm' if with_mlm else ''}")
     os.makedirs(folder)
     config = dict(CONFIG, **({"embedding_size": EMBEDDING_SIZE[family]} if family in EMBEDDING_SIZE else {}))
     with open(os.path.join(folder, "bert_config.json"), "w") as f:
         json.dump(config, f)
-    return {"kind": "family_checkpoint", "model": family, "kwargs": {}, "seed": 5, "std": 0.2,
-            "config": os.path.join(folder, "bert_config.json"), "checkpoint": os.path.join(folder, "bert_model.ckpt")}
+    return {"kind": "family_checkpoint", "model": family, "kwargs": {"with_mlm": True} if with_mlm else {}, "seed": 5,
+            "std": 0.2, "config": os.path.join(folder, "bert_config.json"),
+            "checkpoint": os.path.join(folder, "bert_model.ckpt")}
 
 
 def train_kerasbert(work: str, case: dict):
     """kerasbert's model for ``case`` after the same steps: (model, losses)."""
-    folder = os.path.join(work, case.get("model", ""))
+    folder = os.path.join(work, _folder(case))
     backbone = build_transformer_model(os.path.join(folder, "bert_config.json"),
-                                       os.path.join(folder, "bert_model.ckpt"), case.get("model"), verbose=False)
-    if case["head"] == "cls":
+                                       os.path.join(folder, "bert_model.ckpt"), case.get("model"),
+                                       case.get("application", "encoder"), with_mlm=case["head"] == "lm",
+                                       verbose=False)
+    if case["head"] == "lm":
+        model = backbone
+    elif case["head"] == "cls":
         model = heads.cls(backbone, LABELS)
     else:
         model = heads.tagging(backbone, LABELS, crf=case["head"] == "crf",
                               crf_lr_multiplier=case.get("lr_multiplier", 1))
-    dense = model.get_layer("CLS-Dense" if case["head"] == "cls" else "Tagging-Dense")
-    dense.set_weights([case["weights"]["kernel"], case["weights"]["bias"]])
+    if case["head"] != "lm":
+        dense = model.get_layer("CLS-Dense" if case["head"] == "cls" else "Tagging-Dense")
+        dense.set_weights([case["weights"]["kernel"], case["weights"]["bias"]])
     for crf in crf_layers(model):
         crf._trans.assign(case["weights"]["trans"] / crf.lr_multiplier)
     model.compile(keras.optimizers.Adam(LR), **heads.loss_and_metrics(model))
@@ -140,7 +171,7 @@ def test_twenty_adam_steps_equal_bert4keras(trained, name, tmp_path):
     assert np.isfinite(losses).all() and len(set(losses.tolist())) == STEPS  # each step saw a new batch
 
     ours = kerasbert_weights(model, str(tmp_path))
-    initial = tf.train.load_checkpoint(os.path.join(work, case.get("model", ""), "bert_model.ckpt"))
+    initial = tf.train.load_checkpoint(os.path.join(work, _folder(case), "bert_model.ckpt"))
     prefix = f"{case['index']}/"
     names = sorted(key[len(prefix):] for key in theirs if key.startswith(prefix) and not key.endswith("losses"))
     assert set(names) == set(ours)
