@@ -121,6 +121,8 @@ def _head(kind, output, num_labels, lr_multiplier):
     from bert4keras.backend import keras
     from bert4keras.layers import ConditionalRandomField
 
+    if kind == "lm":  # the MLM output's next-token probabilities; labels 0 do not count, as in kerasbert's loss
+        return output, _next_token_loss, None
     if kind == "cls":
         output = keras.layers.Lambda(lambda x: x[:, 0], name="CLS-token")(output)
         output = keras.layers.Dense(num_labels, activation="softmax", name="CLS-Dense")(output)
@@ -133,10 +135,21 @@ def _head(kind, output, num_labels, lr_multiplier):
     return crf(output), crf.sparse_loss, crf
 
 
+def _next_token_loss(y_true, y_pred):
+    """Cross-entropy summed over the labels that are not 0, over their count (bert4keras's seq2seq examples'
+    ``CrossEntropy`` with the target mask folded into the labels)."""
+    from bert4keras.backend import K
+
+    y_true = K.cast(y_true, "int32")
+    keep = K.cast(K.not_equal(y_true, 0), "float32")
+    return K.sum(K.sparse_categorical_crossentropy(y_true, y_pred) * keep) / K.maximum(K.sum(keep), 1.0)
+
+
 def train_steps(task):
     """bert4keras + a head, trained with tf.keras's plain Adam one batch at a time (``train_on_batch``).
 
-    task: config, checkpoint, model (the family, bert unless given), head ("cls" | "tagging" | "crf"),
+    task: config, checkpoint, model (the family, bert unless given), application (encoder unless given), head
+    ("cls" | "tagging" | "crf" | "lm": the MLM output, built with_mlm, on next-token labels; no head weights),
     num_labels, lr, batch_size, lr_multiplier,
     inputs (npz: token_ids, segment_ids, labels, optional sample_weight; rows taken in order), head_weights
     (npz: kernel, bias, optional trans, the CRF's effective transitions). Returns each step's loss, then every
@@ -147,12 +160,14 @@ def train_steps(task):
     from bert4keras.models import build_transformer_model
 
     bert = build_transformer_model(task["config"], task["checkpoint"], model=task.get("model", "bert"),
-                                   return_keras_model=False)
+                                   application=task.get("application", "encoder"), return_keras_model=False,
+                                   **({"with_mlm": True} if task["head"] == "lm" else {}))
     output, loss, crf = _head(task["head"], bert.model.output, task["num_labels"], task.get("lr_multiplier", 1))
     model = keras.Model(bert.model.inputs, output)
     head = np.load(task["head_weights"])
-    dense = model.get_layer("CLS-Dense" if task["head"] == "cls" else "Tagging-Dense")
-    dense.set_weights([head["kernel"], head["bias"]])
+    dense = None if task["head"] == "lm" else model.get_layer("CLS-Dense" if task["head"] == "cls" else "Tagging-Dense")
+    if dense is not None:
+        dense.set_weights([head["kernel"], head["bias"]])
     if crf is not None:
         K.set_value(crf._trans, head["trans"] / crf.lr_multiplier)
     model.compile(loss=loss, optimizer=keras.optimizers.Adam(task["lr"]))
@@ -169,7 +184,8 @@ def train_steps(task):
         if layer is not None:  # the mapping also names layers this model was built without (MLM, NSP)
             out.update({variable: K.get_value(weight)
                         for weight, variable in zip(layer.trainable_weights, variables, strict=True)})
-    out.update({f"{dense.name}/kernel": K.get_value(dense.kernel), f"{dense.name}/bias": K.get_value(dense.bias)})
+    if dense is not None:
+        out.update({f"{dense.name}/kernel": K.get_value(dense.kernel), f"{dense.name}/bias": K.get_value(dense.bias)})
     if crf is not None:
         out["Tagging-CRF/trans"] = K.get_value(crf.trans)
     return out
@@ -215,9 +231,19 @@ def snippets(task):
     return {"json": np.array(json.dumps(results))}
 
 
+def decode(task):
+    """bert4keras's AutoRegressiveDecoder on the toy scorer of tests/toy_decoder.py, one case at a time ("cases":
+    see `toy_decoder.decode`); one JSON string under "json", per case its sequences of ids."""
+    from bert4keras.snippets import AutoRegressiveDecoder
+
+    import toy_decoder
+
+    return {"json": np.array(json.dumps([toy_decoder.decode(AutoRegressiveDecoder, case) for case in task["cases"]]))}
+
+
 KINDS = {"bert": bert_outputs, "family_checkpoint": family_checkpoint, "vocab": vocab,
          "crf": crf, "tokenizer": tokenizer, "train": train_steps,
-         "snippets": snippets}
+         "snippets": snippets, "decode": decode}
 
 
 def main(job_path):

@@ -1,9 +1,10 @@
 """``bert4keras.snippets`` -> ``kerasbert.compat.snippets``: bert4keras 0.11.5's data helpers, same signatures.
 
 `sequence_padding`, `truncate_sequences`, `text_segmentate`, `to_array`, `DataGenerator`, `open`,
-`parallel_apply` and `ViterbiDecoder`. Misuse raises `kerasbert.errors.DataError` (a `ValueError`, as
-bert4keras raised) instead of an assertion or a NumPy error. `open` lives only here: kerasbert itself never
-shadows the builtin.
+`parallel_apply`, `ViterbiDecoder` and `AutoRegressiveDecoder` (beam search and sampling with bert4keras's ids,
+for sampling under the same NumPy seed). Misuse raises `kerasbert.errors.DataError` (a `ValueError`, as
+bert4keras raised) instead of an assertion or a NumPy error; a decoder's ``predict`` whose scores do not fit
+raises `kerasbert.errors.ModelError`. `open` lives only here: kerasbert itself never shadows the builtin.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import os
 
 import numpy as np
 
+from kerasbert.compat._decoder import AutoRegressiveDecoder
 from kerasbert.compat._parallel import parallel_apply
 from kerasbert.errors import DataError, fail
 from kerasbert.modeling.crf import ViterbiDecoder
 
-__all__ = ["DataGenerator", "ViterbiDecoder", "open", "parallel_apply", "sequence_padding", "text_segmentate",
-           "to_array", "truncate_sequences"]
+__all__ = ["AutoRegressiveDecoder", "DataGenerator", "ViterbiDecoder", "open", "parallel_apply", "sequence_padding",
+           "text_segmentate", "to_array", "truncate_sequences"]
 
 
 def to_array(*args):
