@@ -1,6 +1,6 @@
 """Every head on every family: builds and predicts, ``[CLS]``-only blocks equal the full block, pre-training heads
 where the family has them, losses, the layer-wise rate of ALBERT's shared block, configs read off the layers,
-``.keras`` round trips and mixed precision."""
+``.keras`` round trips, and mixed precision in prediction and in training."""
 
 from __future__ import annotations
 
@@ -146,3 +146,45 @@ def test_mixed_precision_builds_and_predicts_finite_outputs(family, policy):
     assert model.get_layer("Embedding-Token").compute_dtype == policy.split("_")[1]
     low, full = np.asarray(model.predict(BATCH, verbose=0), "float32"), reference.predict(BATCH, verbose=0)
     assert np.isfinite(low).all() and np.abs(low - full).max() < 5e-2
+
+
+# bfloat16 keeps 8 significant bits (each rounding within 2^-9 relative), float16 11 (2^-12); a loss through the
+# two tiny blocks agrees with float32's to about 1e-3 and 1e-4: each bound leaves room for some ten roundings
+LOSS_RTOL = {"mixed_bfloat16": 2e-2, "mixed_float16": 5e-3}
+LABELS = {"cls-first": np.array([0, 2, 1]), "tagging-crf": BATCH[0] % 5}
+# (family, policy, head): every distinct graph in bfloat16, NEZHA's with the CRF, whose per-text loss (about 17
+# here) is no near-constant log(3); two in float16 with loss scaling
+MIXED_TRAINING = ([(f, "mixed_bfloat16", "tagging-crf" if f == "nezha" else "cls-first") for f in DISTINCT]
+                  + [(f, "mixed_float16", "cls-first") for f in ("albert", "roformer_v2")])
+
+
+def loss_at(model: keras.Model, weights: list[np.ndarray]) -> float:
+    """``model``'s compiled loss on `BATCH` with ``weights`` (the forward pass of a step, without its update)."""
+    model.set_weights(weights)
+    labels = LABELS["cls-first" if len(model.output.shape) == 2 else "tagging-crf"]
+    return float(model.compute_loss(y=labels, y_pred=model(BATCH, training=False)))
+
+
+@pytest.mark.parametrize(("family", "policy", "head"), MIXED_TRAINING)
+def test_mixed_precision_trains_as_float32_does(family, policy, head):
+    """Steps compiled as ``kerasbert train --mixed-precision`` does (kerasbert's AdamW, wrapped in Keras's
+    LossScaleOptimizer under float16): finite losses that fall, every weight moved and still float32, and the loss
+    at the first and the last weights that of the float32 model with those weights."""
+    no_dropout = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}  # one loss for one set of weights
+    build = HEADS[head][0]
+    keras.utils.set_random_seed(0)
+    model, reference = build(backbone(family, dtype=policy, **no_dropout)), build(backbone(family, **no_dropout))
+    optimizer = LayerwiseAdamW(learning_rate=1e-2)
+    model.compile(keras.optimizers.LossScaleOptimizer(optimizer) if policy == "mixed_float16" else optimizer,
+                  **heads.loss_and_metrics(model))
+    reference.compile("adam", **heads.loss_and_metrics(reference))
+    start = model.get_weights()
+    losses = [float(np.atleast_1d(model.train_on_batch(BATCH, LABELS[head]))[0]) for _ in range(4)]
+    end = model.get_weights()
+    assert model.get_layer("Embedding-Token").compute_dtype == policy.split("_")[1]
+    assert {v.dtype for v in model.weights} == {v.dtype for v in optimizer.variables} - {"int64"} == {"float32"}
+    losses.append(loss_at(model, end))  # after the fourth update
+    assert np.isfinite(losses).all() and losses[-1] < losses[0]
+    assert all(np.abs(a - b).max() > 0 for a, b in zip(start, end, strict=True))  # no step skipped, none frozen
+    for weights, loss in ((start, losses[0]), (end, losses[-1])):
+        assert loss == pytest.approx(loss_at(reference, weights), rel=LOSS_RTOL[policy])

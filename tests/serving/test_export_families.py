@@ -1,18 +1,22 @@
 """Exports of runs of other families answer as the run: NEZHA (relative positions computed from the input length)
-as a SavedModel with the tokenizer in its graph and as OpenVINO int8, ALBERT (one shared block) as ONNX."""
+as a SavedModel with the tokenizer in its graph and as OpenVINO int8, ALBERT (one shared block) as ONNX; the server
+of `kerasbert serve` answers with the run's predictions too."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 
 import numpy as np
 import pytest
+from starlette.testclient import TestClient
 
 from kerasbert import predict, train
 from kerasbert.finetune.demo_data import write_demo_data
 from kerasbert.serving.export import EXPORT_INFO, export
-from kerasbert.serving.exported import predict_export
+from kerasbert.serving.exported import open_export, predict_export
+from kerasbert.serving.server import make_app
 
 pytestmark = pytest.mark.slow  # trains two small models and converts them
 
@@ -44,11 +48,25 @@ def runs(tmp_path_factory) -> dict[str, str]:
     return out
 
 
+@pytest.fixture(scope="module")
+def exports(runs, tmp_path_factory) -> Callable[[str], tuple[str, dict]]:
+    """``kind`` of `EXPORTS` -> ``(folder, info)`` of its export, made once for the module's tests."""
+    made = {}
+
+    def made_once(kind: str) -> tuple[str, dict]:
+        if kind not in made:
+            name, fmt, int8 = EXPORTS[kind]
+            folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{kind}")), "export")
+            made[kind] = folder, export(runs[name], folder, fmt, int8=int8, accept_loss=int8)
+        return made[kind]
+
+    return made_once
+
+
 @pytest.mark.parametrize("kind", EXPORTS)
-def test_a_family_export_answers_as_its_run(runs, kind, tmp_path):
+def test_a_family_export_answers_as_its_run(runs, exports, kind):
     name, fmt, int8 = EXPORTS[kind]
-    folder = str(tmp_path / "export")
-    info = export(runs[name], folder, fmt, int8=int8, accept_loss=int8)
+    folder, info = exports(kind)
     assert json.load(open(os.path.join(folder, EXPORT_INFO), encoding="utf-8"))["format"] == fmt
     got, want = predict_export(folder, TEXTS), predict(runs[name], TEXTS)
     if name.endswith("cls"):
@@ -60,3 +78,28 @@ def test_a_family_export_answers_as_its_run(runs, kind, tmp_path):
         assert got == want and any(row["entities"] for row in want)
     assert info["dev"]["accuracy" if name.endswith("cls") else "f1"] == pytest.approx(
         info["dev_run"]["accuracy" if name.endswith("cls") else "f1"], abs=0.07 if int8 else 1e-6)
+
+
+@pytest.mark.parametrize("kind", ["saved_model", "onnx"])
+def test_the_server_answers_a_family_export_as_its_run(runs, exports, kind):
+    """NEZHA's SavedModel (TensorFlow's signature) and ALBERT's ONNX (the portable runtime) behind the HTTP server:
+    one request of every text and one request a text give the run's predictions, less the text."""
+    name = EXPORTS[kind][0]
+    want = [{key: value for key, value in row.items() if key != "text"} for row in predict(runs[name], TEXTS)]
+    with TestClient(make_app(open_export(exports(kind)[0]), name)) as client:
+        status = client.get(f"/v1/models/{name}").json()["model_version_status"][0]["state"]
+        answers = [client.post(f"/v1/models/{name}:predict", json={"instances": texts})
+                   for texts in (TEXTS, *([text] for text in TEXTS))]
+    assert status == "AVAILABLE" and [answer.status_code for answer in answers] == [200] * (1 + len(TEXTS))
+    together = answers[0].json()["predictions"]
+    alone = [row for answer in answers[1:] for row in answer.json()["predictions"]]
+    for got in (together, alone):
+        if name.endswith("cls"):
+            assert [row["label"] for row in got] == [row["label"] for row in want]
+            assert len({row["label"] for row in want}) == 2  # both labels answered
+            for mine, theirs in zip(got, want, strict=True):
+                assert mine["probabilities"].keys() == theirs["probabilities"].keys()
+                np.testing.assert_allclose(list(mine["probabilities"].values()),
+                                           list(theirs["probabilities"].values()), atol=1e-5)
+        else:
+            assert got == want and any(row["entities"] for row in want)
