@@ -13,7 +13,25 @@ import math
 import keras
 from keras import ops
 
+from kerasbert.errors import ConfigError, fail
 from kerasbert.modeling.registry import register
+
+
+def _as_floats(inputs):
+    """``inputs`` with the integer tensors cast to floatx: bert4keras's model inputs are float32 (Keras 2's
+    ``Input`` default), kerasbert's ids int32, and a loss such as ``K.sum(loss * segment_ids)`` mixes them."""
+    def cast(x):
+        return ops.cast(x, keras.config.floatx()) if "int" in keras.backend.standardize_dtype(x.dtype) else x
+
+    return [cast(x) for x in inputs] if isinstance(inputs, (list, tuple)) else cast(inputs)
+
+
+class _Metrics:
+    """`Loss.add_metric`'s means by name, in a plain holder: Keras tracks (and locks after ``build``) the state a
+    layer keeps in its attributes directly, and these are made on first use, inside ``call``."""
+
+    def __init__(self):
+        self.means: dict[str, keras.metrics.Mean] = {}
 
 
 @register
@@ -22,7 +40,8 @@ class Loss(keras.layers.Layer):
 
     Subclasses override ``compute_loss(inputs, mask)``. A model whose loss comes from such a layer compiles
     without a loss (``model.compile(optimizer=...)``) and trains with ``fit`` or ``train_on_batch`` on its
-    inputs alone: Keras adds the layer's loss to the compiled one.
+    inputs alone: Keras adds the layer's loss to the compiled one. ``compute_loss`` gets integer inputs (token
+    and segment ids) as floatx, as bert4keras's float32 inputs, and may report terms with `add_metric`.
 
     Args:
         output_axis: int, list of int or None. what the layer returns: its inputs (None), ``inputs[i]`` (int),
@@ -44,14 +63,40 @@ class Loss(keras.layers.Layer):
     def __init__(self, output_axis: int | list[int] | None = None, **kwargs):
         super().__init__(**kwargs)
         self.output_axis = output_axis
+        self._named = _Metrics()  # add_metric's means, created on first use (after build, so not tracked state)
 
     def call(self, inputs, mask=None):
-        self.add_loss(self.compute_loss(inputs, mask))
+        self.add_loss(self.compute_loss(_as_floats(inputs), mask))
         return self._select(inputs)
 
     def compute_loss(self, inputs, mask=None):
         """The scalar loss of ``inputs`` (their Keras masks in ``mask``); subclasses define it."""
         raise NotImplementedError(f"{type(self).__name__} must define compute_loss(self, inputs, mask=None)")
+
+    def add_metric(self, value, name: str | None = None, aggregation: str | None = None):
+        """Report ``value`` (a scalar tensor, such as one term of the loss) as the metric ``name``: Keras 2's
+        ``Layer.add_metric``, which bert4keras's loss layers call in ``compute_loss`` and Keras 3 removed.
+
+        The metric is the mean over the batches of an epoch, as in Keras 2; ``fit``'s history and
+        ``train_on_batch`` (after the loss, in the order first added) report it under ``name``.
+
+        Args:
+            value: tensor. a scalar, or a tensor whose mean is reported.
+            name: str. the metric's name in the logs.
+            aggregation: None or "mean". Keras 2's argument; the mean is the only aggregation.
+        """
+        if not isinstance(name, str) or not name:
+            raise fail(ConfigError, f"{self.name}.add_metric: name", "the metric's name, a str", repr(name),
+                       'pass name=..., e.g. self.add_metric(loss, name="seq2seq_loss")')
+        if aggregation not in (None, "mean"):
+            raise fail(ConfigError, f"{self.name}.add_metric: aggregation", 'None or "mean"', repr(aggregation))
+        if name not in self._named.means:
+            self._named.means[name] = keras.metrics.Mean(name=name)
+        self._named.means[name].update_state(value)
+
+    @property
+    def metrics(self):
+        return [*super().metrics, *self._named.means.values()]
 
     def _select(self, values):
         if self.output_axis is None:

@@ -70,11 +70,11 @@ class _Backend:
     """Keras 2 backend names over `keras.ops`; arguments and defaults are Keras 2's.
 
     Names: abs, arange, argmax, argmin, batch_dot, cast, categorical_crossentropy, clip, concatenate, cos,
-    cumsum, dot, dtype, epsilon, equal, eval, exp, expand_dims, floatx, get_value, greater, greater_equal,
-    int_shape, less, less_equal, log, max, maximum, mean, min, minimum, ndim, not_equal, one_hot, ones_like,
-    permute_dimensions, pow, prod, relu, reshape, round, set_value, shape, sigmoid, sign, sin, softmax, softplus,
-    sparse_categorical_crossentropy, sqrt, square, squeeze, stack, std, stop_gradient, sum, switch, tanh, tile,
-    transpose, var, zeros_like.
+    cumsum, dot, dtype, epsilon, equal, eval, exp, expand_dims, eye, floatx, get_value, greater, greater_equal,
+    int_shape, l2_normalize, less, less_equal, log, max, maximum, mean, min, minimum, ndim, not_equal, one_hot,
+    ones_like, permute_dimensions, pow, prod, relu, reshape, round, set_value, shape, sigmoid, sign, sin, softmax,
+    softplus, sparse_categorical_crossentropy, sqrt, square, squeeze, stack, std, stop_gradient, sum, switch, tanh,
+    tile, transpose, var, zeros_like.
 
     Any other name raises `BackendNameError` (an `AttributeError`) naming what to use instead, `keras.ops`
     for most.
@@ -241,6 +241,17 @@ class _Backend:
     @staticmethod
     def one_hot(indices, num_classes):
         return ops.one_hot(indices, num_classes)
+
+    @staticmethod
+    def eye(size, dtype=None):
+        """The identity matrix ``[size, size]`` in floatx (``size`` may be a tensor, such as the batch size); a
+        tensor, where Keras 2 made a variable of it."""
+        return ops.eye(size, dtype=dtype or keras.config.floatx())
+
+    @staticmethod
+    def l2_normalize(x, axis=None):
+        """``x / sqrt(max(sum(x²), 1e-12))`` along ``axis`` (all axes for None), as ``tf.linalg.l2_normalize``."""
+        return x * ops.rsqrt(ops.maximum(ops.sum(ops.square(x), axis=axis, keepdims=True), 1e-12))
 
     # products
     @staticmethod

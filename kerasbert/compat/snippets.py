@@ -226,11 +226,15 @@ class DataGenerator:
 
     def _forever(self, random, inputs_only=False):
         """Batches forever; a batch whose inputs are a list comes out with them as a tuple (Keras 3's ``fit``
-        reads a generator's structure and refuses lists)."""
+        reads a generator's structure and refuses lists), and ``inputs, None`` (a model whose loss layer takes
+        the labels as inputs) as the 1-tuple ``(inputs,)``: a ``tf.data`` element cannot hold None, and ``fit``
+        reads a 1-tuple as inputs without labels."""
         while True:
             for batch in self.__iter__(random):
                 if inputs_only:
                     yield batch[0]
+                elif isinstance(batch, tuple | list) and len(batch) == 2 and batch[1] is None:
+                    yield (tuple(batch[0]) if isinstance(batch[0], list) else batch[0],)
                 elif isinstance(batch, tuple | list) and isinstance(batch[0], list):
                     yield (tuple(batch[0]), *batch[1:])
                 else:
@@ -242,7 +246,8 @@ class DataGenerator:
         Each batch may be padded to its own length, as bert4keras's examples pad: every dimension but those of
         1 in the first batch is left open (given a plain generator, Keras 3's ``fit`` fixes the lengths its
         first two batches share and fails on a later batch of another length). Iterated directly, it gives
-        tensors.
+        tensors; a batch ``inputs, None`` (a model whose loss layer takes the labels as inputs) comes out as
+        ``(inputs,)``.
         """
         return _open_dataset(lambda: self._forever(random))
 

@@ -56,6 +56,11 @@ def test_shapes_casts_and_constructors():
     close(K.zeros_like(X), np.zeros_like(X))
     close(K.ones_like(X), np.ones_like(X))
     close(K.stop_gradient(X), X)
+    close(K.eye(K.shape(X)[0]), np.eye(2))
+    assert K.dtype(K.eye(3)) == "float32"
+    close(K.l2_normalize(X, axis=1), X / np.linalg.norm(X, axis=1, keepdims=True))
+    close(K.l2_normalize(X), X / np.linalg.norm(X))
+    close(K.l2_normalize(np.zeros((1, 3), "float32"), axis=1), np.zeros((1, 3)))  # 0, not NaN
 
 
 def test_batch_dot_is_keras2s():

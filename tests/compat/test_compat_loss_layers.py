@@ -12,6 +12,7 @@ import pytest
 from keras import ops
 
 from kerasbert.compat.layers import Loss, MaximumEntropyMarkovModel
+from kerasbert.errors import ConfigError
 
 import helpers
 
@@ -146,3 +147,50 @@ def test_keras_save_load(tmp_path):
         else:
             np.testing.assert_array_equal(ops.convert_to_numpy(twin.sparse_loss(batch[1], loaded(batch[0]))),
                                           ops.convert_to_numpy(head.sparse_loss(batch[1], model(batch[0]))))
+
+
+class _TwoTerms(Loss):
+    """A loss of two terms, each reported with add_metric, as SimBERT's TotalLoss writes it."""
+
+    def compute_loss(self, inputs, mask=None):
+        y_true, y_pred = inputs
+        first = ops.mean(ops.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True))
+        second = ops.mean(ops.square(y_pred))
+        self.add_metric(first, name="first_loss")
+        self.add_metric(second, name="second_loss")
+        self.seen_dtype = y_true.dtype  # integer labels arrive as floatx, as bert4keras's float32 inputs
+        return first + second
+
+
+def test_add_metric_reports_each_term_and_integer_inputs_arrive_as_floats():
+    x, y_in = keras.Input((H,)), keras.Input((1,), dtype="int32")
+    head, dense = _TwoTerms([0, 1]), keras.layers.Dense(K)
+    model = keras.Model([x, y_in], head([y_in, dense(x)]))
+    model.compile(optimizer="sgd")
+    assert keras.backend.standardize_dtype(head.seen_dtype) == "float32"
+    rng = np.random.default_rng(0)
+    batch = [rng.normal(size=(B, H)).astype(np.float32), rng.integers(0, K, (B, 1)).astype(np.int32)]
+    logits = ops.convert_to_numpy(dense(batch[0]))
+    first = ops.convert_to_numpy(ops.mean(ops.sparse_categorical_crossentropy(batch[1], logits, from_logits=True)))
+    loss, first_loss, second_loss = model.train_on_batch(batch)  # the loss, then the metrics in order added
+    second = (logits ** 2).mean()
+    np.testing.assert_allclose([first_loss, second_loss, loss], [first, second, first + second], rtol=1e-5)
+    history = model.fit(batch, batch_size=2, epochs=2, verbose=0).history
+    assert sorted(history) == ["first_loss", "loss", "second_loss"] and len(history["first_loss"]) == 2
+    np.testing.assert_allclose(np.add(history["first_loss"], history["second_loss"]), history["loss"], rtol=1e-5)
+    labels, _ = model.predict(batch, verbose=0)
+    assert labels.dtype == np.int32  # the inputs it returns, as they came
+
+
+def test_add_metric_errors():
+    class Unnamed(Loss):
+        def compute_loss(self, inputs, mask=None):
+            self.add_metric(ops.sum(inputs), **self.metric_kwargs)
+            return ops.sum(inputs)
+
+    for kwargs, message in (({}, "add_metric: name: expected the metric's name"),
+                            ({"name": "m", "aggregation": "sum"}, 'add_metric: aggregation: expected None or "mean"')):
+        layer = Unnamed()
+        layer.metric_kwargs = kwargs
+        with pytest.raises(ConfigError, match=message):
+            layer(ops.ones((1, 3)))

@@ -248,3 +248,30 @@ def test_parallel_apply_raises_the_workers_error():
         parallel_apply(lambda x: 1 / x, [1, 0, 2], 2, 2, dummy=True)
     with pytest.raises(DataError, match="expected workers >= 1"):
         parallel_apply(_square, [1], 0, 1)
+
+
+def test_forfit_without_labels_fits_a_loss_layer_model():
+    """``yield [token_ids, segment_ids], None`` (the labels are inputs of a loss layer): ``fit`` gets the inputs
+    alone, as the 1-tuple ``(inputs,)``."""
+    import keras
+
+    from kerasbert.compat.layers import Loss
+
+    class Ids(DataGenerator):
+        def __iter__(self, random=False):
+            for _, n in self.sample(random):
+                yield [np.full((2, n), n, "int32"), np.zeros((2, n), "int32")], None
+
+    class MeanSquare(Loss):
+        def compute_loss(self, inputs, mask=None):
+            return keras.ops.mean(keras.ops.square(inputs[1]))
+
+    token_ids, segment_ids = keras.Input((None,), dtype="int32"), keras.Input((None,), dtype="int32")
+    output = MeanSquare(1)([segment_ids, keras.layers.Embedding(8, 4)(token_ids)])
+    model = keras.Model([token_ids, segment_ids], output)
+    model.compile(optimizer="sgd")
+    gen = Ids([3, 5, 4], batch_size=1)
+    first = next(iter(gen.forfit(random=False)))
+    assert len(first) == 1 and first[0][0].shape == (2, 3)
+    history = model.fit(gen.forfit(), steps_per_epoch=len(gen), epochs=1, verbose=0)
+    assert len(history.history["loss"]) == 1
