@@ -172,12 +172,14 @@ def worker_main(name: str, job_path: str) -> None:
 class Worker:
     """A variant's process: ``ready()`` waits for its warm-up, ``step()`` times one pass, ``result()`` ends it."""
 
-    def __init__(self, name: str, job_path: str):
+    def __init__(self, name: str, job_path: str, script: str = __file__, env: dict | None = None):
+        """``script --worker name --job job_path`` (this script's, or another's with the same protocol), with
+        ``env`` added to the environment."""
         self.name, self.log = name, tempfile.TemporaryFile("w+")
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {}))
         if name == "bert4keras":
             env.update(TF_KERAS="1", TF_USE_LEGACY_KERAS="1")
-        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", name, "--job",
+        self.process = subprocess.Popen([sys.executable, os.path.abspath(script), "--worker", name, "--job",
                                          job_path], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=self.log, text=True)
 

@@ -41,6 +41,7 @@ _HOMES = {  # public name -> the module that owns it
     "load_vocab": "kerasbert.text.tokenizer",
     "evaluate": "kerasbert.finetune.training",
     "export": "kerasbert.serving.export",
+    "generate": "kerasbert.generation.generate",
     "predict": "kerasbert.finetune.training",
     "train": "kerasbert.finetune.training",
 }
@@ -64,7 +65,7 @@ def __dir__() -> list[str]:
 __all__ = [  # the names of _HOMES, and the errors
     "BertConfig", "CheckpointError", "ConfigError", "DataError", "KerasBertError", "LoadReport", "ModelError",
     "Summary", "Tokenizer", "annotate", "build_transformer_model", "config_of", "convert_checkpoint", "evaluate",
-    "export", "heads", "load_checkpoint", "load_google_checkpoint", "load_vocab", "predict", "save_google_checkpoint",
-    "save_hf_checkpoint", "summary", "train",
+    "export", "generate", "heads", "load_checkpoint", "load_google_checkpoint", "load_vocab", "predict",
+    "save_google_checkpoint", "save_hf_checkpoint", "summary", "train",
 ]
 __version__ = "0.1.0"

@@ -4,9 +4,10 @@ Rooms, from the ground up: the core modules (errors, log, files, internals, and 
 ``modeling.config`` and the table of families ``modeling.families``, plain data every room reads: they import
 only the core); perf, annotated, weights and text,
 which need only the core; modeling (the graph), which may use perf, annotated, weights and text (plain data code
-without TensorFlow: bert4keras's NumPy ``ViterbiDecoder`` decodes with ``text.predictions.viterbi``); finetune,
-which may use every room below it; serving (exports), above finetune; and the entry points (the package's
-``__init__``, cli, compat), which may use all.
+without TensorFlow: bert4keras's NumPy ``ViterbiDecoder`` decodes with ``text.predictions.viterbi``); generation
+(decoding with a built language model), which may use modeling and the rooms below it; finetune, which may use
+every room below it; serving (exports), above finetune; and the entry points (the package's ``__init__``, cli,
+compat), which may use all.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ ALLOWED = {
     "weights": {"core"},
     "text": {"core"},
     "modeling": {"core", "perf", "annotated", "weights", "text"},
-    "finetune": {"core", "perf", "annotated", "weights", "text", "modeling"},
-    "serving": {"core", "perf", "annotated", "weights", "text", "modeling", "finetune"},
-    "entry": {"core", "perf", "annotated", "weights", "text", "modeling", "finetune", "serving"},
+    "generation": {"core", "perf", "annotated", "weights", "text", "modeling"},
+    "finetune": {"core", "perf", "annotated", "weights", "text", "modeling", "generation"},
+    "serving": {"core", "perf", "annotated", "weights", "text", "modeling", "finetune", "generation"},
+    "entry": {"core", "perf", "annotated", "weights", "text", "modeling", "generation", "finetune", "serving"},
 }
 
 

@@ -185,7 +185,8 @@ class MultiHeadSelfAttention(_ProjectedBlock):
 
     Called with ``first_token=True`` it attends from position 0 (``[CLS]``) alone, over every key, and
     returns ``[B, H]``, equal to ``layer([x, mask])[:, 0]``: a head that reads only ``[CLS]`` runs the last
-    block that way (`kerasbert.modeling.heads.cls`).
+    block that way (`kerasbert.modeling.heads.cls`). Its steps, `qkv`, `attend` and `merge`, are public: a decoder
+    that keeps earlier keys and values runs them on one new position (`kerasbert.generation.cache`).
 
     Args:
         num_heads: int. A, the number of heads; must divide the input width H.
@@ -248,33 +249,63 @@ class MultiHeadSelfAttention(_ProjectedBlock):
 
     def call(self, inputs, training=None, first_token: bool = False):
         x, key_mask = inputs[:2]
-        batch, length, hidden = ops.shape(x)[0], ops.shape(x)[1], self.num_heads * self.head_size
-        q, k, v = self._first_token_qkv(x) if first_token else self._qkv(x)  # each (batch, heads, seq or 1, d)
+        q, k, v = self._first_token_qkv(x) if first_token else self.qkv(x)  # each (batch, heads, seq or 1, d)
         relative = None  # NEZHA's R of the queries: (seq or 1, seq, d)
         if self.positions == "relative":
             relative = inputs[2][:1] if first_token else inputs[2]
         if self.positions == "rotary":
             q, k = rotate(q, inputs[2][:, :1] if first_token else inputs[2]), rotate(k, inputs[2])
-        seen = visible(key_mask, first_token)  # (batch, 1, seq or 1 or 1, seq)
+        context = self.attend(q, k, v, visible(key_mask, first_token), relative, training)  # (batch, heads, seq|1, d)
+        if first_token:
+            return self.output_dense(ops.reshape(context, (ops.shape(x)[0], self.num_heads * self.head_size)))
+        return self.merge(context)
+
+    def attend(self, q, k, v, seen, relative=None, training=None):
+        """The attention's core, ``softmax(Q·Kᵀ/√d + mask)·V`` per head: what `call` and a decoder that keeps
+        earlier keys and values (`kerasbert.generation`) share.
+
+        Args:
+            q: ``[B, A, Q, d]`` queries.
+            k: ``[B, A, K, d]`` keys.
+            v: ``[B, A, K, d]`` values.
+            seen: bool, broadcast to ``[B, 1, Q, K]``: False where a query may not see a key (`visible`).
+            relative: NEZHA's ``R``, ``[Q, K, d]`` for every row or ``[B, Q, K, d]`` per row; None without.
+            training: bool. dropout on the probabilities.
+
+        Returns:
+            ``[B, A, Q, d]``, each query's context.
+
+        Example:
+        >>> layer = MultiHeadSelfAttention(num_heads=2)
+        >>> _ = layer([ops.ones((1, 3, 8)), ops.ones((1, 3)) > 0])
+        >>> q = k = v = ops.ones((1, 2, 3, 4))
+        >>> tuple(layer.attend(q, k, v, ops.array([[[[True, True, False]]]])).shape)
+        (1, 2, 3, 4)
+        """
+        hidden = self.num_heads * self.head_size
+        per_row = relative is not None and len(relative.shape) == 4  # (batch, Q, K, d): positions differ by row
         if chosen("onednn_scores") and relative is None:
             scores = onednn_scores(q, k, seen)
         else:
-            scores = ops.einsum("bhqd,bhkd->bhqk", q, k)  # (batch, heads, seq or 1, seq)
+            scores = ops.einsum("bhqd,bhkd->bhqk", q, k)  # (batch, heads, Q, K)
             if relative is not None:
-                scores = scores + ops.einsum("bhqd,qkd->bhqk", q, relative)
+                scores = scores + ops.einsum("bhqd,bqkd->bhqk" if per_row else "bhqd,qkd->bhqk", q, relative)
             scores = ops.where(seen, ops.cast(scores / math.sqrt(self.head_size), "float32"), -math.inf)
-        probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)  # the softmax in float32 in mixed precision
+        probs = ops.cast(ops.softmax(scores, axis=-1), q.dtype)  # the softmax in float32 in mixed precision
         probs = self.dropout_layer(probs, training=training, width=hidden)
-        context = ops.einsum("bhqk,bhkd->bhqd", probs, v)  # (batch, heads, seq or 1, d)
+        context = ops.einsum("bhqk,bhkd->bhqd", probs, v)  # (batch, heads, Q, d)
         if relative is not None:
-            context = context + ops.einsum("bhqk,qkd->bhqd", probs, relative)
-        if first_token:
-            return self.output_dense(ops.reshape(context, (batch, hidden)))  # (batch, H)
-        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, length, hidden))
+            context = context + ops.einsum("bhqk,bqkd->bhqd" if per_row else "bhqk,qkd->bhqd", probs, relative)
+        return context
+
+    def merge(self, context):
+        """The heads' contexts ``[B, A, Q, d]`` side by side, through the output projection: ``[B, Q, H]``."""
+        batch, length = ops.shape(context)[0], ops.shape(context)[2]
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, length, self.num_heads * self.head_size))
         return dense_2d(self.output_dense, context) if chosen("dense_2d") else self.output_dense(context)
 
-    def _qkv(self, x):
-        """Q, K and V of every position, each ``[B, A, S, d]``."""
+    def qkv(self, x):
+        """Q, K and V of every position of ``x`` ``[B, S, H]``, each ``[B, A, S, d]`` (before any rotation)."""
         projected = dense_2d(self.qkv_dense, x) if chosen("dense_2d") else self.qkv_dense(x)  # (batch, seq, 3H)
         return ops.unstack(self._heads_first(projected, 3, ops.shape(x)[0]), axis=0)
 
@@ -283,7 +314,7 @@ class MultiHeadSelfAttention(_ProjectedBlock):
         alone multiply ``[CLS]``. A quantized kernel is not split: there every position's query is computed
         and ``[CLS]``'s kept."""
         if self.qkv_dense.quantization_mode:
-            q, k, v = self._qkv(x)
+            q, k, v = self.qkv(x)
             return q[:, :, :1], k, v
         batch, hidden = ops.shape(x)[0], self.num_heads * self.head_size
         q_kernel, kv_kernel = ops.split(self.qkv_dense.kernel, [hidden], axis=-1)

@@ -208,21 +208,37 @@ class PositionEmbedding(_Width, keras.layers.Layer):
     def param_formula(self) -> Formula:
         return self._width_formula("P", self.output_dim, P=self.input_dim)
 
-    def call(self, inputs):
+    def call(self, inputs, positions=None):
+        if positions is not None:  # each row at positions of its own (a decoder's next token)
+            return inputs + ops.cast(self.at(positions), inputs.dtype)
         inputs = checked_length(inputs, self.max_length, self.hierarchical)
+        length = ops.shape(inputs)[1]  # of the checked input: the slices below run after the check
         if self.hierarchical:
-            return inputs + ops.cast(self._hierarchical(ops.shape(inputs)[1]), inputs.dtype)[None]
-        positions = ops.slice(ops.convert_to_tensor(self.embeddings), (0, 0), (ops.shape(inputs)[1], self.output_dim))
+            rows = (length - 1) // self.input_dim + 1  # U's rows that the positions below length read
+            return inputs + ops.cast(self._hierarchical(ops.arange(length), rows), inputs.dtype)[None]
+        positions = ops.slice(ops.convert_to_tensor(self.embeddings), (0, 0), (length, self.output_dim))
         return inputs + ops.cast(positions, inputs.dtype)[None]
 
-    def _hierarchical(self, length):
-        """``[S, H]``: ``α·U[p // P] + (1-α)·U[p % P]`` for the positions p below ``length``."""
+    def at(self, positions):
+        """The embeddings of integer ``positions`` ``[...]``: ``[..., H]``, each below `max_length` (unchecked).
+
+        Example:
+        >>> layer = PositionEmbedding(4, 2, embeddings_initializer="random_normal", hierarchical=0.4)
+        >>> sixth = layer(ops.zeros((1, 6, 2)))[0, 5]  # builds the table: positions beyond P = 4, hierarchical
+        >>> bool(ops.all(ops.abs(layer.at(ops.array([5])) - sixth) < 1e-6))
+        True
+        """
+        if self.hierarchical:
+            return self._hierarchical(positions, self.input_dim)
+        return ops.take(ops.convert_to_tensor(self.embeddings), positions, axis=0)
+
+    def _hierarchical(self, positions, upper: int):
+        """``α·U[p // P] + (1-α)·U[p % P]`` for the ``positions`` p, reading ``U[i]`` among its first ``upper`` rows."""
         alpha, table = self.hierarchical, ops.convert_to_tensor(self.embeddings)
         table = (table - alpha * table[:1]) / (1 - alpha)  # (P, H)
-        positions = ops.arange(length)
         # the rows U[i] that p = P·i + j reads, sliced: beyond P² the slice fails, where XLA would clamp a gather
-        upper = ops.slice(table, (0, 0), ((length - 1) // self.input_dim + 1, self.output_dim))
-        return alpha * ops.take(upper, positions // self.input_dim, axis=0) + (1 - alpha) * ops.take(
+        rows = ops.slice(table, (0, 0), (upper, self.output_dim))
+        return alpha * ops.take(rows, positions // self.input_dim, axis=0) + (1 - alpha) * ops.take(
             table, positions % self.input_dim, axis=0)
 
     def compute_output_shape(self, input_shape):

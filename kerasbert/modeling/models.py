@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import keras
 
@@ -19,7 +19,7 @@ from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.modeling import families, heads
 from kerasbert.modeling.backbone import TransformerModel
 from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
-from kerasbert.modeling.config import BertConfig, resolve_config
+from kerasbert.modeling.config import BertConfig, config_of, resolve_config
 from kerasbert.modeling.families import Family
 from kerasbert.modeling.layers import (
     Add,
@@ -59,23 +59,58 @@ def _embeddings(token_ids, segment_ids, cfg: BertConfig, family: Family, init, d
     """
     width = cfg.embedding_width  # E
     symbol = "H" if width == cfg.hidden_size else "E"  # the width in the layers' formulas: V·H, or V·E
-    embedding = TokenEmbedding(cfg.vocab_size, width, embeddings_initializer=init, width_symbol=symbol,
-                               dtype=dtype, name=names.EMBEDDING_TOKEN)
-    x = embedding(token_ids)
+    layers = {names.EMBEDDING_TOKEN: TokenEmbedding(cfg.vocab_size, width, embeddings_initializer=init,
+                                                    width_symbol=symbol, dtype=dtype, name=names.EMBEDDING_TOKEN)}
     if segment_ids is not None:
-        s = SegmentEmbedding(cfg.type_vocab_size, width, embeddings_initializer=init, width_symbol=symbol,
-                             dtype=dtype, name=names.EMBEDDING_SEGMENT)(segment_ids)
-        x = Add(dtype=dtype, name=names.EMBEDDING_TOKEN_SEGMENT)([x, s])  # keeps the token embedding's Keras mask
+        layers[names.EMBEDDING_SEGMENT] = SegmentEmbedding(cfg.type_vocab_size, width, embeddings_initializer=init,
+                                                           width_symbol=symbol, dtype=dtype,
+                                                           name=names.EMBEDDING_SEGMENT)
+        layers[names.EMBEDDING_TOKEN_SEGMENT] = Add(dtype=dtype, name=names.EMBEDDING_TOKEN_SEGMENT)
     if family.positions == "absolute":
-        x = PositionEmbedding(cfg.max_position_embeddings, width, embeddings_initializer=init, dtype=dtype,
-                              hierarchical=hierarchical, width_symbol=symbol, name=names.EMBEDDING_POSITION)(x)
-    norm = _norm(names.EMBEDDING_NORM, cfg, family, dtype, symbol)
-    dropout = Dropout(dropout_rate, dtype=dtype, name=names.EMBEDDING_DROPOUT)
-    x = dropout(norm(x)) if family.norm == "layer" else norm(dropout(x))  # RoFormer-V2 normalizes last
+        layers[names.EMBEDDING_POSITION] = PositionEmbedding(
+            cfg.max_position_embeddings, width, embeddings_initializer=init, dtype=dtype, hierarchical=hierarchical,
+            width_symbol=symbol, name=names.EMBEDDING_POSITION)
+    layers[names.EMBEDDING_NORM] = _norm(names.EMBEDDING_NORM, cfg, family, dtype, symbol)
+    layers[names.EMBEDDING_DROPOUT] = Dropout(dropout_rate, dtype=dtype, name=names.EMBEDDING_DROPOUT)
     if width != cfg.hidden_size:
-        x = keras.layers.Dense(cfg.hidden_size, use_bias=family.bias, kernel_initializer=init, dtype=dtype,
-                               name=names.EMBEDDING_MAPPING)(x)
-    return x, embedding
+        layers[names.EMBEDDING_MAPPING] = keras.layers.Dense(cfg.hidden_size, use_bias=family.bias,
+                                                             kernel_initializer=init, dtype=dtype,
+                                                             name=names.EMBEDDING_MAPPING)
+    return embed(layers, family, token_ids, segment_ids), layers[names.EMBEDDING_TOKEN]
+
+
+def embed(layers: Mapping[str, keras.layers.Layer], family: Family, token_ids, segment_ids, positions=None):
+    """The embedding step over its layers by name (``Embedding-*``): the graph's, and a decoder's on the
+    positions it feeds (`kerasbert.generation`).
+
+    Args:
+        layers: dict. the embedding layers by name: a model's, or those `build_transformer_model` is wiring.
+        family: Family. whose order of norm and dropout, and whose positions.
+        token_ids: ``[B, S]`` token ids.
+        segment_ids: ``[B, S]`` segment ids; None for a model without segments.
+        positions: ``[B, S]`` each token's position in a position table; None: 0..S-1.
+
+    Returns:
+        ``[B, S, H]``.
+
+    Example:
+    >>> from keras import ops
+    >>> bert = build_transformer_model("tiny", verbose=False)
+    >>> layers, ids = {layer.name: layer for layer in bert.layers}, ops.array([[5, 6]])
+    >>> x = embed(layers, families.get("bert"), ids[:, 1:], ops.zeros((1, 1), "int32"), positions=ops.array([[1]]))
+    >>> full = embed(layers, families.get("bert"), ids, ops.zeros((1, 2), "int32"))
+    >>> bool(ops.all(ops.abs(x[:, 0] - full[:, 1]) < 1e-6))
+    True
+    """
+    x = layers[names.EMBEDDING_TOKEN](token_ids)
+    if segment_ids is not None:  # keeps the token embedding's Keras mask
+        x = layers[names.EMBEDDING_TOKEN_SEGMENT]([x, layers[names.EMBEDDING_SEGMENT](segment_ids)])
+    if family.positions == "absolute":
+        position = layers[names.EMBEDDING_POSITION]
+        x = position(x) if positions is None else position(x, positions=positions)
+    norm, dropout = layers[names.EMBEDDING_NORM], layers[names.EMBEDDING_DROPOUT]
+    x = dropout(norm(x)) if family.norm == "layer" else norm(dropout(x))  # RoFormer-V2 normalizes last
+    return layers[names.EMBEDDING_MAPPING](x) if names.EMBEDDING_MAPPING in layers else x
 
 
 def _positions(x, cfg: BertConfig, family: Family, dtype):
@@ -90,7 +125,7 @@ def _positions(x, cfg: BertConfig, family: Family, dtype):
 
 
 @dataclasses.dataclass(frozen=True)
-class _Residual:
+class Residual:
     """A sublayer with its post-norm residual, ``Norm(x + Dropout(f(x)))`` (Devlin et al. 2019, §3): four layers
     that ALBERT's blocks share."""
 
@@ -100,14 +135,37 @@ class _Residual:
     norm: keras.layers.Layer
 
     @classmethod
-    def around(cls, layer, cfg: BertConfig, family: Family, dropout_rate: float, dtype) -> "_Residual":
+    def around(cls, layer, cfg: BertConfig, family: Family, dropout_rate: float, dtype) -> "Residual":
         return cls(layer, Dropout(dropout_rate, dtype=dtype, name=names.residual(layer.name, "Dropout")),
                    keras.layers.Add(dtype=dtype, name=names.residual(layer.name, "Add")),
                    _norm(names.residual(layer.name, "Norm"), cfg, family, dtype))
 
+    @classmethod
+    def of(cls, model: keras.Model, name: str) -> "Residual":
+        """The built sublayer ``name`` of ``model`` with its residual layers."""
+        return cls(*(model.get_layer(n) for n in (name, *(names.residual(name, s) for s in ("Dropout", "Add",
+                                                                                               "Norm")))))
+
     def __call__(self, x, *inputs):
-        y = self.layer([x, *inputs]) if inputs else self.layer(x)
+        return self.finish(x, self.layer([x, *inputs]) if inputs else self.layer(x))
+
+    def finish(self, x, y):
+        """``Norm(x + Dropout(y))``: the residual around the sublayer's output ``y``."""
         return self.norm(self.add([x, self.dropout(y)]))
+
+
+def blocks_of(model: keras.Model) -> list[tuple[Residual, Residual]]:
+    """The attention and feed-forward `Residual` of each of a built model's L blocks, in order (ALBERT's one shared
+    block L times), for a decoder that runs them itself (`kerasbert.generation`).
+
+    Example:
+    >>> blocks = blocks_of(build_transformer_model("tiny", model="albert", embedding_size=16, verbose=False))
+    >>> len(blocks), blocks[0][0].layer.name, blocks[1][1].norm.name
+    (2, 'Transformer-MultiHeadSelfAttention', 'Transformer-FeedForward-Norm')
+    """
+    cfg, shared = config_of(model), families.of_model(model).shared_block
+    return [tuple(Residual.of(model, names.block(None if shared else i, part))
+                  for part in (names.ATTENTION, names.FEED_FORWARD)) for i in range(cfg.num_hidden_layers)]
 
 
 def _block_layers(index: int | None, cfg: BertConfig, family: Family, init, dropout_rate: float, dtype) -> tuple:
@@ -118,7 +176,7 @@ def _block_layers(index: int | None, cfg: BertConfig, family: Family, init, drop
                                        name=names.block(index, names.ATTENTION))
     feed_forward = FeedForward(cfg.intermediate_size, activation=cfg.activation, kernel_initializer=init,
                                use_bias=family.bias, dtype=dtype, name=names.block(index, names.FEED_FORWARD))
-    return tuple(_Residual.around(layer, cfg, family, dropout_rate, dtype) for layer in (attention, feed_forward))
+    return tuple(Residual.around(layer, cfg, family, dropout_rate, dtype) for layer in (attention, feed_forward))
 
 
 def _transformer_block(x, mask, positions, block: tuple):

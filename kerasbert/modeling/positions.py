@@ -32,7 +32,8 @@ def sinusoids(positions, dim: int):
 
 def rotate(x, sinusoid):
     """RoFormer's rotary position embedding (Su et al. 2021, eq. 34) of ``x`` ``[..., S, d]``: each pair
-    ``(x₂ᵢ, x₂ᵢ₊₁)`` turned by the angle of its position, ``sinusoid`` ``[1, S, d]`` (`sinusoids` of 0..S-1)."""
+    ``(x₂ᵢ, x₂ᵢ₊₁)`` turned by the angle of its position, ``sinusoid`` ``[1, S, d]`` (`sinusoids` of 0..S-1), or
+    ``[B, 1, S, d]`` where each row's positions are its own (`RotaryPositions.at`)."""
     cos = ops.repeat(sinusoid[..., 1::2], 2, axis=-1)  # (1, S, d): cos θ₀, cos θ₀, cos θ₁, ...
     sin = ops.repeat(sinusoid[..., ::2], 2, axis=-1)
     turned = ops.reshape(ops.stack([-x[..., 1::2], x[..., ::2]], axis=-1), ops.shape(x))  # (-x₁, x₀, -x₃, x₂, ...)
@@ -95,9 +96,21 @@ class RelativePositions(keras.layers.Layer):
 
     def call(self, inputs):
         positions = ops.arange(ops.shape(inputs)[1])
-        distances = ops.clip(positions[None, :] - positions[:, None], -self.max_distance, self.max_distance)
-        distances = distances + self.max_distance  # (S, S): rows 0..2K of NEZHA's table
-        return ops.cast(sinusoids(distances, self.head_size), self.compute_dtype)  # (S, S, d)
+        return self.between(positions, positions)  # (S, S, d)
+
+    def between(self, query_positions, key_positions):
+        """``R`` from queries at ``query_positions`` ``[..., Q]`` to keys at ``key_positions`` ``[..., K]``:
+        ``[..., Q, K, d]``, for a decoder whose rows hold their positions apart (`kerasbert.generation`).
+
+        Example:
+        >>> layer = RelativePositions(head_size=2, max_distance=1)
+        >>> r = layer.between(ops.array([[4]]), ops.array([[0, 4, 9]]))  # distances -4, 0 and 5, clipped to ±1
+        >>> ops.convert_to_numpy(r)[0, 0].astype(float).round(4).tolist()
+        [[0.0, 1.0], [0.8415, 0.5403], [0.9093, -0.4161]]
+        """
+        distances = key_positions[..., None, :] - query_positions[..., :, None]  # (..., Q, K): j - i
+        distances = ops.clip(distances, -self.max_distance, self.max_distance) + self.max_distance  # rows 0..2K
+        return ops.cast(sinusoids(distances, self.head_size), self.compute_dtype)
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((inputs.shape[1], inputs.shape[1], self.head_size), dtype=self.compute_dtype)
@@ -130,7 +143,16 @@ class RotaryPositions(keras.layers.Layer):
         self.head_size = head_size
 
     def call(self, inputs):
-        return ops.cast(sinusoids(ops.arange(ops.shape(inputs)[1])[None], self.head_size), self.compute_dtype)
+        return self.at(ops.arange(ops.shape(inputs)[1])[None])
+
+    def at(self, positions):
+        """The sinusoids of ``positions`` ``[..., S]``: ``[..., S, d]``, for rows whose positions are their own.
+
+        Example:
+        >>> tuple(RotaryPositions(head_size=4).at(ops.array([[3], [7]])).shape)
+        (2, 1, 4)
+        """
+        return ops.cast(sinusoids(positions, self.head_size), self.compute_dtype)
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((1, inputs.shape[1], self.head_size), dtype=self.compute_dtype)

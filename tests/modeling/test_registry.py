@@ -56,8 +56,9 @@ def write_models(folder) -> list[str]:
               "efficient": heads.spans(bert, 2, head_size=8, efficient=True),
               "nezha": build_transformer_model("tiny", model="nezha", verbose=False),
               "roformer_v2": build_transformer_model("tiny", model="roformer_v2", verbose=False),
+              "unilm": build_transformer_model("tiny", application="unilm", verbose=False),
               "electra": build_transformer_model("tiny", model="electra", with_discriminator=True, verbose=False)}
-    with_head = {"cls", "mean", "tagging", "crf", "mlm", "mlm-erf", "spans", "nsp", "efficient", "electra"}
+    with_head = {"cls", "mean", "tagging", "crf", "mlm", "mlm-erf", "spans", "nsp", "efficient", "electra", "unilm"}
     paths = []
     ids = np.array([[2, 9, 3, 0]], "int32")
     for name, model in models.items():

@@ -1,0 +1,235 @@
+"""Generation speed: `kerasbert.generate`'s beam search against bert4keras's ``AutoRegressiveDecoder.beam_search``.
+
+A BERT-base-shaped UniLM (``application="unilm"``; H 768, L 12, the Chinese vocabulary of 21,128 word pieces,
+whose MLM head each step pays for as a real model's does), random weights written once as a Google checkpoint
+that both libraries load, float32 on the CPU. Each input is a source of random word pieces (``[CLS] ... [SEP]``,
+lengths around ``--source``); each library decodes ``--max-length`` target tokens with 3 beams and no end id,
+so every decode yields the same number of tokens:
+- ``kerasbert``: ``generate(model, sources, "beam", beams=3)``, the sources of a batch decoded together (one
+  prefill, then one cached step per token for every source and beam);
+- ``bert4keras``: bert4keras 0.11.5 on tf-keras, its seq2seq examples' decoder (``predict`` concatenates the
+  source and the ids so far and runs ``last_token(model).predict`` on them, every step), one source at a time:
+  a batch of 16 is 16 decodes in turn, as bert4keras has no batched decoding.
+Each library is a worker process of its own, warmed up (`worker_main`), then stepped in interleaved rounds
+(one decode of the batch each, the order reversed every round). Tokens/s is target tokens (one sequence per
+source, not per beam) over a round's seconds; "× bert4keras" is the median of the rounds' paired ratios, with
+its 95 % interval (`bench.median_interval`, 6 rounds or more). Both libraries load the same weights, so their
+ids are compared too.
+
+Usage:
+    python benchmarks/generate_bench.py            # BERT-base shape, batches 1 and 16, 5 rounds: RESULTS.md
+    python benchmarks/generate_bench.py --quick    # tiny config, batches 1 and 4, 2 rounds: checks that it runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for path in (ROOT, HERE):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from bench import cpu_text, machine_kind, median_interval, shown_options, versions  # noqa: E402
+from serve_bench import BASE, TINY  # noqa: E402  (BERT-base Chinese's shape; the tiny one)
+from serve_bench import Worker as _ServeWorker  # noqa: E402
+
+from benchmarks.results import write_section  # noqa: E402
+
+VARIANTS = ("kerasbert", "bert4keras")
+BEAMS, TARGET = 3, 3.0  # the beam count; kerasbert's tokens/s over bert4keras's that the run checks
+
+
+def sources(n: int, length: int, vocab_size: int, seed: int = 0) -> list[list[int]]:
+    """``n`` sources ``[CLS] ... [SEP]`` (ids 101 and 102 where the vocabulary has them), ``length`` ± 25 % long.
+
+    Example:
+    >>> [len(s) for s in sources(3, 8, 50)], sources(1, 4, 50)[0][0]
+    ([8, 10, 9], 1)
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    cls, sep = (101, 102) if vocab_size > 200 else (1, 2)
+    lengths = [length] + list(rng.integers(int(length * 0.75), int(length * 1.25) + 1, n - 1))
+    return [[cls, *map(int, rng.integers(200 if vocab_size > 200 else 3, vocab_size, size - 2)), sep]
+            for size in lengths]
+
+
+def prepare(folder: str, cfg: dict) -> str:
+    """A Google checkpoint of a UniLM with random weights (σ 0.1; norms' γ 1), beside its bert_config.json."""
+    import numpy as np
+
+    from kerasbert import build_transformer_model, save_google_checkpoint
+
+    config = os.path.join(folder, "bert_config.json")
+    with open(config, "w") as f:
+        json.dump(cfg, f)
+    model, rng = build_transformer_model(config, application="unilm", verbose=False), np.random.default_rng(0)
+    for weight in model.weights:
+        if "gamma" not in weight.path:
+            weight.assign(rng.normal(0.0, 0.1, weight.shape).astype("float32"))
+    return save_google_checkpoint(model, folder)
+
+
+# ------------------------------------------------------------------------------------------- workers
+def _kerasbert_decoder(job: dict):
+    from kerasbert import build_transformer_model, generate
+
+    model = build_transformer_model(job["config"], job["checkpoint"], application="unilm", verbose=False)
+    return lambda batch, maxlen: [one.ids[0] for one in generate(model, batch, "beam", beams=BEAMS, max_length=maxlen,
+                                                                 batch_size=len(batch))]
+
+
+def _bert4keras_decoder(job: dict):
+    import numpy as np
+    from bert4keras.models import build_transformer_model
+    from bert4keras.snippets import AutoRegressiveDecoder
+
+    model = build_transformer_model(job["config"], job["checkpoint"], application="unilm")
+
+    class Seq2Seq(AutoRegressiveDecoder):  # bert4keras's seq2seq examples (task_seq2seq_autotitle.py)
+        @AutoRegressiveDecoder.wraps(default_rtype="probas")
+        def predict(self, inputs, output_ids, states):
+            token_ids, segment_ids = inputs
+            token_ids = np.concatenate([token_ids, output_ids], 1)
+            segment_ids = np.concatenate([segment_ids, np.ones_like(output_ids)], 1)
+            return self.last_token(model).predict([token_ids, segment_ids], verbose=0)
+
+    def decode(batch, maxlen):
+        decoder = Seq2Seq(start_id=None, end_id=None, maxlen=maxlen)
+        return [decoder.beam_search([source, [0] * len(source)], topk=BEAMS).tolist() for source in batch]
+
+    return decode
+
+
+def worker_main(name: str, job_path: str) -> None:
+    """Build, warm up, then decode the first B sources per ``go B`` line on stdin. The warm-up: kerasbert decodes
+    each batch once (its trace, and oneDNN's kernels for each batch's shapes), bert4keras one source for 2
+    tokens (its predict function; it runs each call's shapes anew)."""
+    with open(job_path) as f:
+        job = json.load(f)
+    if name == "kerasbert":
+        decode = _kerasbert_decoder(job)
+        for batch in job["batches"]:
+            decode(job["sources"][:batch], job["max_length"])
+    else:
+        decode = _bert4keras_decoder(job)
+        decode(job["sources"][:1], 2)
+    print("READY", flush=True)
+    ids = {}
+    for line in sys.stdin:
+        if not line.startswith("go "):
+            break
+        batch = int(line.split()[1])
+        start = time.perf_counter()
+        ids[batch] = decode(job["sources"][:batch], job["max_length"])
+        print(f"DONE {time.perf_counter() - start}", flush=True)
+    print("RESULT " + json.dumps({"ids": ids}), flush=True)
+
+
+class Worker(_ServeWorker):
+    """A library's process (``serve_bench``'s protocol: READY, DONE, RESULT): ``decode(b)`` times one batch."""
+
+    def __init__(self, name: str, job_path: str):
+        super().__init__(name, job_path, script=__file__, env={"CUDA_VISIBLE_DEVICES": "-1"})  # float32 on the CPU
+
+    def decode(self, batch: int) -> float:
+        self.process.stdin.write(f"go {batch}\n")
+        self.process.stdin.flush()
+        return float(self._read("DONE "))
+
+
+# ------------------------------------------------------------------------------------------- report
+def summarize(times: dict, results: dict, job: dict) -> tuple[list[str], dict]:
+    """The table's rows and, per batch, kerasbert's paired ratio to bert4keras with its interval."""
+    rows = ["| batch | variant | decode s (median) | tokens/s | × bert4keras (95 % interval) | same ids as "
+            "bert4keras |", "|---|---|---|---|---|---|"]
+    ratios = {}
+    for batch in job["batches"]:
+        paired = [b / k for b, k in zip(times[("bert4keras", batch)], times[("kerasbert", batch)], strict=True)]
+        interval = median_interval(paired)
+        ratios[batch] = (statistics.median(paired), interval)
+        theirs = results["bert4keras"]["ids"][str(batch)]
+        same = sum(a == b for a, b in zip(results["kerasbert"]["ids"][str(batch)], theirs, strict=True))
+        for name in VARIANTS:
+            seconds = statistics.median(times[(name, batch)])
+            ratio = "1.00" if name == "bert4keras" else f"**{ratios[batch][0]:.2f}**" + (
+                f" ({interval[0]:.2f}–{interval[1]:.2f})" if interval else "")
+            rows.append(f"| {batch} | {name} | {seconds:.3f} | {batch * job['max_length'] / seconds:.1f} | {ratio} | "
+                        + (f"{same} of {batch} |" if name == "kerasbert" else "— |"))
+    return rows, ratios
+
+
+def targets(ratios: dict) -> list[str]:
+    """One line a batch: kerasbert's tokens/s ≥ `TARGET` × bert4keras's."""
+    lines = []
+    for batch, (ratio, interval) in ratios.items():
+        verdict = "met" if ratio >= TARGET else "missed"
+        inside = interval is not None and interval[0] <= TARGET <= interval[1]
+        lines.append(f"- batch {batch}, beam {BEAMS}: kerasbert {ratio:.2f} × bert4keras's tokens/s (target ≥ "
+                     f"{TARGET} ×) — **{verdict}**" + (" (the target is inside the interval)" if inside else ""))
+    return lines
+
+
+def run(job: dict, job_path: str, rounds: int) -> tuple[dict, dict]:
+    """Both workers, ``rounds`` interleaved rounds per batch size: the seconds of each decode, and the ids."""
+    workers = [Worker(name, job_path) for name in VARIANTS]
+    for worker in workers:
+        worker.ready()
+    times: dict = {}
+    for batch in job["batches"]:
+        for r in range(rounds):
+            for worker in workers if r % 2 == 0 else workers[::-1]:
+                times.setdefault((worker.name, batch), []).append(worker.decode(batch))
+            print(f"batch {batch} round {r + 1}/{rounds}: " + ", ".join(
+                f"{name} {times[(name, batch)][-1]:.2f} s" for name in VARIANTS), flush=True)
+    return times, {worker.name: worker.result() for worker in workers}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny config, batches 1 and 4, 2 rounds")
+    parser.add_argument("--rounds", type=int, default=None, help="timed decodes per library and batch (default 5)")
+    parser.add_argument("--batches", default=None, help="comma-separated batch sizes (default 1,16; quick 1,4)")
+    parser.add_argument("--source", type=int, default=None, help="source length in word pieces (default 64)")
+    parser.add_argument("--max-length", type=int, default=None, help="target tokens decoded (default 32)")
+    parser.add_argument("--results", default=None, help="the markdown file to write (default RESULTS.md)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--job", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker_main(args.worker, args.job)
+    cfg, folder = TINY if args.quick else BASE, tempfile.mkdtemp(prefix="generate-bench-")
+    batches = [int(b) for b in (args.batches or ("1,4" if args.quick else "1,16")).split(",")]
+    rounds = args.rounds or (2 if args.quick else 5)
+    job = {"config": os.path.join(folder, "bert_config.json"), "checkpoint": prepare(folder, cfg), "batches": batches,
+           "max_length": args.max_length or (4 if args.quick else 32),
+           "sources": sources(max(batches), args.source or (10 if args.quick else 64), cfg["vocab_size"])}
+    job_path = os.path.join(folder, "job.json")
+    with open(job_path, "w") as f:
+        json.dump(job, f)
+    times, results = run(job, job_path, rounds)
+    rows, ratios = summarize(times, results, job)
+    shape = "tiny config" if args.quick else "BERT-base shape (L 12, H 768, V 21128)"
+    command = " ".join(["python benchmarks/generate_bench.py", *shown_options(sys.argv[1:] if argv is None else argv)])
+    setting = (f"`{command}` — UniLM, {shape}, random weights, float32; sources of about {len(job['sources'][0])} "
+               f"word pieces, {job['max_length']} target tokens, beam {BEAMS}, no end id; {rounds} interleaved rounds. "
+               f"{cpu_text()}, {multiprocessing.cpu_count()} cores; {versions()}.")
+    title = f"## Generation speed{' (quick)' if args.quick else ''}: kerasbert.generate vs bert4keras"
+    text = "\n".join([title, "", setting, "", *rows, "", *targets(ratios)])
+    kind = "quick" if args.quick else machine_kind("cpu")
+    write_section(f"generate-{kind}", text, **({"path": args.results} if args.results else {}))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""A built ``application="lm"`` or ``"unilm"`` model run one new position per row, over the keys and values of the
+positions before it kept per layer: the next-token log-probabilities a search extends its sequences with.
+
+`CachedModel.start` runs the sources once (the model's own ``[B, S, S]`` mask: UniLM's source both ways, or the
+causal one) and keeps every layer's keys and values; `CachedModel.step` feeds one token per row and computes that
+position alone. The step reuses the model's layers and weights: its embeddings (`kerasbert.modeling.models.embed`,
+each row at its own position), each block's `MultiHeadSelfAttention.attend` and residuals, and its MLM head.
+
+Slots. Each layer keeps ``[N, A, S + T, d]`` keys and values (N rows, S the longest source, T the most target
+tokens): a row's source fills slots ``0 .. len - 1`` (its padding slots up to S are never seen), and its
+target token t lands in slot ``S + t``, the same slot for every row, while its position is the row's own,
+``len + t``: the slot orders the cache, the position feeds the position table (BERT, ALBERT), NEZHA's distances
+and RoFormer's rotation. Shapes stay fixed through a search. The prefill and the step are ``tf.function``s whose
+signatures leave batch and length open, so each traces once per model; the step runs with XLA where
+`kerasbert.perf.xla.xla_pays` (a GPU), which compiles it once for each search's shapes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import numpy as np
+from keras import ops
+
+from kerasbert import layer_names as names
+from kerasbert.errors import ModelError, fail
+from kerasbert.modeling import families
+from kerasbert.modeling.blocks import visible
+from kerasbert.modeling.config import config_of
+from kerasbert.modeling.models import blocks_of, embed
+from kerasbert.modeling.positions import rotate
+from kerasbert.perf.xla import xla_pays
+
+ACTIVATIONS = ("softmax", "linear")  # the MLM outputs a decoder reads: probabilities, or logits
+_MASKS = {"lm": names.LM_MASK, "unilm": names.UNILM_MASK}
+
+
+@dataclasses.dataclass(frozen=True)
+class Cache:
+    """The keys and values of every layer, and where each row stands.
+
+    Args:
+        keys: tuple of ``[N, A, S + T, d]``, one per layer (ALBERT: one per use of its shared block).
+        values: the same, values.
+        lengths: ``[N]`` int32, each row's source length.
+        source_width: int. S, the slots of the sources; target token t of every row lands in slot S + t.
+        written: int. target tokens written so far.
+    """
+
+    keys: tuple
+    values: tuple
+    lengths: object
+    source_width: int
+    written: int = 0
+
+    @property
+    def rows(self) -> int:
+        return int(self.lengths.shape[0])
+
+    def take(self, rows: np.ndarray) -> Cache:
+        """The cache of ``rows`` (indices into these rows, repeats allowed): one row per beam or sample."""
+        rows = _int32(rows)
+        return dataclasses.replace(self, keys=tuple(ops.take(k, rows, axis=0) for k in self.keys),
+                                   values=tuple(ops.take(v, rows, axis=0) for v in self.values),
+                                   lengths=ops.take(self.lengths, rows, axis=0))
+
+
+class CachedModel:
+    """A built ``"lm"`` or ``"unilm"`` `TransformerModel` as a next-token scorer over a cache of keys and values.
+
+    ``start(sources, max_length)`` runs the sources and gives each row's next-token log-probabilities;
+    ``step(cache, tokens)`` feeds one token a row and gives the next ones. In ``"unilm"`` the fed tokens are
+    segment 1 (the target), in ``"lm"`` segment 0, as bert4keras's examples feed them. Log-probabilities are
+    ``log_softmax`` of the MLM logits in float32 (a softmax model's ``MLM-Activation`` is not run: its log would
+    lose the small probabilities).
+
+    Args:
+        model: TransformerModel. built with ``application="lm"`` or ``"unilm"`` (any family but ELECTRA), its
+            MLM output a softmax or linear (``with_mlm="linear"``).
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> lm = CachedModel(build_transformer_model("tiny", application="unilm", verbose=False))
+    >>> cache, logp = lm.start([[2, 7, 9, 3], [2, 5, 3]], max_length=4)
+    >>> cache, logp = lm.step(cache, np.array([11, 12]))
+    >>> logp.shape, cache.written, tuple(cache.keys[0].shape)
+    ((2, 128), 1, (2, 2, 8, 16))
+    """
+
+    def __init__(self, model: keras.Model):
+        self.family, self.config = families.of_model(model), config_of(model)
+        application = getattr(model, "application", "encoder")
+        check_generative(self.family.name, application)
+        self.layers = {layer.name: layer for layer in model.layers}
+        self.application, self.blocks = application, blocks_of(model)
+        self.segment = 1 if application == "unilm" else 0
+        self.has_segments = bool(self.config.type_vocab_size)
+        self._check_activation()
+        self._prefill, self._step, self._reordered_step = self._compile(xla_pays(model))
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.layers[names.EMBEDDING_TOKEN].input_dim)
+
+    @property
+    def max_length(self) -> int | None:
+        """The most positions the model embeds (P, P² hierarchical); None for NEZHA's and RoFormer's."""
+        position = self.layers.get(names.EMBEDDING_POSITION)
+        return None if position is None else position.max_length
+
+    def start(self, sources: list[list[int]], max_length: int) -> tuple[Cache, np.ndarray]:
+        """Run ``sources`` (ragged token ids, segment 0), keeping room for ``max_length`` target tokens a row.
+
+        Returns:
+            the cache and ``[B, V]`` log-probabilities of each row's first target token.
+        """
+        lengths = np.array([len(source) for source in sources], dtype="int32")
+        token_ids = np.zeros((len(sources), lengths.max()), dtype="int32")
+        for row, source in enumerate(sources):
+            token_ids[row, :len(source)] = source
+        keys, values, logp = self._prefill(_int32(token_ids), _int32(lengths), _int32(max_length))
+        cache = Cache(tuple(keys), tuple(values), _int32(lengths), int(token_ids.shape[1]))
+        return cache, ops.convert_to_numpy(logp)
+
+    def step(self, cache: Cache, tokens: np.ndarray, parents: np.ndarray | None = None) -> tuple[Cache, np.ndarray]:
+        """Feed ``tokens`` ``[N]``, one a row (after reordering the rows by ``parents``, ``[N]`` indices into the
+        cache's rows, when given: beam search), and give the ``[N, V]`` log-probabilities of the token after it."""
+        if cache.source_width + cache.written >= int(cache.keys[0].shape[2]):
+            raise fail(ModelError, "CachedModel.step", f"at most {int(cache.keys[0].shape[2]) - cache.source_width} "
+                       "target tokens (start's max_length)", f"token {cache.written + 1}")
+        arguments = (cache.keys, cache.values, _int32(tokens), cache.lengths, _int32(cache.source_width),
+                     _int32(cache.written))
+        if parents is None:
+            keys, values, logp = self._step(*arguments)
+        else:
+            keys, values, logp = self._reordered_step(*arguments, _int32(parents))
+        cache = dataclasses.replace(cache, keys=tuple(keys), values=tuple(values), written=cache.written + 1)
+        return cache, ops.convert_to_numpy(logp)
+
+    # ---------------------------------------------------------------------------------------- the graphs
+    def _compile(self, jit: bool) -> tuple:
+        """The prefill, the step and the step that reorders its rows first, each one ``tf.function`` for every
+        batch and length (None dimensions: one trace each), the steps with XLA where ``jit``; the plain functions
+        on another Keras backend."""
+        if keras.config.backend() != "tensorflow":
+            return self._prefill_graph, self._step_graph, self._step_graph
+        import tensorflow as tf
+
+        attention = self.blocks[0][0].layer
+        cached = tf.TensorSpec((None, attention.num_heads, None, attention.head_size), attention.compute_dtype)
+        layers, ints, scalar = len(self.blocks), tf.TensorSpec((None,), "int32"), tf.TensorSpec((), "int32")
+        step = [(cached,) * layers, (cached,) * layers, ints, ints, scalar, scalar]
+        return (tf.function(self._prefill_graph, input_signature=[tf.TensorSpec((None, None), "int32"), ints, scalar]),
+                tf.function(self._step_graph, input_signature=step, jit_compile=jit),
+                tf.function(self._step_graph, input_signature=[*step, ints], jit_compile=jit))
+
+    def _prefill_graph(self, token_ids, lengths, max_length):
+        segment_ids = ops.zeros_like(token_ids)
+        mask = self.layers[_MASKS[self.application]]([token_ids, segment_ids])  # (batch, seq, seq)
+        x = embed(self.layers, self.family, token_ids, segment_ids if self.has_segments else None)
+        relative, sinusoid = None, None
+        if self.family.positions == "relative":
+            relative = self.layers[names.RELATIVE_POSITION](x)  # (seq, seq, d)
+        if self.family.positions == "rotary":
+            sinusoid = self.layers[names.ROTARY_POSITION](x)  # (1, seq, d)
+        keys, values = [], []
+
+        def keep(i, k, v):  # the sources attend to themselves; their keys and values get room for T targets
+            keys.append(ops.pad(k, ((0, 0), (0, 0), (0, max_length), (0, 0))))  # (batch, heads, seq + T, d)
+            values.append(ops.pad(v, ((0, 0), (0, 0), (0, max_length), (0, 0))))
+            return k, v
+
+        x = self._blocks(x, visible(mask), relative, sinusoid, keep)
+        last = ops.take_along_axis(x, (lengths - 1)[:, None, None], axis=1)[:, 0]  # (batch, H): each row's last
+        return keys, values, self._log_probs(last)
+
+    def _step_graph(self, keys, values, tokens, lengths, source_width, written, parents=None):
+        if parents is not None:  # beam search: each row continues the beam it was chosen from
+            keys, values = [ops.take(k, parents, axis=0) for k in keys], [ops.take(v, parents, axis=0) for v in values]
+        slot, slots = source_width + written, ops.arange(ops.shape(keys[0])[2])[None]  # (1, S + T)
+        seen = ops.logical_or(slots < lengths[:, None], ops.logical_and(slots >= source_width, slots <= slot))
+        positions = (lengths + written)[:, None]  # (rows, 1): the row's own position
+        segments = ops.full_like(positions, self.segment) if self.has_segments else None
+        x = embed(self.layers, self.family, tokens[:, None], segments, positions=positions)  # (rows, 1, H)
+        relative, sinusoid = None, None
+        if self.family.positions == "relative":
+            key_positions = ops.where(slots < source_width, slots, lengths[:, None] + slots - source_width)
+            relative = self.layers[names.RELATIVE_POSITION].between(positions, key_positions)  # (rows, 1, S + T, d)
+        if self.family.positions == "rotary":
+            sinusoid = self.layers[names.ROTARY_POSITION].at(positions)[:, None]  # (rows, 1, 1, d)
+        here = (slots == slot)[:, None, :, None]  # (1, 1, S + T, 1): this step's slot
+        new_keys, new_values = [], []
+
+        def write(i, k, v):
+            new_keys.append(ops.where(here, k, keys[i]))
+            new_values.append(ops.where(here, v, values[i]))
+            return new_keys[-1], new_values[-1]
+
+        x = self._blocks(x, seen[:, None, None, :], relative, sinusoid, write)
+        return new_keys, new_values, self._log_probs(x[:, 0])
+
+    def _blocks(self, x, seen, relative, sinusoid, write):
+        """Every block over ``x`` ``[N, Q, H]``, its attention over the keys and values ``write(i, k, v)`` returns
+        for layer i given the new ones (the cache with them written, or themselves)."""
+        for i, (attention, feed_forward) in enumerate(self.blocks):
+            layer = attention.layer
+            q, k, v = layer.qkv(x)  # each (rows, heads, Q, d)
+            if sinusoid is not None:
+                q, k = rotate(q, sinusoid), rotate(k, sinusoid)
+            k, v = write(i, k, v)
+            x = feed_forward(attention.finish(x, layer.merge(layer.attend(q, k, v, seen, relative))))
+        return x
+
+    def _log_probs(self, x):
+        """The MLM head on ``x`` ``[N, H]``: ``[N, V]`` float32 log-probabilities."""
+        layers, embedding = self.layers, self.layers[names.EMBEDDING_TOKEN]
+        if self.family.heads == "roformer_v2":
+            if names.OUTPUT_MAPPING in layers:
+                x = layers[names.OUTPUT_MAPPING](x)
+            logits = embedding(layers[names.OUTPUT_MLM_DROPOUT](x), reverse=True)
+        else:
+            x = layers[names.MLM_NORM](layers[names.MLM_DENSE](x))
+            logits = layers[names.MLM_BIAS](embedding(x, reverse=True))
+        return ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+
+    def _check_activation(self) -> None:
+        name = names.OUTPUT_MLM_ACTIVATION if self.family.heads == "roformer_v2" else names.MLM_ACTIVATION
+        activation = keras.activations.serialize(self.layers[name].activation)
+        if activation not in ACTIVATIONS:
+            raise fail(ModelError, name, "a softmax or linear output (next-token probabilities or logits)",
+                       repr(activation), "build with with_mlm=True or with_mlm='linear'")
+
+
+def check_generative(family: str, application: str) -> None:
+    """A ModelError unless a model of ``family`` and ``application`` gives next-token scores: ``"lm"`` or
+    ``"unilm"``, and not ELECTRA.
+
+    Example:
+    >>> check_generative("bert", "encoder")
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ModelError: model.application: expected "lm" or "unilm" to generate, found 'encoder'. \
+build the model with build_transformer_model(..., application="unilm") (sequence to sequence) or "lm"
+    """
+    if family == "electra":
+        raise fail(ModelError, "model", "a BERT, ALBERT, NEZHA or RoFormer language model to generate", "an ELECTRA",
+                   "ELECTRA's discriminator has no next-token output")
+    if application not in _MASKS:
+        raise fail(ModelError, "model.application", '"lm" or "unilm" to generate', repr(application),
+                   'build the model with build_transformer_model(..., application="unilm") (sequence to sequence) '
+                   'or "lm"')
+
+
+def _int32(value):
+    """``value`` as an int32 tensor: a step's scalars are tensors, so that a new value is no new trace."""
+    return ops.convert_to_tensor(np.asarray(value, dtype="int32"))

@@ -1,0 +1,130 @@
+"""`generate`: token ids from a language model (``application="lm"``) or a sequence-to-sequence UniLM
+(``"unilm"``), by greedy search, beam search or sampling, batched, each step one new position over cached keys
+and values (`kerasbert.generation.cache`), the search rules bert4keras's (`kerasbert.generation.search`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+
+import keras
+import numpy as np
+
+from kerasbert.errors import DataError, ModelError, fail
+from kerasbert.generation.cache import CachedModel, check_generative
+from kerasbert.generation.search import Generated, Rules, beam_search, sample
+
+METHODS = ("greedy", "beam", "sample")
+_CACHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its CachedModel: one trace per model
+
+
+def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = "greedy", *, beams: int | None = None,
+             n: int = 1, topk: int | None = None, topp: float | None = None, temperature: float = 1.0,
+             seed: int | None = None, end_ids: int | Sequence[int] | None = None, max_length: int = 32,
+             min_length: int = 1, min_ends: int = 1, batch_size: int = 16) -> list[Generated]:
+    """Generate token ids after each input, as bert4keras's ``AutoRegressiveDecoder`` with ``start_id=None`` does.
+
+    A ``"unilm"`` model reads each input as its source (segment 0, e.g. ``[CLS] ... [SEP]``) and generates the
+    target (segment 1) after it; an ``"lm"`` model continues each input (a prompt, segment 0). Inputs of
+    different lengths share a batch, each at its own positions. Greedy and beam search give bert4keras's ids
+    (`kerasbert.generation.search` states the rules); sampling draws with its own seeded generator.
+
+    Args:
+        model: TransformerModel. from ``build_transformer_model(..., application="unilm" or "lm")``.
+        inputs: list of lists of int. the token ids of each input (no padding id 0).
+        method: str. ``"greedy"``, ``"beam"`` or ``"sample"``.
+        beams: int. the beam count, with ``method="beam"`` (bert4keras's ``beam_search(topk=...)``).
+        n: int. sequences drawn per input, with ``method="sample"``.
+        topk: int. sampling: draw among the ``topk`` likeliest tokens only.
+        topp: float. sampling: draw among the likeliest tokens whose probabilities first reach ``topp``.
+        temperature: float. scores and draws read ``softmax(logits / temperature)``.
+        seed: int. sampling's generator (``np.random.default_rng(seed)``); None draws anew each call.
+        end_ids: int or list of int. the tokens that end a sequence (e.g. ``[SEP]``); None: ``max_length`` tokens.
+        max_length: int. the most tokens generated.
+        min_length: int. the fewest tokens before a sequence may end (bert4keras's ``minlen``).
+        min_ends: int. how many end ids a sequence holds when it ends.
+        batch_size: int. inputs decoded at once (each with its beams or samples).
+
+    Returns:
+        one `Generated` per input: its sequences (the one found; or ``n`` drawn) and their summed log-probabilities.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> seq2seq = build_transformer_model("tiny", application="unilm", verbose=False)
+    >>> found = generate(seq2seq, [[2, 17, 30, 3], [2, 9, 3]], "beam", beams=3, end_ids=3, max_length=5)
+    >>> len(found), all(1 <= len(g.ids[0]) <= 5 for g in found)
+    (2, True)
+    """
+    lm = _cached(model)
+    counts = {"max_length": max_length, "min_length": min_length, "min_ends": min_ends, "n": n,
+              "batch_size": batch_size, "beams": 1 if beams is None and method != "beam" else beams,
+              "topk": 1 if topk is None else topk}
+    _check_options(method, counts, temperature, topp, lm.vocab_size)
+    rules = Rules(_end_ids(end_ids, lm.vocab_size), max_length, min_length, min_ends, float(temperature))
+    inputs = _checked_inputs(inputs, lm, max_length)
+    rng = np.random.default_rng(seed)
+    found: list[Generated] = []
+    for start in range(0, len(inputs), batch_size):
+        batch = inputs[start:start + batch_size]
+        if method == "sample":
+            found += sample(lm, batch, n, topk, topp, rules, rng)
+        else:
+            found += beam_search(lm, batch, beams if method == "beam" else 1, rules)
+    return found
+
+
+def _cached(model) -> CachedModel:
+    """The `CachedModel` of ``model``, made once (its compiled step is kept with it)."""
+    check_generative(getattr(model, "family", "bert"), getattr(model, "application", "encoder"))
+    if model not in _CACHED:
+        _CACHED[model] = CachedModel(model)
+    return _CACHED[model]
+
+
+def _end_ids(end_ids, vocab_size: int) -> tuple[int, ...]:
+    ids = () if end_ids is None else (end_ids,) if isinstance(end_ids, int | np.integer) else tuple(end_ids)
+    if any(isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < vocab_size for i in ids):
+        raise fail(DataError, "generate: end_ids", f"token ids in [0, {vocab_size})", repr(end_ids),
+                   "pass the id of [SEP] (tokenizer.token_to_id('[SEP]')) or a list of ids")
+    return tuple(int(i) for i in ids)
+
+
+def _checked_inputs(inputs, lm: CachedModel, max_length: int) -> list[list[int]]:
+    """``inputs`` as lists of int: at least one, none empty, ids in [1, V), each fitting the positions."""
+    if len(inputs) and isinstance(inputs[0], int | np.integer):
+        raise fail(DataError, "generate: inputs", "a list of inputs, each a list of token ids", "one list of ids",
+                   "for one input pass [token_ids]")
+    if not len(inputs):
+        raise fail(DataError, "generate: inputs", "at least one input", "an empty batch")
+    checked = [np.asarray(ids).ravel().tolist() for ids in inputs]
+    for i, ids in enumerate(checked):
+        if not ids or any(not isinstance(t, int) or not 0 < t < lm.vocab_size for t in ids):
+            raise fail(DataError, f"generate: input {i}", f"token ids in [1, {lm.vocab_size}) (0 is padding)",
+                       repr(ids[:8]) + (" ..." if len(ids) > 8 else ""))
+    longest = max(range(len(checked)), key=lambda i: len(checked[i]))
+    if lm.max_length is not None and len(checked[longest]) + max_length > lm.max_length:
+        raise fail(ModelError, f"generate: input {longest}", f"at most {lm.max_length - max_length} tokens (the "
+                   f"model's {lm.max_length} positions minus max_length {max_length})",
+                   f"{len(checked[longest])} tokens", "truncate the inputs (maxlen when encoding) or lower max_length")
+    return checked
+
+
+def _check_options(method, counts: dict, temperature, topp, vocab_size: int) -> None:
+    """A DataError (a ModelError for more beams or topk than the vocabulary) unless the options are in range."""
+    if method not in METHODS:
+        raise fail(DataError, "generate: method", " or ".join(map(repr, METHODS)), repr(method))
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise fail(DataError, f"generate: {name}", "a whole number >= 1", repr(value),
+                       'method="beam" needs beams=k' if name == "beams" else "")
+    for name, value in (("beams", counts["beams"]), ("topk", counts["topk"])):
+        if value > vocab_size:
+            raise fail(ModelError, f"generate: {name}", f"at most the vocabulary size, {vocab_size}", str(value))
+    if counts["max_length"] < counts["min_length"]:
+        raise fail(DataError, "generate: max_length", f">= min_length ({counts['min_length']})",
+                   str(counts["max_length"]))
+    if not isinstance(temperature, int | float) or not temperature > 0 or (
+            topp is not None and (not isinstance(topp, int | float) or not 0 < topp <= 1)):
+        raise fail(DataError, "generate: temperature, topp", "temperature > 0 and topp in (0, 1]",
+                   f"temperature={temperature!r}, topp={topp!r}")
