@@ -13,13 +13,14 @@ Example:
 
 from __future__ import annotations
 
-TASK_NAMES = ("cls", "ner")  # the tasks of ``kerasbert train --task``
+TASK_NAMES = ("cls", "ner", "seq2seq")  # the tasks of ``kerasbert train --task``
 # the families of ``kerasbert train --model``, as bert4keras's ``model=`` (`kerasbert.modeling.families.NAMES`)
 MODEL_FAMILIES = ("bert", "albert", "albert_unshared", "nezha", "electra", "roformer", "roformer_v2", "roberta")
 SCHEDULES = ("cosine", "linear", "constant")  # the decays after warmup of ``--schedule``; the first is the default
 # the CRF's transitions learn this many times faster than the encoder in kerasbert's tagging head (as in bert4keras's
 # NER example): at the encoder's rate they barely move, and the CRF decodes almost as argmax would
 CRF_LR_MULTIPLIER = 1000.0
+TARGET_MAXLEN = 32  # the word pieces a seq2seq run generates unless ``--target-maxlen`` says
 MAXLEN = 128  # the word pieces a row keeps unless ``--maxlen`` says (fewer when the model has fewer positions)
 STRATEGIES = ("auto", "one", "mirrored", "multiworker")  # the ``tf.distribute`` choices of ``--strategy``
 # ``--jit-compile``'s default: XLA compiles the training step on a GPU for models of this many parameters and more

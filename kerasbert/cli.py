@@ -134,6 +134,9 @@ def _print_scores(scores: dict | None, title: str) -> None:
     print(title)
     if "per_type" in scores:
         print(per_type_table(scores))
+    elif "rouge_l" in scores:
+        print("  ".join(f"{key.replace('_', '-').upper()} {scores[key]:.4f}"
+                        for key in ("rouge_1", "rouge_2", "rouge_l", "bleu")))
     else:
         print(f"accuracy {scores['accuracy']:.4f}  macro-F1 {scores['macro_f1']:.4f}")
 
@@ -238,29 +241,45 @@ def _run_prepare(args: argparse.Namespace) -> int:
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     task_argument(parser, extra=("all",), default="all")
     parser.add_argument("--out", default="kerasbert-demo", help="folder for the data and runs (default: %(default)s)")
-    parser.add_argument("--epochs", type=int, default=DEMO_TRAINING["epochs"])
+    parser.add_argument("--epochs", type=int,
+                        help=f"epochs (default: {DEMO_TRAINING['epochs']}; "
+                             f"seq2seq {DEMO_OPTIONS['seq2seq']['epochs']})")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 DEMO_TEXTS = {"cls": ["这家餐厅的菜非常好吃，服务也很满意", "房间很脏，真的让人失望"],
-              "ner": ["张伟去年加入了华为公司", "李娜和王芳昨天去了北京"]}
+              "ner": ["张伟去年加入了华为公司", "李娜和王芳昨天去了北京"],
+              "seq2seq": ["昨天，华为公司在杭州举办了发布会，现场来了很多人，气氛非常热烈。"]}
+DEMO_ALL = ("cls", "ner")  # what `kerasbert demo` runs by default; seq2seq needs the seq2seq extra
+DEMO_OPTIONS = {"seq2seq": {"target_maxlen": 16, "epochs": 30, "lr": 3e-3}}  # a title needs longer to learn
+
+
+def _demo_files(task: str, out: str, seed: int) -> dict[str, str]:
+    """The demo's ``train``, ``dev``, ``test`` and ``vocab`` files of ``task``, written under ``out/data``."""
+    import os
+
+    from kerasbert.finetune.demo_data import write_demo_data, write_title_data
+
+    if task == "seq2seq":
+        return write_title_data(os.path.join(out, "data", "seq2seq"), seed=seed)
+    data = write_demo_data(os.path.join(out, "data"), seed=seed)
+    return {split: data[f"{task}_{split}"] for split in ("train", "dev", "test")} | {"vocab": data["vocab"]}
 
 
 def _run_demo(args: argparse.Namespace) -> int:
     import os
 
-    from kerasbert.finetune.demo_data import write_demo_data
     from kerasbert.finetune.training import evaluate, predict, train
 
-    data = write_demo_data(os.path.join(args.out, "data"), seed=args.seed)
-    for task in DEMO_TEXTS if args.task == "all" else (args.task,):
-        run = os.path.join(args.out, task)
-        print(f"== {task}: training the tiny config from scratch on {data[task + '_train']}")
-        train(task, data[f"{task}_train"], run, dev=data[f"{task}_dev"], vocab=data["vocab"],
-              **{**DEMO_TRAINING, "epochs": args.epochs}, seed=args.seed, overwrite=True,
+    for task in DEMO_ALL if args.task == "all" else (args.task,):
+        data, run = _demo_files(task, args.out, args.seed), os.path.join(args.out, task)
+        print(f"== {task}: training the tiny config from scratch on {data['train']}")
+        settings = {**DEMO_TRAINING, **DEMO_OPTIONS.get(task, {})}
+        train(task, data["train"], run, dev=data["dev"], vocab=data["vocab"],
+              **{**settings, "epochs": args.epochs or settings["epochs"]}, seed=args.seed, overwrite=True,
               verbose=0 if args.quiet else 1)
-        _print_scores(evaluate(run, data[f"{task}_test"], verbose=0), f"== {task}: test set")
+        _print_scores(evaluate(run, data["test"], verbose=0), f"== {task}: test set")
         for row in predict(run, DEMO_TEXTS[task]):
             print(json.dumps(row, ensure_ascii=False))
         print(f"== {task}: run folder {run}")

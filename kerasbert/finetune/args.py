@@ -22,6 +22,7 @@ from kerasbert.choices import (
     MODEL_FAMILIES,
     SCHEDULES,
     STRATEGIES,
+    TARGET_MAXLEN,
     TASK_NAMES,
     XLA_MIN_PARAMS,
 )
@@ -50,6 +51,8 @@ class TaskOptions:
         bilstm_units: int or None. NER: a BiLSTM before the tagging head.
         dropout: float or None. dropout before the head's Dense.
         crf_lr_multiplier: float. NER: the CRF transitions' learning rate over the optimizer's.
+        target_maxlen: int. seq2seq: the most word pieces generated (bert4keras's decoder ``maxlen``).
+        beams: int. seq2seq: the beams of the beam search that generates (1: greedy).
 
     Example:
     >>> TaskOptions.of(TrainArgs(task="ner", train="train.conll", out="run", crf=True)).crf
@@ -65,6 +68,8 @@ class TaskOptions:
     bilstm_units: int | None = None
     dropout: float | None = None
     crf_lr_multiplier: float = CRF_LR_MULTIPLIER
+    target_maxlen: int = TARGET_MAXLEN
+    beams: int = 1
 
     @classmethod
     def of(cls, source) -> TaskOptions:
@@ -149,6 +154,12 @@ class TrainArgs(TaskOptions):
             if not (0 <= value <= 1 and (zero or value > 0)):
                 raise fail(ConfigError, "--" + name.replace("_", "-"), f"a number in {'[' if zero else '('}0, 1]",
                            repr(value))
+        for name in ("target_maxlen", "beams"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise fail(ConfigError, "--" + name.replace("_", "-"), "an int >= 1", repr(getattr(self, name)))
+        if self.task == "seq2seq" and self.maxlen is not None and self.maxlen <= self.target_maxlen + 2:
+            raise fail(ConfigError, "--maxlen", f"more than --target-maxlen + 2 = {self.target_maxlen + 2} word "
+                       "pieces: room for the source, [CLS] and [SEP]", repr(self.maxlen))
         for name in ("max_steps", "save_every", "bilstm_units"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -255,8 +266,8 @@ def column(value: str) -> str | int:
 
 def task_argument(parser, extra: tuple[str, ...] = (), **options) -> None:
     """``--task``, its choices the task names (`kerasbert.choices.TASK_NAMES`) and ``extra``."""
-    parser.add_argument("--task", choices=(*TASK_NAMES, *extra), help="text classification or entity tagging",
-                        **options)
+    parser.add_argument("--task", choices=(*TASK_NAMES, *extra),
+                        help="text classification, entity tagging or sequence to sequence (UniLM)", **options)
 
 
 def reading_arguments(group, crf_help: str) -> None:
@@ -287,7 +298,8 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = TrainArgs(task="cls", train="", out="")
     data = parser.add_argument_group("data")
     task_argument(data)
-    data.add_argument("--train", help="training file: TSV/CSV/JSONL (cls), CoNLL or span JSONL (ner)")
+    data.add_argument("--train", help="training file: TSV/CSV/JSONL (cls), CoNLL or span JSONL (ner), "
+                                      "source/target JSONL or two-column TSV (seq2seq)")
     data.add_argument("--dev", help="dev file in the same format: scored every epoch, keeps the best model")
     data.add_argument("--out", required=True, help="the run folder to write (new or empty)")
     reading_arguments(data, "NER: a CRF on the tagging head")
@@ -322,6 +334,10 @@ def _model_arguments(model, defaults: TrainArgs) -> None:
                             f"(default: {defaults.crf_lr_multiplier:g})")
     model.add_argument("--bilstm-units", type=int, help="NER: a BiLSTM of this size before the tagging head")
     model.add_argument("--dropout", type=float, help="dropout before the head")
+    model.add_argument("--target-maxlen", type=int, default=defaults.target_maxlen,
+                       help=f"seq2seq: the most word pieces generated (default: {defaults.target_maxlen})")
+    model.add_argument("--beams", type=int, default=defaults.beams,
+                       help="seq2seq: beams of the beam search that generates; 1 is greedy (default: 1)")
 
 
 def _fit_arguments(fit, defaults: TrainArgs) -> None:

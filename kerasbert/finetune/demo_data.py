@@ -9,6 +9,8 @@ the same bytes:
   word in the sentence; subjects, adverbs and neutral tails carry no sentiment.
 - NER: ``(characters, BIO tags)`` with ``PER`` (surname + given name), ``LOC`` (cities and
   provinces) and ``ORG`` (universities, companies, banks, hospitals), and some sentences with none.
+- titles: ``(paragraph, title)`` pairs for sequence to sequence, the title naming who did what where, as the
+  paragraph's first sentence says it among others (:func:`title_examples`, :func:`write_title_data`).
 
 :func:`write_demo_data` writes both as files that :func:`kerasbert.text.readers.read_classification` and
 :func:`kerasbert.text.ner_readers.read_conll` read, plus a character vocabulary for the tokenizer.
@@ -180,4 +182,69 @@ def write_demo_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int =
     vocab = list(SPECIAL_TOKENS) + ordered + [char for char in TYPABLE if char not in characters]
     paths["vocab"] = os.path.join(folder, "vocab.txt")
     write_text(paths["vocab"], "".join(f"{token}\n" for token in vocab))
+    return paths
+
+
+EVENTS = ("发布会", "研讨会", "招聘会", "运动会", "音乐会", "年会", "展览", "座谈会")
+NEWS_TEMPLATES = (  # (first sentence, title); {E} an event
+    ("{TIME}，{ORG}在{LOC}举办了{E}", "{ORG}在{LOC}举办{E}"),
+    ("{PER}{TIME}在{LOC}参加了{ORG}的{E}", "{PER}参加{ORG}{E}"),
+    ("{ORG}宣布{TIME}将在{LOC}召开{E}", "{ORG}将在{LOC}召开{E}"),
+    ("{TIME}，{PER}代表{ORG}出席了{LOC}的{E}", "{PER}出席{LOC}{E}"),
+)
+NEWS_DETAILS = ("现场来了很多人", "活动持续了一整天", "不少媒体进行了报道", "大家都觉得很有收获", "天气不错",
+                "主办方准备得很充分", "很多市民前来参观", "气氛非常热烈")
+
+
+def title_examples(n: int = 600, seed: int = 0) -> list[tuple[str, str]]:
+    """Generate ``(paragraph, title)`` pairs: a paragraph of a news sentence and two to four details, and a
+    title that restates the news sentence's who, what and where in fewer words.
+
+    Example:
+    >>> paragraph, title = title_examples(1, seed=3)[0]
+    >>> paragraph.endswith("。"), 0 < len(title) < len(paragraph)
+    (True, True)
+    """
+    rng = random.Random(seed)
+    examples = []
+    for _ in range(n):
+        first, title = rng.choice(NEWS_TEMPLATES)
+        values = {"PER": _person(rng), "LOC": rng.choice(LOCATIONS), "ORG": rng.choice(ORGANIZATIONS),
+                  "TIME": rng.choice(TIMES), "E": rng.choice(EVENTS)}
+        details = rng.sample(NEWS_DETAILS, rng.randint(2, 4))
+        examples.append(("，".join([first.format(**values), *details]) + "。", title.format(**values)))
+    return examples
+
+
+def title_vocabulary() -> list[str]:
+    """The special tokens and every character `title_examples` can write, sorted: the same list for every seed."""
+    texts = (*SURNAMES, *GIVEN, *LOCATIONS, *ORGANIZATIONS, *TIMES, *EVENTS, *NEWS_DETAILS, "，。",
+             *(part for template in NEWS_TEMPLATES for part in template))
+    characters = {char for text in texts for char in re.sub(r"\{\w+\}", "", text)}
+    return list(SPECIAL_TOKENS) + sorted(characters)
+
+
+def write_title_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int = 100,
+                     n_test: int = 100) -> dict[str, str]:
+    """Write :func:`title_examples` splits as ``{"source", "target"}`` JSONL (``{train,dev,test}.jsonl``) and
+    their ``vocab.txt`` into ``folder``; returns ``train``, ``dev``, ``test`` and ``vocab`` to the paths.
+
+    Example:
+    >>> import tempfile
+    >>> paths = write_title_data(tempfile.mkdtemp(), n_train=4, n_dev=2, n_test=2)
+    >>> sorted(paths)
+    ['dev', 'test', 'train', 'vocab']
+    """
+    import json
+
+    master = random.Random(seed)
+    os.makedirs(folder, exist_ok=True)
+    paths = {}
+    for split, size in zip(SPLITS, (n_train, n_dev, n_test), strict=True):
+        rows = title_examples(size, master.getrandbits(32))
+        paths[split] = os.path.join(folder, f"{split}.jsonl")
+        write_text(paths[split], "".join(json.dumps({"source": paragraph, "target": title}, ensure_ascii=False)
+                                         + "\n" for paragraph, title in rows))
+    paths["vocab"] = os.path.join(folder, "vocab.txt")
+    write_text(paths["vocab"], "".join(f"{token}\n" for token in title_vocabulary()))
     return paths

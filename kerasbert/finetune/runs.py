@@ -218,13 +218,14 @@ class Run:
     # ------------------------------------------------------------------ models
     def save_model(self, model) -> None:
         """Save ``model`` as ``model.keras`` without its optimizer: a fresh `TransformerModel` wrapper, which keeps
-        the model's config and family (an ALBERT's export and Google checkpoint are an ALBERT's)."""
+        the model's config, family (an ALBERT's export and Google checkpoint are an ALBERT's) and application."""
         from kerasbert.modeling import families
         from kerasbert.modeling.backbone import TransformerModel
         from kerasbert.modeling.config import config_of
+        from kerasbert.modeling.masks import application_of
 
         bare = TransformerModel(model.inputs, model.outputs, name=model.name, bert_config=config_of(model),
-                                family=families.of_model(model).name)
+                                family=families.of_model(model).name, application=application_of(model))
         with atomic_path(self.file("model.keras")) as tmp:
             bare.save(tmp)
 

@@ -1,17 +1,10 @@
-"""The two fine-tuning tasks, ``cls`` and ``ner``: what training, evaluation and prediction need of each.
-
-A task reads its files (`kerasbert.text.readers`), builds its label set, encodes examples
-(`kerasbert.text.pipeline`), attaches its head (`kerasbert.modeling.heads`), turns model outputs into prediction
-rows (`kerasbert.text.predictions`) and scores them (`kerasbert.finetune.metrics`). `kerasbert.finetune.training`
-and `kerasbert.finetune.runs` only talk to this interface, so both tasks share one training loop and one run-folder
-format.
+"""The fine-tuning tasks by name: ``cls`` and ``ner`` here, ``seq2seq`` in `kerasbert.finetune.seq2seq`; each a
+`kerasbert.finetune.task_base.Task`, what training, evaluation and prediction need of it.
 """
 
 from __future__ import annotations
 
-import abc
 import os
-import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -22,7 +15,8 @@ from kerasbert import layer_names as names
 from kerasbert.choices import TASK_NAMES
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.finetune import metrics
-from kerasbert.finetune.args import TaskOptions
+from kerasbert.finetune.seq2seq import Seq2SeqTask
+from kerasbert.finetune.task_base import Task, predict_batches
 from kerasbert.modeling import heads, losses
 from kerasbert.text.ner_readers import NerExample, iter_conll, iter_span_jsonl
 from kerasbert.text.pipeline import Features, encode_classification, encode_ner, ner_tag_set, text_example, to_dataset
@@ -31,106 +25,6 @@ from kerasbert.text.readers import ClassificationExample, LabelSet, iter_classif
 from kerasbert.text.tokenizer import Tokenizer
 
 __all__ = ["TASKS", "ClassificationTask", "NerTask", "Task", "get_task", "predict_batches"]
-
-
-_INFERENCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> (input spec, its graph function)
-
-
-def _inference(model, spec):
-    """``model``'s inference call; on TensorFlow one graph function for every batch size and length, since
-    TensorFlow fuses the matmuls with their bias and activation only in a graph, and a function traced per
-    batch shape would retrace for each batch. It is kept per model, so repeated calls trace once."""
-    if keras.backend.backend() != "tensorflow":
-        return lambda inputs: model(inputs, training=False)
-    import tensorflow as tf
-
-    kept = _INFERENCE.get(model)
-    if kept is None or kept[0] != spec:
-        kept = spec, tf.function(lambda inputs: model(inputs, training=False), input_signature=[spec])
-        _INFERENCE[model] = kept
-    return kept[1]
-
-
-def predict_batches(model, dataset, verbose: int = 0) -> list[np.ndarray]:
-    """Model outputs of each batch of ``dataset`` (batches differ in length, so no concatenation)."""
-    count = int(dataset.cardinality())
-    bar = keras.utils.Progbar(count if count >= 0 else None, unit_name="batch") if verbose else None
-    spec = dataset.element_spec
-    call = _inference(model, spec[0] if isinstance(spec, tuple) else spec)
-    outputs = []
-    for i, batch in enumerate(dataset):
-        outputs.append(keras.ops.convert_to_numpy(call(batch[0] if isinstance(batch, tuple) else batch)))
-        if bar is not None:
-            bar.update(i + 1)
-    return outputs
-
-
-@dataclass
-class Task(TaskOptions, abc.ABC):
-    """A task made of its options (`kerasbert.finetune.args.TaskOptions`), and the interface each task
-    implements (its abstract methods)."""
-
-    name: str = field(default="", init=False)
-    monitor: str = field(default="", init=False)
-    dev_keys: tuple = field(default=(), init=False)  # the scores logged as val_<key> after each epoch
-
-    def read(self, path: str, labels: LabelSet | None = None) -> list:
-        """Every example of ``path``; with ``labels`` (the training set's), a label outside it is a DataError."""
-        examples = list(self.stream(path))
-        if labels is not None:
-            self.check(examples, labels, path)
-        return examples
-
-    @abc.abstractmethod
-    def stream(self, path: str) -> Iterator:
-        """The examples of a file, one at a time."""
-
-    @abc.abstractmethod
-    def check(self, examples: Sequence, labels: LabelSet, path: str) -> None:
-        """A DataError for the first example whose label is not in ``labels``."""
-
-    @abc.abstractmethod
-    def label_set(self, examples: Sequence) -> LabelSet:
-        """The label set of the training examples."""
-
-    @abc.abstractmethod
-    def encode(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> Features:
-        """Token ids (and label ids, with ``labels``) of the examples."""
-
-    @abc.abstractmethod
-    def head(self, backbone, labels: LabelSet):
-        """The task's head on ``backbone`` (a `kerasbert.modeling.heads` model)."""
-
-    @abc.abstractmethod
-    def compile_arguments(self, model) -> dict:
-        """``model.compile``'s loss and metrics."""
-
-    @abc.abstractmethod
-    def predicted_ids(self, model, features: Features, batch_size: int, verbose: int = 0):
-        """The predicted label id of every example (cls) or word piece (ner)."""
-
-    @abc.abstractmethod
-    def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
-                verbose: int = 0) -> list[dict]:
-        """One prediction dict per example (``label``, or ``entities``)."""
-
-    @abc.abstractmethod
-    def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:
-        """The metrics of ``predictions`` against the examples' gold labels."""
-
-    @abc.abstractmethod
-    def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
-        """The task's report of dev scores in the run folder."""
-
-    @abc.abstractmethod
-    def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list:
-        """Unlabelled examples of raw texts (``{"text", "text_b"}`` rows), for prediction."""
-
-    @abc.abstractmethod
-    def label_columns(self) -> dict[str, str]:
-        """The label columns of `encode`'s `Features` as ``to_dataset`` yields them, in order: ``"label"`` or
-        ``"labels"``, then ``"weights"`` if any, each ``"int"`` (one per example), ``"ints"`` or ``"floats"``
-        (one per word piece)."""
 
 
 @dataclass
@@ -259,12 +153,13 @@ class NerTask(Task):
         return [text_example(tokenizer, row["text"]) for row in rows]
 
 
-TASKS = dict(zip(TASK_NAMES, (ClassificationTask, NerTask), strict=True))  # the order of kerasbert.choices.TASK_NAMES
+# in the order of kerasbert.choices.TASK_NAMES
+TASKS = dict(zip(TASK_NAMES, (ClassificationTask, NerTask, Seq2SeqTask), strict=True))
 
 
 def get_task(name: str, **options) -> Task:
-    """The task called ``name`` (``"cls"`` or ``"ner"``) with its options (`kerasbert.finetune.args.TaskOptions`'s
-    fields)."""
+    """The task called ``name`` (``"cls"``, ``"ner"`` or ``"seq2seq"``) with its options
+    (`kerasbert.finetune.args.TaskOptions`'s fields)."""
     if name not in TASKS:
         raise fail(ConfigError, "--task", f"one of {sorted(TASKS)}", repr(name))
     return TASKS[name](**options)

@@ -278,7 +278,7 @@ def _build(args: TrainArgs, the_task: Task, inputs: _Inputs, strategy, verbose: 
                 describe(strategy), strategy.num_replicas_in_sync, args.batch_size, global_batch, steps_per_epoch)
     with strategy.scope():
         backbone = build_transformer_model(config=inputs.config, checkpoint_path=args.checkpoint, model=args.model,
-                                           verbose=verbose > 0, dtype=policy)
+                                           application=the_task.application, verbose=verbose > 0, dtype=policy)
         model = the_task.head(backbone, inputs.labels)
         optimizer = compile_model(model, the_task, args, total, inputs.config.num_hidden_layers, policy)
     if _buckets(model, strategy):

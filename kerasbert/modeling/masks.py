@@ -82,6 +82,21 @@ def attention_mask(application: str, token_ids, segment_ids):
     return AttentionMask(application, name=_NAMES[application])([token_ids, segments])
 
 
+def application_of(model: keras.Model) -> str:
+    """The application a model was built as: its own (`TransformerModel`), else the one its mask layer names.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> lm = build_transformer_model("tiny", application="lm", verbose=False)
+    >>> application_of(lm), application_of(keras.Model(lm.inputs, lm.outputs))
+    ('lm', 'lm')
+    """
+    if getattr(model, "application", None) in APPLICATIONS:
+        return model.application
+    layers = {layer.name for layer in model.layers}
+    return next((application for application, name in _NAMES.items() if name in layers), "encoder")
+
+
 def check_application(application, family: str) -> str:
     """``application`` when it is one of `APPLICATIONS` and ``family`` can be it; else a ModelError.
 

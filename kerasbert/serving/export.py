@@ -231,6 +231,9 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     _check_arguments(out, format, int8, precision)
     loaded = open_run(os.fspath(run_dir))
     run, args = loaded.run, loaded.args
+    if args.task not in LOSS_BOUND:
+        raise fail(ModelError, os.fspath(run_dir), f"a run of --task {' or '.join(LOSS_BOUND)} to export",
+                   f"a {args.task} run", "generate with `kerasbert predict RUN` or kerasbert.generate")
     maxlen = args.maxlen or min(MAXLEN, resolve_config(run.file("bert_config.json")).max_position_embeddings)
     info = _info(run, args, loaded.labels.labels, maxlen, format, int8, precision)
     kind = kind_of(info)

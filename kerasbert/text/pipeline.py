@@ -57,6 +57,7 @@ class Features:
         first_pieces: list of list of int or None. NER: the piece index of each word's first piece,
             -1 for words cut by ``maxlen``.
         truncated: int. how many examples ``maxlen`` cut.
+        prompts: list of list of int or None. seq2seq: each source's ids, where generation starts.
     """
 
     token_ids: list[list[int]]
@@ -65,6 +66,7 @@ class Features:
     weights: list[list[float]] | None = None
     first_pieces: list[list[int]] | None = None
     truncated: int = 0
+    prompts: list[list[int]] | None = None
 
     def __len__(self) -> int:
         return len(self.token_ids)
