@@ -224,7 +224,7 @@ def title_vocabulary() -> list[str]:
     return list(SPECIAL_TOKENS) + sorted(characters)
 
 
-def write_title_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int = 100,
+def write_title_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int = 50,
                      n_test: int = 100) -> dict[str, str]:
     """Write :func:`title_examples` splits as ``{"source", "target"}`` JSONL (``{train,dev,test}.jsonl``) and
     their ``vocab.txt`` into ``folder``; returns ``train``, ``dev``, ``test`` and ``vocab`` to the paths.
