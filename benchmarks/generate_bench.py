@@ -45,6 +45,7 @@ from serve_bench import Worker as _ServeWorker  # noqa: E402
 from benchmarks.results import write_section  # noqa: E402
 
 VARIANTS = ("kerasbert", "bert4keras")
+HALF = "kerasbert-bf16"  # with --bf16: kerasbert's model under mixed_bfloat16 (AMX or avx512_bf16 run it natively)
 BEAMS, TARGET = 3, 3.0  # the beam count; kerasbert's tokens/s over bert4keras's that the run checks
 
 
@@ -81,10 +82,11 @@ def prepare(folder: str, cfg: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------------- workers
-def _kerasbert_decoder(job: dict):
+def _kerasbert_decoder(job: dict, dtype: str | None = None):
     from kerasbert import build_transformer_model, generate
 
-    model = build_transformer_model(job["config"], job["checkpoint"], application="unilm", verbose=False)
+    model = build_transformer_model(job["config"], job["checkpoint"], application="unilm", verbose=False,
+                                    dtype=dtype)
     return lambda batch, maxlen: [one.ids[0] for one in generate(model, batch, "beam", beams=BEAMS, max_length=maxlen,
                                                                  batch_size=len(batch))]
 
@@ -117,8 +119,8 @@ def worker_main(name: str, job_path: str) -> None:
     tokens (its predict function; it runs each call's shapes anew)."""
     with open(job_path) as f:
         job = json.load(f)
-    if name == "kerasbert":
-        decode = _kerasbert_decoder(job)
+    if name.startswith("kerasbert"):
+        decode = _kerasbert_decoder(job, "mixed_bfloat16" if name == HALF else None)
         for batch in job["batches"]:
             decode(job["sources"][:batch], job["max_length"])
     else:
@@ -149,40 +151,43 @@ class Worker(_ServeWorker):
 
 
 # ------------------------------------------------------------------------------------------- report
-def summarize(times: dict, results: dict, job: dict) -> tuple[list[str], dict]:
-    """The table's rows and, per batch, kerasbert's paired ratio to bert4keras with its interval."""
+def summarize(times: dict, results: dict, job: dict, variants: tuple) -> tuple[list[str], dict]:
+    """The table's rows and, per batch and kerasbert variant, its paired ratio to bert4keras with its interval."""
     rows = ["| batch | variant | decode s (median) | tokens/s | × bert4keras (95 % interval) | same ids as "
             "bert4keras |", "|---|---|---|---|---|---|"]
     ratios = {}
     for batch in job["batches"]:
-        paired = [b / k for b, k in zip(times[("bert4keras", batch)], times[("kerasbert", batch)], strict=True)]
-        interval = median_interval(paired)
-        ratios[batch] = (statistics.median(paired), interval)
         theirs = results["bert4keras"]["ids"][str(batch)]
-        same = sum(a == b for a, b in zip(results["kerasbert"]["ids"][str(batch)], theirs, strict=True))
-        for name in VARIANTS:
+        for name in variants:
             seconds = statistics.median(times[(name, batch)])
-            ratio = "1.00" if name == "bert4keras" else f"**{ratios[batch][0]:.2f}**" + (
-                f" ({interval[0]:.2f}–{interval[1]:.2f})" if interval else "")
+            ratio, same = "1.00", "—"
+            if name != "bert4keras":
+                paired = [b / k for b, k in zip(times[("bert4keras", batch)], times[(name, batch)], strict=True)]
+                interval = median_interval(paired)
+                ratios[batch, name] = (statistics.median(paired), interval)
+                ratio = f"**{ratios[batch, name][0]:.2f}**" + (f" ({interval[0]:.2f}–{interval[1]:.2f})"
+                                                             if interval else "")
+                mine = results[name]["ids"][str(batch)]
+                same = f"{sum(a == b for a, b in zip(mine, theirs, strict=True))} of {batch}"
             rows.append(f"| {batch} | {name} | {seconds:.3f} | {batch * job['max_length'] / seconds:.1f} | {ratio} | "
-                        + (f"{same} of {batch} |" if name == "kerasbert" else "— |"))
+                        f"{same} |")
     return rows, ratios
 
 
 def targets(ratios: dict) -> list[str]:
     """One line a batch: kerasbert's tokens/s ≥ `TARGET` × bert4keras's."""
     lines = []
-    for batch, (ratio, interval) in ratios.items():
+    for (batch, name), (ratio, interval) in ratios.items():
         verdict = "met" if ratio >= TARGET else "missed"
         inside = interval is not None and interval[0] <= TARGET <= interval[1]
-        lines.append(f"- batch {batch}, beam {BEAMS}: kerasbert {ratio:.2f} × bert4keras's tokens/s (target ≥ "
+        lines.append(f"- batch {batch}, beam {BEAMS}: {name} {ratio:.2f} × bert4keras's tokens/s (target ≥ "
                      f"{TARGET} ×) — **{verdict}**" + (" (the target is inside the interval)" if inside else ""))
     return lines
 
 
-def run(job: dict, job_path: str, rounds: int) -> tuple[dict, dict]:
-    """Both workers, ``rounds`` interleaved rounds per batch size: the seconds of each decode, and the ids."""
-    workers = [Worker(name, job_path) for name in VARIANTS]
+def run(job: dict, job_path: str, rounds: int, variants: tuple = VARIANTS) -> tuple[dict, dict]:
+    """The workers, ``rounds`` interleaved rounds per batch size: the seconds of each decode, and the ids."""
+    workers = [Worker(name, job_path) for name in variants]
     for worker in workers:
         worker.ready()
     times: dict = {}
@@ -191,7 +196,7 @@ def run(job: dict, job_path: str, rounds: int) -> tuple[dict, dict]:
             for worker in workers if r % 2 == 0 else workers[::-1]:
                 times.setdefault((worker.name, batch), []).append(worker.decode(batch))
             print(f"batch {batch} round {r + 1}/{rounds}: " + ", ".join(
-                f"{name} {times[(name, batch)][-1]:.2f} s" for name in VARIANTS), flush=True)
+                f"{name} {times[(name, batch)][-1]:.2f} s" for name in variants), flush=True)
     return times, {worker.name: worker.result() for worker in workers}
 
 
@@ -203,6 +208,7 @@ def main(argv=None) -> None:
     parser.add_argument("--source", type=int, default=None, help="source length in word pieces (default 64)")
     parser.add_argument("--max-length", type=int, default=None, help="target tokens decoded (default 32)")
     parser.add_argument("--results", default=None, help="the markdown file to write (default RESULTS.md)")
+    parser.add_argument("--bf16", action="store_true", help=f"also {HALF}: the model under mixed_bfloat16")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -217,12 +223,15 @@ def main(argv=None) -> None:
     job_path = os.path.join(folder, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)
-    times, results = run(job, job_path, rounds)
-    rows, ratios = summarize(times, results, job)
+    variants = (*VARIANTS, HALF) if args.bf16 else VARIANTS
+    times, results = run(job, job_path, rounds, variants)
+    rows, ratios = summarize(times, results, job, variants)
     shape = "tiny config" if args.quick else "BERT-base shape (L 12, H 768, V 21128)"
     command = " ".join(["python benchmarks/generate_bench.py", *shown_options(sys.argv[1:] if argv is None else argv)])
-    setting = (f"`{command}` — UniLM, {shape}, random weights, float32; sources of about {len(job['sources'][0])} "
-               f"word pieces, {job['max_length']} target tokens, beam {BEAMS}, no end id; {rounds} interleaved rounds. "
+    half = f" ({HALF}: mixed_bfloat16)" if args.bf16 else ""
+    setting = (f"`{command}` — UniLM, {shape}, random weights, float32{half}; sources of about "
+               f"{len(job['sources'][0])} word pieces, {job['max_length']} target tokens, beam {BEAMS}, no end id; "
+               f"{rounds} interleaved rounds. "
                f"{cpu_text()}, {multiprocessing.cpu_count()} cores; {versions()}.")
     title = f"## Generation speed{' (quick)' if args.quick else ''}: kerasbert.generate vs bert4keras"
     text = "\n".join([title, "", setting, "", *rows, "", *targets(ratios)])

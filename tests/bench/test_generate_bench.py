@@ -26,10 +26,11 @@ def test_sources_are_ragged_and_framed_by_cls_and_sep():
 
 
 def test_targets_say_met_missed_and_when_the_target_is_inside_the_interval():
-    lines = targets({1: (3.5, (3.2, 3.9)), 16: (2.9, (2.5, 3.4)), 4: (12.0, None)})
+    lines = targets({(1, "kerasbert"): (3.5, (3.2, 3.9)), (16, "kerasbert"): (2.9, (2.5, 3.4)),
+                     (4, "kerasbert-bf16"): (12.0, None)})
     assert lines[0].endswith("3.50 × bert4keras's tokens/s (target ≥ 3.0 ×) — **met**")
     assert lines[1].endswith("— **missed** (the target is inside the interval)")
-    assert lines[2].startswith("- batch 4, beam 3: kerasbert 12.00 ×") and lines[2].endswith("**met**")
+    assert lines[2].startswith("- batch 4, beam 3: kerasbert-bf16 12.00 ×") and lines[2].endswith("**met**")
 
 
 def test_quick_generation_benchmark_runs_both_libraries_and_writes_its_section(tmp_path):
