@@ -40,7 +40,8 @@ AREAS = {"config": "configs", "preset": "configs", "summary": "configs", "google
          "convert": "checkpoints", "vocab": "vocab", "tokenizer": "vocab", "data": "data", "conll": "data",
          "spans": "data", "train": "CLI", "run": "runs/exports", "resume": "runs/exports",
          "overwrite": "runs/exports", "evaluate": "runs/exports", "export": "runs/exports", "predict": "serving",
-         "serve": "serving"}
+         "serve": "serving", "application": "generation", "generate": "generation", "decoder": "generation",
+         "seq2seq": "generation"}
 PROFILES = ("kerasbert", "slow")  # test_properties.py's default profile and HYPOTHESIS_PROFILE=slow
 OUTCOMES = ("passed", "xfailed", "xpassed", "skipped", "failed", "error")
 

@@ -13,8 +13,6 @@ from kerasbert.text.tokenizer import Tokenizer
 
 import helpers
 
-pytest.importorskip("jieba")
-
 TEXTS = [
     "我们今天去北京大学看看，天气很好！",
     "中华人民共和国成立了",
