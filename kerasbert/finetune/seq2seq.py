@@ -19,6 +19,7 @@ from kerasbert.finetune import metrics
 from kerasbert.finetune.task_base import Task
 from kerasbert.generation.generate import generate
 from kerasbert.modeling import heads
+from kerasbert.modeling.masks import application_of
 from kerasbert.text.pipeline import Features, encode_classification
 from kerasbert.text.readers import ClassificationExample, LabelSet, iter_classification, write_text
 from kerasbert.text.tokenizer import Tokenizer
@@ -92,9 +93,9 @@ class Seq2SeqTask(Task):
 
     def head(self, backbone, labels: LabelSet):
         """The backbone itself: built with ``application="unilm"``, its output is the next-token softmax."""
-        if getattr(backbone, "application", None) != "unilm":
+        if application_of(backbone) != "unilm":
             raise fail(ModelError, "seq2seq backbone", 'a model built with application="unilm"',
-                       repr(getattr(backbone, "application", None)))
+                       repr(application_of(backbone)))
         return backbone
 
     def compile_arguments(self, model) -> dict:

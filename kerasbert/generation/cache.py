@@ -28,12 +28,12 @@ from kerasbert.errors import ModelError, fail
 from kerasbert.modeling import families
 from kerasbert.modeling.blocks import visible
 from kerasbert.modeling.config import config_of
+from kerasbert.modeling.masks import MASK_LAYERS, application_of
 from kerasbert.modeling.models import blocks_of, embed
 from kerasbert.modeling.positions import rotate
 from kerasbert.perf.xla import xla_pays
 
 ACTIVATIONS = ("softmax", "linear")  # the MLM outputs a decoder reads: probabilities, or logits
-_MASKS = {"lm": names.LM_MASK, "unilm": names.UNILM_MASK}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +90,7 @@ class CachedModel:
 
     def __init__(self, model: keras.Model):
         self.family, self.config = families.of_model(model), config_of(model)
-        application = getattr(model, "application", "encoder")
+        application = application_of(model)
         check_generative(self.family.name, application)
         self.layers = {layer.name: layer for layer in model.layers}
         self.application, self.blocks = application, blocks_of(model)
@@ -157,7 +157,7 @@ class CachedModel:
 
     def _prefill_graph(self, token_ids, lengths, max_length):
         segment_ids = ops.zeros_like(token_ids)
-        mask = self.layers[_MASKS[self.application]]([token_ids, segment_ids])  # (batch, seq, seq)
+        mask = self.layers[MASK_LAYERS[self.application]]([token_ids, segment_ids])  # (batch, seq, seq)
         x = embed(self.layers, self.family, token_ids, segment_ids if self.has_segments else None)
         relative, sinusoid = None, None
         if self.family.positions == "relative":
@@ -246,7 +246,7 @@ build the model with build_transformer_model(..., application="unilm") (sequence
     if family == "electra":
         raise fail(ModelError, "model", "a BERT, ALBERT, NEZHA or RoFormer language model to generate", "an ELECTRA",
                    "ELECTRA's discriminator has no next-token output")
-    if application not in _MASKS:
+    if application not in ("lm", "unilm"):
         raise fail(ModelError, "model.application", '"lm" or "unilm" to generate', repr(application),
                    'build the model with build_transformer_model(..., application="unilm") (sequence to sequence) '
                    'or "lm"')

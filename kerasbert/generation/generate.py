@@ -12,7 +12,7 @@ import keras
 import numpy as np
 
 from kerasbert.errors import DataError, ModelError, fail
-from kerasbert.generation.cache import CachedModel, check_generative
+from kerasbert.generation.cache import CachedModel
 from kerasbert.generation.search import Generated, Rules, beam_search, sample
 
 METHODS = ("greedy", "beam", "sample")
@@ -75,8 +75,7 @@ def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = 
 
 
 def _cached(model) -> CachedModel:
-    """The `CachedModel` of ``model``, made once (its compiled step is kept with it)."""
-    check_generative(getattr(model, "family", "bert"), getattr(model, "application", "encoder"))
+    """The `CachedModel` of ``model``, made (and the model checked) once: its compiled step is kept with it."""
     if model not in _CACHED:
         _CACHED[model] = CachedModel(model)
     return _CACHED[model]

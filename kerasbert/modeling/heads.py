@@ -39,6 +39,7 @@ from kerasbert.modeling.layers import (
     get_activation,
 )
 from kerasbert.modeling.losses import loss_and_metrics  # noqa: F401 (the compile idiom heads.loss_and_metrics)
+from kerasbert.modeling.masks import application_of
 
 __all__ = ["cls", "crf_decoder", "loss_and_metrics", "mlm", "nsp", "spans", "tagging"]
 
@@ -115,7 +116,7 @@ class _Backbone:
     def model_of(self, output, head: str) -> TransformerModel:
         """``keras.Model(backbone.inputs, output)``, named ``{backbone}-{head}``, carrying the backbone's config."""
         return TransformerModel(self.model.inputs, output, name=f"{self.model.name}-{head}", bert_config=self.config,
-                                family=self.family.name, application=getattr(self.model, "application", "encoder"))
+                                family=self.family.name, application=application_of(self.model))
 
     def sequence_output(self, head: str):
         """The encoder's ``[B, S, H]`` output, which must be the backbone's output.
@@ -321,7 +322,7 @@ def crf_decoder(model: keras.Model) -> keras.Model:
     crf = crfs[0]
     return TransformerModel(model.inputs, crf(crf.input, decode=True), name=f"{model.name}-decoder",
                             bert_config=config_of(model), family=families.of_model(model).name,
-                            application=getattr(model, "application", "encoder"))
+                            application=application_of(model))
 
 
 def mlm(backbone: keras.Model) -> keras.Model:

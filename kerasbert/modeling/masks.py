@@ -25,7 +25,7 @@ from kerasbert.modeling.layers import PaddingMask
 from kerasbert.modeling.registry import register
 
 APPLICATIONS = ("encoder", "lm", "unilm")  # bert4keras's application argument
-_NAMES = {"encoder": names.ATTENTION_MASK, "lm": names.LM_MASK, "unilm": names.UNILM_MASK}
+MASK_LAYERS = {"encoder": names.ATTENTION_MASK, "lm": names.LM_MASK, "unilm": names.UNILM_MASK}  # by application
 
 
 @register
@@ -79,7 +79,7 @@ def attention_mask(application: str, token_ids, segment_ids):
         raise fail(ConfigError, "application", 'a model with segment ids (type_vocab_size > 0) for "unilm"',
                    "type_vocab_size 0", 'UniLM tells source from target by segment; use application="lm"')
     segments = token_ids if segment_ids is None else segment_ids  # "lm" reads only the length of the second
-    return AttentionMask(application, name=_NAMES[application])([token_ids, segments])
+    return AttentionMask(application, name=MASK_LAYERS[application])([token_ids, segments])
 
 
 def application_of(model: keras.Model) -> str:
@@ -94,7 +94,7 @@ def application_of(model: keras.Model) -> str:
     if getattr(model, "application", None) in APPLICATIONS:
         return model.application
     layers = {layer.name for layer in model.layers}
-    return next((application for application, name in _NAMES.items() if name in layers), "encoder")
+    return next((application for application, name in MASK_LAYERS.items() if name in layers), "encoder")
 
 
 def check_application(application, family: str) -> str:
