@@ -302,8 +302,9 @@ def _export_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: %(default)s)")
     parser.add_argument("--accept-loss", action="store_true",
                         help="publish an openvino or onnx export even if it loses more than "
-                             f"{LOSS_BOUND['cls'][1]:g} dev accuracy ({LOSS_BOUND['ner'][1]:g} entity F1) against "
-                             "the run; without it such an export is kept at OUT.rejected")
+                             f"{LOSS_BOUND['cls'][1]:g} dev accuracy ({LOSS_BOUND['ner'][1]:g} entity F1, "
+                             f"{LOSS_BOUND['seq2seq'][1]:g} ROUGE-L) against the run; without it such an export is "
+                             "kept at OUT.rejected")
 
 
 def _run_export(args: argparse.Namespace) -> int:

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import functools
+import json
 
 from kerasbert.errors import DataError, ModelError
 
-from bad_input_kit import Case, cls_data, fake_run, train_call, train_cli
+from bad_input_kit import Case, cls_data, train_call, train_cli
 
 SOURCE = [2, 5, 6, 3]  # [CLS] two pieces [SEP]
 
@@ -51,15 +52,18 @@ def _decoder_topk(tmp):
     return Decoder(start_id=1, end_id=2, maxlen=4).beam_search([np.array(SOURCE)], topk=50)
 
 
-def _seq2seq_run(tmp, _):
-    run = fake_run(tmp, task="seq2seq")
-    _unilm().save(str(run / "model.keras"))
+def _seq2seq_export(tmp, _):
+    """The information file of a seq2seq export: what a caller reaches before the model loads."""
+    from kerasbert.serving.export import EXPORT_INFO
+
+    (tmp / "export").mkdir()
+    (tmp / "export" / EXPORT_INFO).write_text(json.dumps({"task": "seq2seq", "labels": [], "pairs": False}))
 
 
-def _export_seq2seq(tmp):
-    from kerasbert.serving.export import export
+def _predict_ids(tmp):
+    from kerasbert.serving.exported import predict_export
 
-    return export(str(tmp / "run"), str(tmp / "export"))
+    return predict_export(str(tmp / "export"), ["今天下雨", [2, 45, 3]])
 
 
 def rows() -> list[Case]:
@@ -82,6 +86,6 @@ def rows() -> list[Case]:
         Case("seq2seq-data-empty-target", lambda tmp, _: seq2seq_data(tmp),
              lambda tmp: train_call(tmp, task="seq2seq"), DataError, ("train.tsv:2", "column 1", "empty"),
              ("out",), lambda tmp: train_cli(tmp, task="seq2seq")),
-        Case("export-a-seq2seq-run", _seq2seq_run, _export_seq2seq, ModelError,
-             ("a run of --task cls or ner to export", "a seq2seq run", "kerasbert predict"), ("export",)),
+        Case("seq2seq-export-given-ids", _seq2seq_export, _predict_ids, DataError,
+             ("row 1 text", "a string (the export tokenizes it)", "a list [2, 45, 3]")),
     ]

@@ -166,3 +166,23 @@ def xla_calls(fn, *specs, jit_compile: bool | None = None) -> tuple[list, list[s
     operations = tf.function(fn, jit_compile=jit_compile).get_concrete_function(*specs).graph.get_operations()
     return ([op for op in operations if op.node_def.attr.get("_XlaMustCompile") and op.get_attr("_XlaMustCompile")],
             [op.type for op in operations])
+
+
+FRESH = """
+import json, sys
+sys.modules["kerasbert"] = None  # as on a serving host: kerasbert cannot be imported
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tokenizer's ops, as TF Serving has them)
+served = tf.saved_model.load(sys.argv[1])
+out = served.signatures["serving_default"](text=tf.constant(json.loads(sys.argv[2])))
+print(json.dumps({name: value.numpy().tolist() for name, value in out.items()}, default=bytes.decode))
+"""
+
+
+def savedmodel_without_kerasbert(folder: str, texts: list[str]) -> dict:
+    """The ``serving_default`` outputs of the SavedModel ``folder`` on ``texts``, from a process where kerasbert
+    cannot be imported."""
+    done = subprocess.run([sys.executable, "-c", FRESH, folder, json.dumps(texts)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])

@@ -59,11 +59,22 @@ class Cache:
         return int(self.lengths.shape[0])
 
     def take(self, rows: np.ndarray) -> Cache:
-        """The cache of ``rows`` (indices into these rows, repeats allowed): one row per beam or sample."""
-        rows = _int32(rows)
-        return dataclasses.replace(self, keys=tuple(ops.take(k, rows, axis=0) for k in self.keys),
-                                   values=tuple(ops.take(v, rows, axis=0) for v in self.values),
-                                   lengths=ops.take(self.lengths, rows, axis=0))
+        """The cache of ``rows`` (indices into these rows, repeats allowed): one row per beam or sample. Tensors
+        stay tensors; NumPy arrays (an exported decoder's cache) stay NumPy arrays."""
+        if isinstance(self.lengths, np.ndarray):
+            take, rows = np.take, np.asarray(rows, "int32")
+        else:
+            take, rows = ops.take, _int32(rows)
+        return dataclasses.replace(self, keys=tuple(take(k, rows, axis=0) for k in self.keys),
+                                   values=tuple(take(v, rows, axis=0) for v in self.values),
+                                   lengths=take(self.lengths, rows, axis=0))
+
+    def check_room(self, what: str) -> None:
+        """A ModelError, blaming ``what``, unless a slot is left for one more target token."""
+        slots = int(self.keys[0].shape[2])
+        if self.source_width + self.written >= slots:
+            raise fail(ModelError, what, f"at most {slots - self.source_width} target tokens (start's max_length)",
+                       f"token {self.written + 1}")
 
 
 class CachedModel:
@@ -126,9 +137,7 @@ class CachedModel:
     def step(self, cache: Cache, tokens: np.ndarray, parents: np.ndarray | None = None) -> tuple[Cache, np.ndarray]:
         """Feed ``tokens`` ``[N]``, one a row (after reordering the rows by ``parents``, ``[N]`` indices into the
         cache's rows, when given: beam search), and give the ``[N, V]`` log-probabilities of the token after it."""
-        if cache.source_width + cache.written >= int(cache.keys[0].shape[2]):
-            raise fail(ModelError, "CachedModel.step", f"at most {int(cache.keys[0].shape[2]) - cache.source_width} "
-                       "target tokens (start's max_length)", f"token {cache.written + 1}")
+        cache.check_room("CachedModel.step")
         arguments = (cache.keys, cache.values, _int32(tokens), cache.lengths, _int32(cache.source_width),
                      _int32(cache.written))
         if parents is None:
@@ -137,6 +146,12 @@ class CachedModel:
             keys, values, logp = self._reordered_step(*arguments, _int32(parents))
         cache = dataclasses.replace(cache, keys=tuple(keys), values=tuple(values), written=cache.written + 1)
         return cache, ops.convert_to_numpy(logp)
+
+    def functions(self) -> tuple:
+        """The prefill and the step that reorders its rows first (``parents``), as ``tf.function``s without XLA:
+        the graphs an export converts (`kerasbert.serving.portable_decoder`)."""
+        prefill, _, reordered_step = self._compile(jit=False)
+        return prefill, reordered_step
 
     # ---------------------------------------------------------------------------------------- the graphs
     def _compile(self, jit: bool) -> tuple:

@@ -125,7 +125,8 @@ def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, preci
     return {"format": fmt, "int8": int8, "precision": precision, "task": args.task, "crf": bool(args.crf),
             "pairs": args.text_b is not None, "labels": labels, "maxlen": maxlen, "lowercase": bool(args.lowercase),
             "vocab_sha256": checksum, "source_run": os.path.abspath(run.path), "dev": metrics.get("dev", {}),
-            "dev_run": metrics.get("dev", {})}
+            "dev_run": metrics.get("dev", {}),
+            **({"target_maxlen": args.target_maxlen, "beams": args.beams} if args.task == "seq2seq" else {})}
 
 
 def _check_arguments(out: str, format: str, int8: bool, precision: str) -> None:
@@ -273,7 +274,15 @@ def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int) -> None:
                    f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
     args = loaded.args
     vocab = list(load_vocab(loaded.run.file("vocab.txt")))
-    tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen)
-    module, signatures = _served(loaded.model, tokenizer, loaded.labels.labels, vocab, args.task, bool(args.crf),
-                                 args.text_b is not None)
+    if args.task == "seq2seq":
+        from kerasbert.serving.graph_decode import GraphDetokenizer
+        from kerasbert.serving.seq2seq_export import served_seq2seq
+
+        tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen - args.target_maxlen)
+        module, signatures = served_seq2seq(loaded.model, tokenizer, GraphDetokenizer(vocab), args.beams,
+                                            args.target_maxlen, vocab.index("[SEP]"))
+    else:
+        tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen)
+        module, signatures = _served(loaded.model, tokenizer, loaded.labels.labels, vocab, args.task,
+                                     bool(args.crf), args.text_b is not None)
     tf.saved_model.save(module, folder, signatures=signatures)

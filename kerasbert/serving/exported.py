@@ -18,7 +18,7 @@ import numpy as np
 from kerasbert.choices import PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, fail
 from kerasbert.serving.export import EXPORT_INFO, vocab_checksum
-from kerasbert.serving.runtime import MODEL_FILES, PortableExport
+from kerasbert.serving.runtime import MODEL_FILES, PortableExport, check_texts
 from kerasbert.text.predictions import label_row, spans_row
 
 __all__ = ["Export", "open_export", "predict_export"]
@@ -34,6 +34,7 @@ class Export:
         """``{"text"[, "text_b"]}`` rows -> predictions, as `kerasbert.predict` writes them."""
         import tensorflow as tf
 
+        check_texts(rows, self.info["pairs"])
         out = []
         for begin in range(0, len(rows), batch_size):
             batch = rows[begin:begin + batch_size]
@@ -45,6 +46,8 @@ class Export:
         return out
 
     def _rows(self, batch: Sequence[dict], result: dict) -> list[dict]:
+        if self.info["task"] == "seq2seq":
+            return [{**row, "target": target.decode()} for row, target in zip(batch, result["target"], strict=True)]
         if self.info["task"] == "cls":
             return [{**row, **label_row(probabilities, self.info["labels"])}
                     for row, probabilities in zip(batch, result["probabilities"], strict=True)]
@@ -94,7 +97,7 @@ def _output_width(served: Export | PortableExport) -> int | None:
         ids, segments = served.tokenizer.encode("warm up")
         return int(served.run_model(np.array([ids], np.int32), np.array([segments], np.int32)).shape[-1])
     if served.info["task"] != "cls":
-        return None  # a SavedModel tagger names its entities' labels itself
+        return None  # a SavedModel tagger names its entities' labels itself; a seq2seq model has none
     return int(served.signature.structured_outputs["probabilities"].shape[-1])
 
 
@@ -163,4 +166,5 @@ def predict_export(path: str | os.PathLike, texts: Sequence[str | dict],
     kerasbert.errors.ConfigError: /no/export: expected an export folder ..., found no such folder
     """
     rows = [row if isinstance(row, dict) else {"text": row} for row in texts]
+    check_texts(rows, pairs=any("text_b" in row for row in rows))  # before the slow load
     return open_export(path).predict(rows, batch_size)

@@ -16,13 +16,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from kerasbert.choices import PRECISIONS, PREDICT_BATCH_SIZE
-from kerasbert.errors import ConfigError, fail
+from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.text.pipeline import encode_classification, encode_ner, text_example
 from kerasbert.text.predictions import entities_row, label_row, piece_tags
 from kerasbert.text.readers import ClassificationExample, LabelSet
 from kerasbert.text.tokenizer import Tokenizer, pad_ids
 
-__all__ = ["MODEL_FILES", "PortableExport", "check_precision", "cpu_has_bf16", "length_batches",
+__all__ = ["MODEL_FILES", "PortableExport", "check_precision", "check_texts", "cpu_has_bf16", "length_batches",
            "load_runtime", "openvino_config", "row_chunks"]
 
 MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}
@@ -121,6 +121,23 @@ def load_runtime(fmt: str, path: str, precision: str = PRECISIONS[0]) -> Callabl
                    "export the run again") from None
 
 
+def check_texts(rows: Sequence[dict], pairs: bool) -> None:
+    """A DataError unless each row holds its texts as strings: an export tokenizes them itself.
+
+    Example:
+    >>> check_texts([{"text": [2, 45, 3]}], pairs=False)
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.DataError: row 0 text: expected a string (the export tokenizes it), found a list [2, 45, 3]
+    """
+    for i, row in enumerate(rows):
+        for key in ("text", "text_b")[:1 + pairs]:
+            value = row.get(key, "") if key == "text_b" else row.get(key)
+            if not isinstance(value, str):
+                raise fail(DataError, f"row {i} {key}", "a string (the export tokenizes it)",
+                           f"a {type(value).__name__} {str(value)[:40]}")
+
+
 class PortableExport:
     """An ONNX or OpenVINO export folder, loaded: ``info`` (``kerasbert-export.json``) and `predict`.
 
@@ -140,6 +157,7 @@ class PortableExport:
 
     def predict(self, rows: Sequence[dict], batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
         """``{"text"[, "text_b"]}`` rows -> predictions, as `kerasbert.predict` writes them."""
+        check_texts(rows, self.info["pairs"])
         if self.info["task"] == "cls":
             examples = [ClassificationExample(row["text"], "", row.get("text_b") if self.info["pairs"] else None)
                         for row in rows]

@@ -398,8 +398,9 @@ def serve(path: str, host: str = SERVE_DEFAULTS["host"], port: int = SERVE_DEFAU
         sock.listen(2048)  # from here a connection waits for the server instead of being refused
         address = sock.getsockname()
         url = f"http://{f'[{address[0]}]' if ':' in address[0] else address[0]}:{address[1]}"
-        logger.info("serving %s (%s, %d labels) at %s/v1/models/%s:predict", served.path, served.info["task"],
-                    len(served.info["labels"]), url, name)
+        labels = f", {len(served.info['labels'])} labels" if served.info["labels"] else ""
+        logger.info("serving %s (%s%s) at %s/v1/models/%s:predict", served.path, served.info["task"], labels, url,
+                    name)
         with _stopped_by_signals(server):
             server.run(sockets=[sock])
 

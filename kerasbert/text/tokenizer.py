@@ -27,39 +27,12 @@ from tokenizers.models import WordPiece
 from tokenizers.pre_tokenizers import WhitespaceSplit
 
 from kerasbert.errors import ConfigError, fail
+from kerasbert.text.decoding import decode_tokens, is_cjk, is_punctuation, is_special
 from kerasbert.text.pre_tokenize import PreTokenized
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 BATCH_CHUNK = 1024  # texts per Rust call in encode_batch
 WORD_MAXLEN = 200  # bert4keras's word_maxlen: a longer word is one [UNK]
-# Characters after which bert4keras's decode removes the space (CJK punctuation and +-/={(<[).
-_NO_SPACE_AFTER = ("\uff02\uff03\uff04\uff05\uff06\uff07\uff08\uff09\uff0a\uff0b\uff0c\uff0d\uff0f\uff1a\uff1b"
-                   "\uff1c\uff1d\uff1e\uff20\uff3b\uff3c\uff3d\uff3e\uff3f\uff40\uff5b\uff5c\uff5d\uff5e\uff5f"
-                   "\uff60\uff62\uff63\uff64\u3000\u3001\u3003\u3008\u3009\u300a\u300b\u300c\u300d\u300e\u300f"
-                   "\u3010\u3011\u3014\u3015\u3016\u3017\u3018\u3019\u301a\u301b\u301c\u301d\u301e\u301f\u3030"
-                   "\u303e\u303f\u2013\u2014\u2018\u2019\u201b\u201c\u201d\u201e\u201f\u2026\u2027\ufe4f\ufe51"
-                   "\ufe54\u00b7\uff01\uff1f\uff61\u3002+-/={(<[")
-_DECODE_RULES = (
-    (re.compile(" +"), " "),
-    (re.compile("' (re|m|s|t|ve|d|ll) "), r"'\1 "),
-    (re.compile("([" + re.escape(_NO_SPACE_AFTER) + "]) "), r"\1"),
-    (re.compile(r"(\d\.) (\d)"), r"\1\2"),
-)
-
-_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
-               (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
-
-
-def is_cjk(ch: str) -> bool:
-    """A CJK unified ideograph (the ranges Google's BERT tokenizer splits one per token)."""
-    return any(lo <= ord(ch) <= hi for lo, hi in _CJK_RANGES)
-
-
-def is_punctuation(ch: str) -> bool:
-    """ASCII symbols and every Unicode punctuation category, as BERT's tokenizer treats them."""
-    code = ord(ch)
-    return 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126 \
-        or unicodedata.category(ch).startswith("P")
 
 
 def is_redundant(token: str) -> bool:
@@ -195,11 +168,6 @@ def normalize_character(ch: str, lowercase: bool) -> str:
     ('e', ' ， ')
     """
     return "".join(_spaced(c, lowercase) for c in _decomposed(ch, lowercase))
-
-
-def _is_special(token: str) -> bool:
-    """``[CLS]``, ``[SEP]``, ``[UNK]``...: bracketed tokens, skipped by ``decode`` and ``rematch``."""
-    return len(token) > 1 and token[0] == "[" and token[-1] == "]"
 
 
 def _normalize_char(ch: str, lower: bool) -> str:
@@ -462,20 +430,7 @@ class Tokenizer:
 
     def decode(self, ids: Sequence[int], tokens: Sequence[str] | None = None) -> str:
         """Readable text of ``ids`` (special tokens dropped, ## pieces joined), as bert4keras decodes."""
-        tokens = [token for token in tokens or self.ids_to_tokens(ids) if not _is_special(token)]
-        text = ""
-        for i, token in enumerate(tokens):
-            if token[:2] == "##":
-                text += token[2:]
-            elif len(token) == 1 and (is_cjk(token) or is_punctuation(token)):
-                text += token + (" " if not is_cjk(token) else "")
-            elif i > 0 and is_cjk(text[-1]):
-                text += token
-            else:
-                text += " " + token
-        for pattern, replacement in _DECODE_RULES:
-            text = pattern.sub(replacement, text)
-        return text.strip()
+        return decode_tokens(tokens or self.ids_to_tokens(ids))
 
     def rematch(self, text: str, tokens: Sequence[str]) -> list[list[int]]:
         """The character positions in ``text`` of each token ([] for [CLS], [SEP] and other specials).
@@ -494,7 +449,7 @@ class Tokenizer:
             positions.extend([i] * len(ch))
         normalized_text, mapping, offset = "".join(normalized), [], 0
         for token in tokens:
-            if _is_special(token):
+            if is_special(token):
                 mapping.append([])
                 continue
             stem = token[2:] if token[:2] == "##" else token

@@ -108,14 +108,3 @@ def test_predict_writes_what_generate_finds(demo):
         found = generate(loaded.model, [ids], end_ids=sep, max_length=loaded.args.target_maxlen)[0].ids[0]
         assert row == {"text": text, "target": loaded.tokenizer.decode([i for i in found if i != sep])}
     assert rows[0]["target"] == "华为公司在杭州举办发布会"
-
-
-def test_a_seq2seq_run_is_refused_by_export_with_a_clear_error(demo, tmp_path):
-    import os
-
-    from kerasbert import ModelError
-    from kerasbert.serving.export import export
-
-    with pytest.raises(ModelError, match="a run of --task cls or ner to export, found a seq2seq run"):
-        export(os.path.join(demo, "seq2seq"), str(tmp_path / "export"))
-    assert not os.path.exists(tmp_path / "export")

@@ -18,6 +18,8 @@ from kerasbert.finetune.demo_data import write_demo_data
 from kerasbert.serving.export import EXPORT_INFO, export
 from kerasbert.serving.exported import open_export, predict_export
 
+from helpers import savedmodel_without_kerasbert
+
 pytestmark = pytest.mark.slow  # trains three small models
 
 TEXTS = ["张伟去年加入了华为公司", "这家餐厅的菜非常好吃", "房间很脏，真的让人失望",
@@ -40,29 +42,11 @@ def exports(tmp_path_factory):
     return out
 
 
-FRESH = """
-import json, sys
-sys.modules["kerasbert"] = None  # as on a serving host: kerasbert cannot be imported
-import tensorflow as tf
-import tensorflow_text  # noqa: F401  (registers the tokenizer's ops, as TF Serving has them)
-served = tf.saved_model.load(sys.argv[1])
-out = served.signatures["serving_default"](text=tf.constant(json.loads(sys.argv[2])))
-print(json.dumps({name: value.numpy().tolist() for name, value in out.items()}, default=bytes.decode))
-"""
-
-
-def _in_a_fresh_process(folder: str, texts: list[str]) -> dict:
-    done = subprocess.run([sys.executable, "-c", FRESH, folder, json.dumps(texts)], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.splitlines()[-1])
-
-
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_the_savedmodel_answers_raw_text_without_kerasbert(exports, name):
     run, folder = exports[name]
     expected = predict(run, TEXTS)
-    out = _in_a_fresh_process(folder, TEXTS)
+    out = savedmodel_without_kerasbert(folder, TEXTS)
     info = json.load(open(os.path.join(folder, EXPORT_INFO)))
     if name == "cls":
         assert [info["labels"][i] for i in out["label_id"]] == out["label"] == [row["label"] for row in expected]

@@ -1,0 +1,66 @@
+"""The SavedModel of a seq2seq run: raw text in, generated text out, in one TensorFlow graph.
+
+The graph holds the whole of ``kerasbert predict`` for such a run: the tokenizer
+(`kerasbert.serving.graph_text.GraphTokenizer`, each source cut to ``maxlen - target_maxlen`` pieces as the run
+cuts it), the cached decoder's beam search (`kerasbert.generation.graph_search`, a ``tf.while_loop`` over one
+position a step) and the detokenizer (`kerasbert.serving.graph_decode.GraphDetokenizer`, bert4keras's decode rules),
+so TF Serving, or any TensorFlow program with tensorflow-text, answers text without kerasbert. Two signatures:
+
+- ``serving_default``: ``text``, a batch of strings; returns ``target`` (the generated text, without the ``[SEP]``
+  that ends it) and ``score`` (the sequence's summed log-probabilities, ``[SEP]`` included);
+- ``ids``: ``token_ids`` ``[batch, S]`` (``[CLS] source [SEP]``, padded with 0) for callers that tokenize
+  themselves; returns ``target_ids`` ``[batch, target_maxlen]`` (0 after each one's end), ``target_length`` and
+  ``score``.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from kerasbert.generation.cache import CachedModel
+from kerasbert.generation.graph_search import Found, graph_beam_search
+from kerasbert.generation.search import Rules
+
+__all__ = ["served_seq2seq"]
+
+
+def served_seq2seq(model, tokenizer, detokenizer, beams: int, target_maxlen: int,
+                   end_id: int) -> tuple[tf.Module, dict]:
+    """The tf.Module to save for a ``"unilm"`` model, and its two signatures.
+
+    Args:
+        model: keras.Model. built with ``application="unilm"``, its MLM output next-token probabilities.
+        tokenizer: GraphTokenizer. with the run's vocabulary and case; its ``maxlen`` cuts the sources.
+        detokenizer: GraphDetokenizer. with the run's vocabulary.
+        beams: int. the beam count (1: greedy search).
+        target_maxlen: int. the most word pieces generated.
+        end_id: int. the token that ends a sequence, ``[SEP]``.
+
+    Returns:
+        the module (it tracks the model's weights) and ``{"serving_default": ..., "ids": ...}``.
+    """
+    lm = CachedModel(model)
+    rules = Rules((end_id,), target_maxlen)
+    module = tf.Module()
+    module.model, module.tokenizer, module.detokenizer = model, tokenizer, detokenizer
+
+    def search(token_ids: tf.Tensor, lengths: tf.Tensor) -> tuple[Found, tf.Tensor]:
+        """The sequence found per source, and its length without the end id."""
+        found = graph_beam_search(lm, token_ids, lengths, beams, rules)
+        last = tf.gather(found.ids, tf.maximum(found.lengths - 1, 0), batch_dims=1)
+        return found, found.lengths - tf.cast((found.lengths > 0) & tf.equal(last, end_id), tf.int32)
+
+    def on_text(text: tf.Tensor) -> dict:
+        pieces = module.tokenizer.tokenize(text)
+        found, length = search(pieces["token_ids"], pieces["lengths"])
+        return {"target": module.detokenizer.detokenize(found.ids, length), "score": found.scores}
+
+    def on_ids(token_ids: tf.Tensor) -> dict:
+        found, length = search(token_ids, tf.reduce_sum(tf.cast(token_ids > 0, tf.int32), axis=1))
+        kept = tf.range(target_maxlen)[None] < length[:, None]
+        return {"target_ids": tf.where(kept, found.ids, 0), "target_length": length, "score": found.scores}
+
+    module.serve_text = tf.function(on_text, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    module.serve_ids = tf.function(on_ids, input_signature=[tf.TensorSpec([None, None], tf.int32, name="token_ids")])
+    return module, {"serving_default": module.serve_text.get_concrete_function(),
+                    "ids": module.serve_ids.get_concrete_function()}

@@ -1,0 +1,89 @@
+"""The SavedModel of a seq2seq run: raw text in, generated text out, as `kerasbert.predict` generates it, in a process
+where kerasbert cannot be imported, and from `kerasbert serve` in TF Serving's REST shape."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from kerasbert import DataError, generate, predict, train
+from kerasbert.finetune.demo_data import write_title_data
+from kerasbert.finetune.runs import open_run
+from kerasbert.serving.export import EXPORT_INFO, export
+from kerasbert.serving.exported import open_export
+
+from helpers import savedmodel_without_kerasbert
+
+pytestmark = pytest.mark.slow  # trains a small model and exports it
+
+# a title, a long paragraph cut to the source's room, mixed scripts, an empty text
+TEXTS = ["昨天，华为公司在杭州举办了发布会，现场来了很多人，气氛非常热烈。",
+         "张伟参加了会议，" * 12, "Hello, 李娜在北京工作。2024", ""]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """A seq2seq run (beam search with 3 beams, 8 target pieces) and its SavedModel export."""
+    data = write_title_data(str(tmp_path_factory.mktemp("titles")), n_train=96, n_dev=8, n_test=8)
+    run = str(tmp_path_factory.mktemp("run"))
+    train("seq2seq", data["train"], run, dev=data["dev"], vocab=data["vocab"], epochs=2, batch_size=16, lr=3e-3,
+          maxlen=40, target_maxlen=8, beams=3, verbose=0)
+    folder = os.path.join(str(tmp_path_factory.mktemp("export")), "export")
+    info = export(run, folder)
+    return run, folder, info
+
+
+def test_the_export_generates_what_the_run_generates_without_kerasbert(exported):
+    run, folder, info = exported
+    assert (info["task"], info["beams"], info["target_maxlen"], info["labels"]) == ("seq2seq", 3, 8, [])
+    assert json.load(open(os.path.join(folder, EXPORT_INFO)))["dev"] == info["dev_run"]
+    out = savedmodel_without_kerasbert(folder, TEXTS)
+    expected = predict(run, TEXTS)
+    assert out["target"] == [row["target"] for row in expected]
+    loaded = open_run(run)
+    sources = [loaded.tokenizer.encode(text, maxlen=40 - 8)[0] for text in TEXTS]
+    found = generate(loaded.model, sources, "beam", beams=3, end_ids=loaded.tokenizer.token_to_id("[SEP]"),
+                     max_length=8)
+    np.testing.assert_allclose(out["score"], [g.scores[0] for g in found], rtol=1e-5)
+
+
+def test_the_ids_signature_gives_the_generated_ids(exported):
+    import tensorflow as tf
+
+    run, folder, _ = exported
+    loaded = open_run(run)
+    sep = loaded.tokenizer.token_to_id("[SEP]")
+    sources = [loaded.tokenizer.encode(text, maxlen=32)[0] for text in TEXTS[:3]]
+    padded = np.zeros((3, max(map(len, sources))), np.int32)
+    for row, source in enumerate(sources):
+        padded[row, :len(source)] = source
+    out = tf.saved_model.load(folder).signatures["ids"](token_ids=tf.constant(padded))
+    found = generate(loaded.model, sources, "beam", beams=3, end_ids=sep, max_length=8)
+    for row, one in enumerate(found):
+        ids = [i for i in one.ids[0] if i != sep]
+        assert out["target_ids"][row, :out["target_length"][row]].numpy().tolist() == ids
+        assert not out["target_ids"][row, out["target_length"][row]:].numpy().any()
+
+
+def test_serve_answers_text_in_the_tf_serving_shape(exported):
+    from starlette.testclient import TestClient
+
+    from kerasbert.serving.server import make_app
+
+    run, folder, _ = exported
+    with TestClient(make_app(open_export(folder), "titles")) as client:
+        answer = client.post("/v1/models/titles:predict", json={"instances": TEXTS[:2] + [{"text": TEXTS[2]}]})
+        assert answer.status_code == 200
+        assert answer.json() == {"predictions": [{"target": row["target"]} for row in predict(run, TEXTS[:3])]}
+        ids = client.post("/v1/models/titles:predict", json={"instances": [[2, 45, 3]]})
+        assert ids.status_code == 400
+        assert ids.json()["error"] == 'instances[0]: expected a string or {"text": ...}, found a list [2, 45, 3]'
+
+
+def test_an_export_given_ids_instead_of_text_says_so(exported):
+    with pytest.raises(DataError, match=r"row 1 text: expected a string \(the export tokenizes it\), found a list "
+                                        r"\[2, 45, 3\]"):
+        open_export(exported[1]).predict([{"text": "好"}, {"text": [2, 45, 3]}])
