@@ -25,6 +25,7 @@ from keras import ops
 
 from kerasbert import layer_names as names
 from kerasbert.errors import ModelError, fail
+from kerasbert.generation.state import Cache, padded
 from kerasbert.modeling import families
 from kerasbert.modeling.blocks import visible
 from kerasbert.modeling.config import config_of
@@ -34,47 +35,6 @@ from kerasbert.modeling.positions import rotate
 from kerasbert.perf.xla import xla_pays
 
 ACTIVATIONS = ("softmax", "linear")  # the MLM outputs a decoder reads: probabilities, or logits
-
-
-@dataclasses.dataclass(frozen=True)
-class Cache:
-    """The keys and values of every layer, and where each row stands.
-
-    Args:
-        keys: tuple of ``[N, A, S + T, d]``, one per layer (ALBERT: one per use of its shared block).
-        values: the same, values.
-        lengths: ``[N]`` int32, each row's source length.
-        source_width: int. S, the slots of the sources; target token t of every row lands in slot S + t.
-        written: int. target tokens written so far.
-    """
-
-    keys: tuple
-    values: tuple
-    lengths: object
-    source_width: int
-    written: int = 0
-
-    @property
-    def rows(self) -> int:
-        return int(self.lengths.shape[0])
-
-    def take(self, rows: np.ndarray) -> Cache:
-        """The cache of ``rows`` (indices into these rows, repeats allowed): one row per beam or sample. Tensors
-        stay tensors; NumPy arrays (an exported decoder's cache) stay NumPy arrays."""
-        if isinstance(self.lengths, np.ndarray):
-            take, rows = np.take, np.asarray(rows, "int32")
-        else:
-            take, rows = ops.take, _int32(rows)
-        return dataclasses.replace(self, keys=tuple(take(k, rows, axis=0) for k in self.keys),
-                                   values=tuple(take(v, rows, axis=0) for v in self.values),
-                                   lengths=take(self.lengths, rows, axis=0))
-
-    def check_room(self, what: str) -> None:
-        """A ModelError, blaming ``what``, unless a slot is left for one more target token."""
-        slots = int(self.keys[0].shape[2])
-        if self.source_width + self.written >= slots:
-            raise fail(ModelError, what, f"at most {slots - self.source_width} target tokens (start's max_length)",
-                       f"token {self.written + 1}")
 
 
 class CachedModel:
@@ -126,10 +86,7 @@ class CachedModel:
         Returns:
             the cache and ``[B, V]`` log-probabilities of each row's first target token.
         """
-        lengths = np.array([len(source) for source in sources], dtype="int32")
-        token_ids = np.zeros((len(sources), lengths.max()), dtype="int32")
-        for row, source in enumerate(sources):
-            token_ids[row, :len(source)] = source
+        token_ids, lengths = padded(sources)
         keys, values, logp = self._prefill(_int32(token_ids), _int32(lengths), _int32(max_length))
         cache = Cache(tuple(keys), tuple(values), _int32(lengths), int(token_ids.shape[1]))
         return cache, ops.convert_to_numpy(logp)

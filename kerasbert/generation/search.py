@@ -21,10 +21,12 @@ global generator: the same seed gives the same ids, not bert4keras's draws.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kerasbert.generation.cache import CachedModel
+if TYPE_CHECKING:
+    from kerasbert.generation.cache import CachedModel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,6 +120,7 @@ def beam_search(lm: CachedModel, sources: list[list[int]], beams: int, rules: Ru
 
     Example:
     >>> from kerasbert import build_transformer_model
+    >>> from kerasbert.generation.cache import CachedModel
     >>> lm = CachedModel(build_transformer_model("tiny", application="unilm", verbose=False))
     >>> found = beam_search(lm, [[2, 7, 3], [2, 9, 9, 3]], beams=2, rules=Rules(end_ids=(3,), max_length=4))
     >>> [len(g.ids) for g in found], all(1 <= len(g.ids[0]) <= 4 for g in found)
@@ -151,6 +154,7 @@ def sample(lm: CachedModel, sources: list[list[int]], n: int, topk: int | None, 
 
     Example:
     >>> from kerasbert import build_transformer_model
+    >>> from kerasbert.generation.cache import CachedModel
     >>> lm = CachedModel(build_transformer_model("tiny", application="lm", verbose=False))
     >>> drawn = sample(lm, [[2, 7]], 3, 5, None, Rules((), max_length=4), np.random.default_rng(0))
     >>> [len(ids) for ids in drawn[0].ids]

@@ -108,7 +108,7 @@ class RelativePositions(keras.layers.Layer):
         >>> ops.convert_to_numpy(r)[0, 0].astype(float).round(4).tolist()
         [[0.0, 1.0], [0.8415, 0.5403], [0.9093, -0.4161]]
         """
-        distances = key_positions[..., None, :] - query_positions[..., :, None]  # (..., Q, K): j - i
+        distances = ops.expand_dims(key_positions, -2) - ops.expand_dims(query_positions, -1)  # (..., Q, K): j - i
         distances = ops.clip(distances, -self.max_distance, self.max_distance) + self.max_distance  # rows 0..2K
         return ops.cast(sinusoids(distances, self.head_size), self.compute_dtype)
 

@@ -25,17 +25,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kerasbert.errors import ConfigError, fail
+from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.log import logger
 
 if TYPE_CHECKING:
     from kerasbert.finetune.runs import LoadedRun
 
-__all__ = ["CALIBRATION", "OPSET", "activation_products", "require", "to_onnx", "to_openvino", "write_portable"]
+__all__ = ["CALIBRATION", "OPSET", "Names", "activation_products", "function_to_onnx", "function_to_openvino",
+           "require", "to_onnx", "to_openvino", "write_portable"]
 
 OPSET = 17
 COLLECT_BYTES = 64 << 20  # float32 weights from which an ONNX conversion frees its copies as it goes (`_tf2onnx`)
 CALIBRATION = 300
+Names = tuple[list[str], list[str]]  # a converted function's input names and output names, each in flattened order
 INSTALL = {"tf2onnx": "tf2onnx", "onnxruntime": "onnxruntime", "openvino": "openvino", "nncf": "nncf"}
 
 
@@ -70,19 +72,19 @@ def _erfc(ctx, node, name, args) -> None:
     ctx.replace_inputs(node, [one.output[0], erf.output[0]])
 
 
-def _tf2onnx(function, path: str, collect: bool) -> None:
+def _tf2onnx(function, path: str, collect: bool, names: Names | None = None) -> None:
     """tf2onnx's conversion of ``function`` into ``path``, step by step: its graph optimizers run one at a time,
     with a garbage collection after each when ``collect`` says so, since they leave the model's constants in
     reference cycles that Python's collector reaches late (a BERT-base conversion would hold several copies of
-    its weights); a full collection costs the same whatever the model's size, so a small model skips them."""
+    its weights); a full collection costs the same whatever the model's size, so a small model skips them.
+    ``names`` renames the inputs and outputs, in the concrete function's flattened order."""
     import gc
 
     import tensorflow as tf
     from tf2onnx import optimizer, tf_loader, tfonnx, utils
 
     concrete = function.get_concrete_function()
-    inputs = [tensor.name for tensor in concrete.inputs if tensor.dtype != tf.resource]
-    outputs = [tensor.name for tensor in concrete.outputs]
+    inputs, outputs = _flat_names(concrete)
     graph_def = tf_loader.from_function(concrete, inputs, outputs)
     with tf.Graph().as_default() as tf_graph:
         tf.import_graph_def(graph_def, name="")
@@ -90,12 +92,30 @@ def _tf2onnx(function, path: str, collect: bool) -> None:
     graph = tfonnx.process_tf_graph(tf_graph, opset=OPSET, input_names=inputs, output_names=outputs,
                                     custom_op_handlers={"Erfc": (_erfc, [])})
     del tf_graph
+    if names is not None:
+        graph.rename_tensors(dict(zip(inputs + outputs, _checked_names(names, inputs, outputs), strict=True)))
     for _ in range(2):  # tf2onnx repeats its optimizers until nothing changes; two rounds reach that here
         for name, step in optimizer._get_optimizers().items():
             graph = optimizer.optimize_graph(graph, optimizers={name: step})
             if collect:
                 gc.collect()
     utils.save_protobuf(path, graph.make_model("kerasbert"))
+
+
+def _flat_names(concrete) -> tuple[list[str], list[str]]:
+    """A concrete function's input tensors' names (its captured variables left out) and its outputs'."""
+    import tensorflow as tf
+
+    return ([tensor.name for tensor in concrete.inputs if tensor.dtype != tf.resource],
+            [tensor.name for tensor in concrete.outputs])
+
+
+def _checked_names(names: Names, inputs: list, outputs: list) -> list[str]:
+    """``names``' inputs then outputs, a ModelError unless they count the function's own."""
+    if (len(names[0]), len(names[1])) != (len(inputs), len(outputs)):
+        raise fail(ModelError, "export names", f"{len(inputs)} inputs and {len(outputs)} outputs",
+                   f"{len(names[0])} and {len(names[1])}")
+    return [*names[0], *names[1]]
 
 
 @contextlib.contextmanager
@@ -128,9 +148,24 @@ def to_onnx(model, path: str, int8: bool = False) -> None:
     >>> os.path.getsize(path) > 0
     True
     """
+    function_to_onnx(_function(model), path, int8=int8, collect=model.count_params() * 4 >= COLLECT_BYTES)
+
+
+def function_to_onnx(function, path: str, names: Names | None = None, int8: bool = False,
+                     collect: bool = False) -> None:
+    """Write a ``tf.function`` with an input signature to the ONNX file ``path``.
+
+    Args:
+        function: tf.function. its signature fixes the inputs (nested ones flatten in ``tf.nest`` order).
+        path: str. the ``.onnx`` file to write.
+        names: pair of lists of str. the inputs' and outputs' names, in the concrete function's flattened order;
+            None keeps TensorFlow's (``token_ids:0``, ``Identity:0``).
+        int8: bool. onnxruntime's dynamic int8 quantization of the MatMuls' weights, a scale per column.
+        collect: bool. free the converter's copies of the weights as it goes (a model of ``COLLECT_BYTES`` up).
+    """
     require("tf2onnx", "to write ONNX")
     target = path + ".fp32" if int8 else path
-    _tf2onnx(_function(model), target, collect=model.count_params() * 4 >= COLLECT_BYTES)
+    _tf2onnx(function, target, collect, names)
     if int8:
         quantization = require("onnxruntime.quantization", "to quantize ONNX to int8")
         with _without_preprocessing_advice():
@@ -147,10 +182,35 @@ def to_openvino(model, path: str, calibration: Sequence[tuple[np.ndarray, np.nda
         calibration: sequence of ``(token_ids, segment_ids)``, each ``[1, length]``, or None for float32.
     """
     openvino = require("openvino", "to write OpenVINO")
-    converted = openvino.convert_model(_function(model).get_concrete_function())
+    converted = function_to_openvino(_function(model))
     if calibration is not None:
         converted = _quantize_openvino(converted, calibration)
     openvino.save_model(converted, path, compress_to_fp16=False)
+
+
+def function_to_openvino(function, names: Names | None = None):
+    """OpenVINO's float32 model of a ``tf.function`` with an input signature (save it with
+    ``openvino.save_model(model, path, compress_to_fp16=False)``).
+
+    Args:
+        function: tf.function. its signature fixes the inputs (nested ones flatten in ``tf.nest`` order).
+        names: pair of lists of str. the inputs' and outputs' names, in the concrete function's flattened order;
+            given, the model keeps the function's outputs alone (the converter also makes outputs of the graph's
+            unused ends), in that order.
+    """
+    openvino = require("openvino", "to write OpenVINO")
+    concrete = function.get_concrete_function()
+    converted = openvino.convert_model(concrete)
+    if names is None:
+        return converted
+    inputs, outputs = _flat_names(concrete)
+    named = dict(zip(inputs + outputs, _checked_names(names, inputs, outputs), strict=True))
+    named |= {name.rsplit(":", 1)[0]: new for name, new in named.items()}  # a flat signature's inputs lose ":0"
+    ends = {name: end for end in converted.outputs for name in end.get_names()}
+    kept = openvino.Model([ends[name] for name in outputs], converted.get_parameters(), "kerasbert")
+    for port in [*kept.inputs, *kept.outputs]:
+        port.get_tensor().set_names({named[next(name for name in port.get_names() if name in named)]})
+    return kept
 
 
 def activation_products(converted) -> list[str]:
