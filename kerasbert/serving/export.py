@@ -235,6 +235,9 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     if args.task not in LOSS_BOUND:
         raise fail(ModelError, os.fspath(run_dir), f"a run of --task {' or '.join(LOSS_BOUND)} to export",
                    f"a {args.task} run", "generate with `kerasbert predict RUN` or kerasbert.generate")
+    if args.task == "seq2seq" and int8 and format == "openvino":
+        raise fail(ConfigError, "--int8", "--format onnx for a seq2seq run (its decoder's int8 needs no calibration)",
+                   "--format openvino", "export it with --format onnx --int8, or in float32")
     maxlen = args.maxlen or min(MAXLEN, resolve_config(run.file("bert_config.json")).max_position_embeddings)
     info = _info(run, args, loaded.labels.labels, maxlen, format, int8, precision)
     kind = kind_of(info)

@@ -18,10 +18,11 @@ import numpy as np
 from kerasbert.choices import PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, fail
 from kerasbert.serving.export import EXPORT_INFO, vocab_checksum
+from kerasbert.serving.portable_decoder import PortableSeq2Seq
 from kerasbert.serving.runtime import MODEL_FILES, PortableExport, check_texts
 from kerasbert.text.predictions import label_row, spans_row
 
-__all__ = ["Export", "open_export", "predict_export"]
+__all__ = ["Export", "Served", "open_export", "predict_export"]
 
 
 class Export:
@@ -59,6 +60,9 @@ class Export:
         return predictions
 
 
+Served = Export | PortableExport | PortableSeq2Seq  # what `open_export` gives: each has info, path, predict
+
+
 def _read_info(path: str, task: str | None) -> dict:
     """``kerasbert-export.json`` of ``path``, checked: a named error for a folder that is no export."""
     info_path = os.path.join(path, EXPORT_INFO)
@@ -77,9 +81,11 @@ def _read_info(path: str, task: str | None) -> dict:
     return info
 
 
-def _open_portable(path: str, info: dict) -> PortableExport:
-    """An OpenVINO or ONNX export, its model file and vocabulary checked before loading."""
-    for name in (MODEL_FILES[info["format"]], "vocab.txt"):
+def _open_portable(path: str, info: dict) -> PortableExport | PortableSeq2Seq:
+    """An OpenVINO or ONNX export, its model files and vocabulary checked before loading."""
+    seq2seq = info["task"] == "seq2seq"
+    models = info.get("decoder", {}).get("files", {}).values() if seq2seq else [MODEL_FILES[info["format"]]]
+    for name in (*models, "vocab.txt"):
         if not os.path.isfile(os.path.join(path, name)):
             raise fail(ConfigError, path, f"an {info['format']} export with {name}", "no such file",
                        "export the run again")
@@ -88,11 +94,14 @@ def _open_portable(path: str, info: dict) -> PortableExport:
         raise fail(ConfigError, os.path.join(path, "vocab.txt"), "the vocabulary the model was exported with "
                    f"(sha256 {str(info.get('vocab_sha256'))[:12]}...)", f"another one (sha256 {checksum[:12]}...)",
                    "export the run again")
-    return PortableExport(path, info)
+    return PortableSeq2Seq(path, info) if seq2seq else PortableExport(path, info)
 
 
-def _output_width(served: Export | PortableExport) -> int | None:
-    """How many scores a token or a text gets from the model: one per label (None: the labels are in the graph)."""
+def _output_width(served: Served) -> int | None:
+    """How many scores a token or a text gets from the model: one per label (None: the labels are in the graph, or
+    a seq2seq model writes text)."""
+    if served.info["task"] == "seq2seq":
+        return None
     if isinstance(served, PortableExport):
         ids, segments = served.tokenizer.encode("warm up")
         return int(served.run_model(np.array([ids], np.int32), np.array([segments], np.int32)).shape[-1])
@@ -101,7 +110,7 @@ def _output_width(served: Export | PortableExport) -> int | None:
     return int(served.signature.structured_outputs["probabilities"].shape[-1])
 
 
-def _check_answers(served: Export | PortableExport) -> None:
+def _check_answers(served: Served) -> None:
     """The labels of ``kerasbert-export.json`` fit the model's outputs, and one text gets an answer."""
     info_path, labels = os.path.join(served.path, EXPORT_INFO), served.info["labels"]
     try:
@@ -123,7 +132,7 @@ def _check_answers(served: Export | PortableExport) -> None:
                    "export the run again") from None
 
 
-def open_export(path: str | os.PathLike, task: str | None = None) -> Export | PortableExport:
+def open_export(path: str | os.PathLike, task: str | None = None) -> Served:
     """Check and load an export folder; ``task`` (``"cls"``/``"ner"``), when given, must be the export's.
 
     A SavedModel export gives an `Export`, an OpenVINO or ONNX one a `kerasbert.serving.runtime.PortableExport`;

@@ -29,7 +29,7 @@ from kerasbert.errors import ConfigError, fail
 if TYPE_CHECKING:
     from kerasbert.generation.state import Cache
 
-__all__ = ["FORMATS", "GRAPHS", "PortableDecoder", "decoder_names", "write_decoder"]
+__all__ = ["FORMATS", "GRAPHS", "PortableDecoder", "PortableSeq2Seq", "decoder_names", "write_decoder"]
 
 FORMATS = {"onnx": ".onnx", "openvino": ".xml"}  # format -> the model files' extension
 GRAPHS = ("prefill", "step")
@@ -174,7 +174,7 @@ def _runner(folder: str, info: dict, graph: str) -> Runner:
             return lambda feeds: session.run(outputs, feeds)
         import openvino
 
-        compiled = openvino.Core().compile_model(path, "CPU", openvino_config())
+        compiled = openvino.Core().compile_model(path, "CPU", openvino_config(info.get("precision", "f32")))
         request, ports = compiled.create_infer_request(), [compiled.output(name) for name in outputs]
 
         def run(feeds: dict) -> list:
@@ -188,3 +188,54 @@ def _runner(folder: str, info: dict, graph: str) -> Runner:
     except Exception as e:  # noqa: BLE001 - each runtime raises its own error types for an unreadable model
         raise fail(ConfigError, path, f"a readable {fmt} model", f"{type(e).__name__}: {str(e).splitlines()[0]}",
                    "write the decoder again") from None
+
+
+class PortableSeq2Seq:
+    """A seq2seq run's ONNX or OpenVINO export, loaded: each source tokenized and cut as the run cuts it, its
+    target found by the run's beam search over the exported decoder (`PortableDecoder`), and decoded, as
+    ``kerasbert predict`` writes it; no TensorFlow.
+
+    Args:
+        path: str. the export folder: ``vocab.txt``, the decoder's files, ``kerasbert-export.json``.
+        info: dict. its ``kerasbert-export.json``: ``maxlen``, ``target_maxlen``, ``beams``, ``lowercase`` and
+            ``decoder`` (what `write_decoder` returned).
+    """
+
+    def __init__(self, path: str, info: dict) -> None:
+        import threading
+
+        from kerasbert.generation.search import Rules
+        from kerasbert.text.tokenizer import Tokenizer
+
+        self.path, self.info = path, info
+        self.tokenizer = Tokenizer(os.path.join(path, "vocab.txt"), do_lower_case=bool(info["lowercase"]))
+        self.decoder = PortableDecoder(path, info["decoder"])
+        self.end = self.tokenizer.token_to_id("[SEP]")
+        self.rules = Rules((self.end,), int(info["target_maxlen"]))
+        self._lock = threading.Lock()  # a runtime's request serves one call at a time
+
+    def predict(self, rows: Sequence[dict], batch_size: int = 32) -> list[dict]:
+        """``{"text"}`` rows -> ``{"text", "target"}``, as `kerasbert.predict` writes them."""
+        from kerasbert.serving.runtime import check_texts
+
+        check_texts(rows, pairs=False)
+        targets = self.targets([row["text"] for row in rows], batch_size)
+        return [{**row, "target": target} for row, target in zip(rows, targets, strict=True)]
+
+    def predict_examples(self, examples: Sequence, batch_size: int = 32) -> list[dict]:
+        """``{"target"}`` of each example read by the seq2seq task (its ``text`` is the source)."""
+        return [{"target": target} for target in self.targets([example.text for example in examples], batch_size)]
+
+    def targets(self, texts: Sequence[str], batch_size: int = 32) -> list[str]:
+        """The generated text of each source, ``batch_size`` sources a search."""
+        from kerasbert.generation.search import beam_search
+
+        room = int(self.info["maxlen"]) - int(self.info["target_maxlen"])
+        sources = [self.tokenizer.encode(text, maxlen=room)[0] for text in texts]
+        found = []
+        with self._lock:
+            for begin in range(0, len(sources), batch_size):
+                found += beam_search(self.decoder, sources[begin:begin + batch_size], int(self.info["beams"]),
+                                     self.rules)
+        return [self.tokenizer.decode(ids[:-1] if ids and ids[-1] == self.end else ids)
+                for ids in (one.ids[0] for one in found)]

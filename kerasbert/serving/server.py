@@ -39,8 +39,7 @@ from kerasbert.log import logger
 from kerasbert.serving.connections import ConnectionLimits, check_number, make_server
 from kerasbert.serving.export import EXPORT_INFO
 from kerasbert.serving.export import export as export_run
-from kerasbert.serving.exported import Export, open_export
-from kerasbert.serving.runtime import PortableExport
+from kerasbert.serving.exported import Served, open_export
 
 __all__ = ["Batcher", "make_app", "serve"]
 
@@ -231,7 +230,7 @@ async def _error(request: Request, error: HTTPException) -> Response:
 class _Service:
     """The endpoints of one model."""
 
-    def __init__(self, export: Export | PortableExport, name: str, batcher: Batcher, max_instances: int,
+    def __init__(self, export: Served, name: str, batcher: Batcher, max_instances: int,
                  max_body_bytes: int, timeout_s: float) -> None:
         self.export, self.name, self.batcher = export, name, batcher
         self.max_instances, self.max_body_bytes, self.timeout_s = max_instances, max_body_bytes, timeout_s
@@ -283,7 +282,7 @@ def _check(name: str, **limits: float) -> None:
                    str(limits["max_instances"]))
 
 
-def make_app(export: Export | PortableExport, name: str, max_batch: int = SERVE_DEFAULTS["max_batch"],
+def make_app(export: Served, name: str, max_batch: int = SERVE_DEFAULTS["max_batch"],
              max_wait_ms: float = SERVE_DEFAULTS["max_wait_ms"], max_queue: int = SERVE_DEFAULTS["max_queue"],
              max_instances: int = SERVE_DEFAULTS["max_instances"],
              max_body_bytes: int = SERVE_DEFAULTS["max_body_bytes"],
@@ -291,7 +290,7 @@ def make_app(export: Export | PortableExport, name: str, max_batch: int = SERVE_
     """The ASGI app serving ``export`` as model ``name``; its lifespan runs the batching worker.
 
     Args:
-        export: Export or PortableExport. an export opened with `kerasbert.serving.exported.open_export`.
+        export: Served. an export opened with `kerasbert.serving.exported.open_export`.
         name: str. the model name of the URLs (``/v1/models/NAME:predict``).
         max_batch: int. the most instances the model runs at once.
         max_wait_ms: float. how long the oldest waiting instance waits for others before its batch runs.
@@ -318,7 +317,7 @@ def make_app(export: Export | PortableExport, name: str, max_batch: int = SERVE_
 
 
 # ------------------------------------------------------------------------------------------- serve
-def _open(path: str, stack: contextlib.ExitStack, backend: str | None = None) -> Export | PortableExport:
+def _open(path: str, stack: contextlib.ExitStack, backend: str | None = None) -> Served:
     """An export folder, or a run folder exported into a temporary folder; checked and warmed up before serving."""
     if backend is not None and backend not in EXPORT_FORMATS:
         raise fail(ConfigError, "--backend", " or ".join(EXPORT_FORMATS), repr(backend))

@@ -87,3 +87,25 @@ def test_an_export_given_ids_instead_of_text_says_so(exported):
     with pytest.raises(DataError, match=r"row 1 text: expected a string \(the export tokenizes it\), found a list "
                                         r"\[2, 45, 3\]"):
         open_export(exported[1]).predict([{"text": "好"}, {"text": [2, 45, 3]}])
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "openvino"])
+def test_portable_exports_generate_what_the_run_generates(exported, tmp_path, fmt):
+    run = exported[0]
+    info = export(run, str(tmp_path / "export"), format=fmt)
+    extension = {"onnx": ".onnx", "openvino": ".xml"}[fmt]
+    assert info["decoder"]["files"] == {"prefill": "prefill" + extension, "step": "step" + extension}
+    assert info["dev"] == info["dev_run"]  # scored on the export itself: the same targets
+    assert open_export(str(tmp_path / "export")).predict([{"text": text} for text in TEXTS]) == predict(run, TEXTS)
+
+
+def test_an_int8_decoder_is_onnx_and_scored(exported, tmp_path):
+    from kerasbert import ConfigError
+
+    run = exported[0]
+    with pytest.raises(ConfigError, match="--int8: expected --format onnx for a seq2seq run"):
+        export(run, str(tmp_path / "openvino"), format="openvino", int8=True)
+    info = export(run, str(tmp_path / "onnx"), format="onnx", int8=True, accept_loss=True)
+    assert info["int8"] and info["decoder"]["int8"] and set(info["dev"]) == set(info["dev_run"])
+    rows = open_export(str(tmp_path / "onnx")).predict([{"text": text} for text in TEXTS])
+    assert [row["text"] for row in rows] == TEXTS and all(isinstance(row["target"], str) for row in rows)
