@@ -16,6 +16,10 @@ source, not per beam) over a round's seconds; "× bert4keras" is the median of t
 its 95 % interval (`bench.median_interval`, 6 rounds or more). Both libraries load the same weights, so their
 ids are compared too.
 
+With ``--portable`` the decoder exported to ONNX (float32, and int8 by dynamic quantization) and to OpenVINO
+(float32) runs too, searched by kerasbert's beam search in those runtimes
+(`kerasbert.serving.portable_decoder`); with ``--bf16``, kerasbert's model under mixed_bfloat16.
+
 Usage:
     python benchmarks/generate_bench.py            # BERT-base shape, batches 1 and 16, 5 rounds: RESULTS.md
     python benchmarks/generate_bench.py --quick    # tiny config, batches 1 and 4, 2 rounds: checks that it runs
@@ -46,6 +50,7 @@ from benchmarks.results import write_section  # noqa: E402
 
 VARIANTS = ("kerasbert", "bert4keras")
 HALF = "kerasbert-bf16"  # with --bf16: kerasbert's model under mixed_bfloat16 (AMX or avx512_bf16 run it natively)
+PORTABLE = ("kerasbert-onnx", "kerasbert-onnx-int8", "kerasbert-openvino")  # with --portable: exported decoders
 BEAMS, TARGET = 3, 3.0  # the beam count; kerasbert's tokens/s over bert4keras's that the run checks
 
 
@@ -91,6 +96,20 @@ def _kerasbert_decoder(job: dict, dtype: str | None = None):
                                                                  batch_size=len(batch))]
 
 
+def _portable_decoder(job: dict, name: str):
+    """The model's decoder written as ONNX (``-int8``: quantized) or OpenVINO, searched by kerasbert's beam search
+    in its runtime (`kerasbert.serving.portable_decoder`)."""
+    from kerasbert import build_transformer_model
+    from kerasbert.generation.search import Rules, beam_search
+    from kerasbert.serving.portable_decoder import PortableDecoder, write_decoder
+
+    model = build_transformer_model(job["config"], job["checkpoint"], application="unilm", verbose=False)
+    folder = tempfile.mkdtemp(prefix=f"{name}-")
+    fmt = "openvino" if "openvino" in name else "onnx"
+    decoder = PortableDecoder(folder, write_decoder(model, folder, fmt, int8=name.endswith("int8")))
+    return lambda batch, maxlen: [one.ids[0] for one in beam_search(decoder, batch, BEAMS, Rules((), maxlen))]
+
+
 def _bert4keras_decoder(job: dict):
     import numpy as np
     from bert4keras.models import build_transformer_model
@@ -119,7 +138,11 @@ def worker_main(name: str, job_path: str) -> None:
     tokens (its predict function; it runs each call's shapes anew)."""
     with open(job_path) as f:
         job = json.load(f)
-    if name.startswith("kerasbert"):
+    if name in PORTABLE:
+        decode = _portable_decoder(job, name)
+        for batch in job["batches"]:
+            decode(job["sources"][:batch], job["max_length"])
+    elif name.startswith("kerasbert"):
         decode = _kerasbert_decoder(job, "mixed_bfloat16" if name == HALF else None)
         for batch in job["batches"]:
             decode(job["sources"][:batch], job["max_length"])
@@ -209,6 +232,8 @@ def main(argv=None) -> None:
     parser.add_argument("--max-length", type=int, default=None, help="target tokens decoded (default 32)")
     parser.add_argument("--results", default=None, help="the markdown file to write (default RESULTS.md)")
     parser.add_argument("--bf16", action="store_true", help=f"also {HALF}: the model under mixed_bfloat16")
+    parser.add_argument("--portable", action="store_true", help="also the decoder exported to ONNX (float32 and "
+                        "int8) and OpenVINO (float32), searched in those runtimes")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -223,12 +248,14 @@ def main(argv=None) -> None:
     job_path = os.path.join(folder, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)
-    variants = (*VARIANTS, HALF) if args.bf16 else VARIANTS
+    variants = (*VARIANTS, *((HALF,) if args.bf16 else ()), *(PORTABLE if args.portable else ()))
     times, results = run(job, job_path, rounds, variants)
     rows, ratios = summarize(times, results, job, variants)
     shape = "tiny config" if args.quick else "BERT-base shape (L 12, H 768, V 21128)"
     command = " ".join(["python benchmarks/generate_bench.py", *shown_options(sys.argv[1:] if argv is None else argv)])
-    half = f" ({HALF}: mixed_bfloat16)" if args.bf16 else ""
+    half = (f" ({HALF}: mixed_bfloat16)" if args.bf16 else "") + (
+        "; the exported decoders in ONNX Runtime (float32; int8: dynamic quantization of the weights) and OpenVINO "
+        "(float32)" if args.portable else "")
     setting = (f"`{command}` — UniLM, {shape}, random weights, float32{half}; sources of about "
                f"{len(job['sources'][0])} word pieces, {job['max_length']} target tokens, beam {BEAMS}, no end id; "
                f"{rounds} interleaved rounds. "
