@@ -163,10 +163,10 @@ class PortableDecoder:
 def _runner(folder: str, info: dict, graph: str) -> Runner:
     """A function running ``graph``'s file of the export on named inputs, giving its outputs in `decoder_names`'
     order; a ConfigError when the runtime is missing or cannot read the file."""
-    from kerasbert.serving.runtime import INSTALL, openvino_config
+    from kerasbert.serving.runtime import openvino_config, runtime_errors
 
     fmt, path, outputs = info["format"], os.path.join(folder, info["files"][graph]), info["names"][graph]["outputs"]
-    try:
+    with runtime_errors(fmt, path, "write the decoder again"):
         if fmt == "onnx":
             import onnxruntime
 
@@ -182,12 +182,6 @@ def _runner(folder: str, info: dict, graph: str) -> Runner:
             return [results[port] for port in ports]
 
         return run
-    except ImportError as e:
-        raise fail(ConfigError, path, f"{INSTALL[fmt]}, to run a {fmt} decoder", f"{type(e).__name__}: {e}",
-                   f'pip install "kerasbert[serve]" (or pip install {INSTALL[fmt]})') from None
-    except Exception as e:  # noqa: BLE001 - each runtime raises its own error types for an unreadable model
-        raise fail(ConfigError, path, f"a readable {fmt} model", f"{type(e).__name__}: {str(e).splitlines()[0]}",
-                   "write the decoder again") from None
 
 
 class PortableSeq2Seq:

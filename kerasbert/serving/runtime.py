@@ -9,9 +9,10 @@ TensorFlow, so a server of such an export stays small.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from kerasbert.text.readers import ClassificationExample, LabelSet
 from kerasbert.text.tokenizer import Tokenizer, pad_ids
 
 __all__ = ["MODEL_FILES", "PortableExport", "check_precision", "check_texts", "cpu_has_bf16", "length_batches",
-           "load_runtime", "openvino_config", "row_chunks"]
+           "load_runtime", "openvino_config", "row_chunks", "runtime_errors"]
 
 MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}
 INSTALL = {"onnx": "onnxruntime", "openvino": "openvino"}
@@ -95,10 +96,26 @@ def row_chunks(rows: int) -> list[int]:
     return sizes
 
 
+@contextlib.contextmanager
+def runtime_errors(fmt: str, path: str, hint: str = "export the run again") -> Iterator[None]:
+    """Turn what loading the model file ``path`` in ``fmt``'s runtime raises into a ConfigError: the runtime is
+    missing, or the file is unreadable (each runtime raises its own error types)."""
+    try:
+        yield
+    except ConfigError:
+        raise
+    except ImportError as e:
+        raise fail(ConfigError, path, f"{INSTALL[fmt]}, to run a {fmt} export", f"{type(e).__name__}: {e}",
+                   f'pip install "kerasbert[serve]" (or pip install {INSTALL[fmt]})') from None
+    except Exception as e:  # noqa: BLE001 - each runtime raises its own error types for an unreadable model
+        raise fail(ConfigError, path, f"a readable {fmt} model", f"{type(e).__name__}: {str(e).splitlines()[0]}",
+                   hint) from None
+
+
 def load_runtime(fmt: str, path: str, precision: str = PRECISIONS[0]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """A function ``(token_ids, segment_ids) -> output`` running the model file ``path`` in ``fmt``'s runtime;
     OpenVINO runs what is not int8 in ``precision`` (`PRECISIONS`), ONNX Runtime in float32."""
-    try:
+    with runtime_errors(fmt, path):
         if fmt == "onnx":
             import onnxruntime
 
@@ -111,14 +128,6 @@ def load_runtime(fmt: str, path: str, precision: str = PRECISIONS[0]) -> Callabl
         compiled = openvino.Core().compile_model(path, "CPU", openvino_config(precision))
         request = compiled.create_infer_request()
         return lambda ids, segments: request.infer([ids, segments])[compiled.output(0)]
-    except ConfigError:
-        raise
-    except ImportError as e:
-        raise fail(ConfigError, path, f"{INSTALL[fmt]}, to run a {fmt} export", f"{type(e).__name__}: {e}",
-                   f'pip install "kerasbert[serve]" (or pip install {INSTALL[fmt]})') from None
-    except Exception as e:  # noqa: BLE001 - each runtime raises its own error types for an unreadable model
-        raise fail(ConfigError, path, f"a readable {fmt} model", f"{type(e).__name__}: {str(e).splitlines()[0]}",
-                   "export the run again") from None
 
 
 def check_texts(rows: Sequence[dict], pairs: bool) -> None:
