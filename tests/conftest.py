@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import helpers
+from generation.conftest import end_token, language_model, sources  # noqa: F401 - fixtures, shared with serving
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

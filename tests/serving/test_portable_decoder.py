@@ -14,8 +14,8 @@ import pytest
 
 from kerasbert import ConfigError, ModelError, generate
 from kerasbert.generation.cache import CachedModel
-from kerasbert.generation.state import Cache
 from kerasbert.generation.search import Rules, beam_search, sample
+from kerasbert.generation.state import Cache
 from kerasbert.serving.portable_decoder import GRAPHS, PortableDecoder, decoder_names, write_decoder
 
 # (family, application, format) of each float32 export: the learned positions, RoFormer's rotation, NEZHA's
