@@ -11,9 +11,9 @@ from kerasbert.generation.cache import CachedModel
 from kerasbert.generation.graph_search import graph_beam_search
 from kerasbert.generation.search import Rules, beam_search
 
-CASES = [("bert", "unilm", 1, {}), ("bert", "unilm", 3, {}), ("bert", "unilm", 2, {"min_length": 3}),
-         ("nezha", "unilm", 3, {"min_ends": 2}), ("roformer", "lm", 2, {}), ("albert", "unilm", 3, {}),
-         ("roformer_v2", "unilm", 1, {"min_length": 4})]
+CASES = [("bert", "unilm", 3, {}), ("bert", "unilm", 2, {"min_length": 3}), ("nezha", "unilm", 3, {"min_ends": 2}),
+         ("roformer", "lm", 2, {}), ("roformer_v2", "unilm", 1, {"min_length": 4})]
+SIGNATURE = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)]  # one trace for every batch
 
 
 def padded(sources: list[list[int]]) -> tuple[tf.Tensor, tf.Tensor]:
@@ -30,7 +30,8 @@ def test_the_graph_finds_what_the_numpy_search_finds(language_model, sources, en
     lm, end = CachedModel(model), end_token(model)
     rules = Rules((end, 5) if "min_ends" in rule else (end,), max_length=8, **rule)
     expected = beam_search(lm, sources, beams, rules)
-    search = tf.function(lambda ids, lengths: graph_beam_search(lm, ids, lengths, beams, rules))
+    search = tf.function(lambda ids, lengths: graph_beam_search(lm, ids, lengths, beams, rules),
+                         input_signature=SIGNATURE)
     found = search(*padded(sources))
     lengths = found.lengths.numpy()
     assert [found.ids[i, :n].numpy().tolist() for i, n in enumerate(lengths)] == [g.ids[0] for g in expected]
@@ -42,7 +43,8 @@ def test_the_graph_finds_what_the_numpy_search_finds(language_model, sources, en
 def test_an_input_alone_gets_what_it_gets_in_a_batch(language_model, sources, end_token):
     model = language_model("bert", "unilm")
     lm, rules = CachedModel(model), Rules((end_token(model),), max_length=8)
-    search = tf.function(lambda ids, lengths: graph_beam_search(lm, ids, lengths, 3, rules))
+    search = tf.function(lambda ids, lengths: graph_beam_search(lm, ids, lengths, 3, rules),
+                         input_signature=SIGNATURE)
     together = search(*padded(sources))
     for i, source in enumerate(sources):
         alone = search(*padded([source]))

@@ -99,13 +99,9 @@ def test_portable_exports_generate_what_the_run_generates(exported, tmp_path, fm
     assert open_export(str(tmp_path / "export")).predict([{"text": text} for text in TEXTS]) == predict(run, TEXTS)
 
 
-def test_an_int8_decoder_is_onnx_and_scored(exported, tmp_path):
+def test_an_int8_decoder_is_onnx(exported, tmp_path):
     from kerasbert import ConfigError
 
-    run = exported[0]
     with pytest.raises(ConfigError, match="--int8: expected --format onnx for a seq2seq run"):
-        export(run, str(tmp_path / "openvino"), format="openvino", int8=True)
-    info = export(run, str(tmp_path / "onnx"), format="onnx", int8=True, accept_loss=True)
-    assert info["int8"] and info["decoder"]["int8"] and set(info["dev"]) == set(info["dev_run"])
-    rows = open_export(str(tmp_path / "onnx")).predict([{"text": text} for text in TEXTS])
-    assert [row["text"] for row in rows] == TEXTS and all(isinstance(row["target"], str) for row in rows)
+        export(exported[0], str(tmp_path / "openvino"), format="openvino", int8=True)
+    assert not os.path.exists(tmp_path / "openvino")

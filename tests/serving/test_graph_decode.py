@@ -45,7 +45,7 @@ def _texts(tensor: tf.Tensor) -> list[str]:
 rows = st.lists(st.lists(st.integers(0, len(VOCAB) - 1), max_size=14), min_size=1, max_size=6)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(rows=rows, pad=st.integers(0, 3), filler=st.integers(0, len(VOCAB) - 1))
 def test_random_rows_decode_as_tokenizer(graph, reference, rows, pad, filler):
     detokenizer, traced = graph

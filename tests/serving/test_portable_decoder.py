@@ -21,7 +21,7 @@ from kerasbert.serving.portable_decoder import GRAPHS, PortableDecoder, decoder_
 # (family, application, format) of each float32 export: the learned positions, RoFormer's rotation, NEZHA's
 # relative positions, both applications, both runtimes
 CASES = [("bert", "unilm", "onnx"), ("bert", "unilm", "openvino"), ("roformer", "lm", "onnx"),
-         ("nezha", "unilm", "openvino"), ("nezha", "unilm", "onnx")]
+         ("nezha", "unilm", "onnx")]
 MAX_LENGTH = 8
 PROBABILITY_INT8 = 0.05  # int8 next-token probabilities stay this close to float32's
 
