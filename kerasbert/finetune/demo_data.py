@@ -216,10 +216,20 @@ def title_examples(n: int = 600, seed: int = 0) -> list[tuple[str, str]]:
     return examples
 
 
-def title_vocabulary() -> list[str]:
-    """The special tokens and every character `title_examples` can write, sorted: the same list for every seed."""
+def title_vocabulary(extra: tuple[str, ...] = ()) -> list[str]:
+    """The special tokens and every character `title_examples` can write, sorted: the same list for every seed.
+
+    Args:
+        extra: tuple of str. more texts or templates whose characters join the list (``{SLOT}`` names dropped),
+            for a corpus built on these templates with words of its own.
+
+    Example:
+    >>> vocabulary = title_vocabulary()
+    >>> vocabulary[:5], len(title_vocabulary(("{PER}发布了新款手表",))) > len(vocabulary)
+    (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], True)
+    """
     texts = (*SURNAMES, *GIVEN, *LOCATIONS, *ORGANIZATIONS, *TIMES, *EVENTS, *NEWS_DETAILS, "，。",
-             *(part for template in NEWS_TEMPLATES for part in template))
+             *(part for template in NEWS_TEMPLATES for part in template), *extra)
     characters = {char for text in texts for char in re.sub(r"\{\w+\}", "", text)}
     return list(SPECIAL_TOKENS) + sorted(characters)
 
