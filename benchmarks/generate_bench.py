@@ -210,9 +210,10 @@ def targets(ratios: dict) -> list[str]:
 
 def run(job: dict, job_path: str, rounds: int, variants: tuple = VARIANTS) -> tuple[dict, dict]:
     """The workers, ``rounds`` interleaved rounds per batch size: the seconds of each decode, and the ids."""
-    workers = [Worker(name, job_path) for name in variants]
-    for worker in workers:
-        worker.ready()
+    workers = []
+    for name in variants:  # one warm-up at a time: the exports' conversions each hold several copies of the model
+        workers.append(Worker(name, job_path))
+        workers[-1].ready()
     times: dict = {}
     for batch in job["batches"]:
         for r in range(rounds):

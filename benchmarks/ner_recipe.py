@@ -25,14 +25,12 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -40,10 +38,8 @@ for path in (ROOT, HERE):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-#: a small BERT (2 layers, H 128): trains from random weights in a few minutes on 2 CPU cores
-CONFIG = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512,
-          "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-          "max_position_embeddings": 128, "type_vocab_size": 2, "initializer_range": 0.02}
+from recipes import check, parser, random_checkpoint, run_benchmark, run_worker  # noqa: E402
+
 RECIPES = ("kerasbert-defaults", "kerasbert-b4k-recipe", "bert4keras")
 #: the defaults with another CRF multiplier: what the default is worth
 ABLATIONS = ("kerasbert-crf-lr-1", "kerasbert-crf-lr-100")
@@ -53,24 +49,9 @@ def prepare(folder: str, quick: bool) -> dict:
     """The corpus, its vocabulary and the random checkpoint every run starts from."""
     from ner_corpus import write_corpus
 
-    from kerasbert import build_transformer_model, save_google_checkpoint
-    from kerasbert.modeling.config import BertConfig
-
     sizes = {"n_train": 200, "n_dev": 50, "n_test": 50} if quick else {}
     paths = write_corpus(os.path.join(folder, "data"), **sizes)
-    vocab_size = sum(1 for line in open(paths["vocab"], encoding="utf-8") if line.strip())
-    config = dict(CONFIG, vocab_size=vocab_size)
-    import keras
-
-    keras.utils.set_random_seed(0)
-    model = build_transformer_model(config=BertConfig.from_dict(config), verbose=False)
-    checkpoint = os.path.join(folder, "checkpoint")
-    os.makedirs(checkpoint, exist_ok=True)
-    paths["checkpoint"] = save_google_checkpoint(model, os.path.join(checkpoint, "bert_model.ckpt"))
-    paths["config"] = os.path.join(checkpoint, "bert_config.json")
-    with open(paths["config"], "w") as f:
-        json.dump(config, f)
-    return paths
+    return {**paths, **random_checkpoint(folder, paths["vocab"])}
 
 
 def kerasbert_flags(recipe: str, args) -> list[str]:
@@ -91,8 +72,8 @@ def run_kerasbert(recipe: str, paths: dict, seed: int, folder: str, args) -> dic
     command = [sys.executable, "-m", "kerasbert", "train", "--config", paths["config"], "--checkpoint",
                paths["checkpoint"], "--vocab", paths["vocab"], "--train", paths["train"], "--dev", paths["dev"],
                "--out", run, *common, *kerasbert_flags(recipe, args)]
-    _check(subprocess.run(command, capture_output=True, text=True), recipe)
-    _check(subprocess.run([sys.executable, "-m", "kerasbert", "evaluate", run, "--data", paths["test"]],
+    check(subprocess.run(command, capture_output=True, text=True), recipe)
+    check(subprocess.run([sys.executable, "-m", "kerasbert", "evaluate", run, "--data", paths["test"]],
                           capture_output=True, text=True), recipe)
     with open(os.path.join(run, "eval-test.json")) as f, open(os.path.join(run, "metrics.json")) as g:
         return {"test_f1": json.load(f)["f1"], "dev_f1": json.load(g)["dev"]["f1"]}
@@ -105,15 +86,10 @@ def run_bert4keras(paths: dict, seed: int, folder: str, args) -> dict:
         json.dump({**paths, "seed": seed, "epochs": args.epochs, "lr": args.lr, "multiplier": args.b4k_multiplier,
                    "out": job + ".result"}, f)
     env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
-    _check(subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", job], env=env, capture_output=True,
+    check(subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", job], env=env, capture_output=True,
                           text=True), "bert4keras")
     with open(job + ".result") as f:
         return json.load(f)
-
-
-def _check(process: subprocess.CompletedProcess, what: str) -> None:
-    if process.returncode:
-        raise RuntimeError(f"{what} failed:\n{process.stderr[-3000:]}")
 
 
 # ------------------------------------------------------------------------------------------- bert4keras worker
@@ -242,46 +218,22 @@ def table(results: dict, args) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--b4k-multiplier", type=float, default=1000.0,
-                        help="the CRF lr_multiplier of bert4keras's recipe (its NER example's)")
-    parser.add_argument("--crf-lr-multiplier", type=float, help="kerasbert-defaults: this instead of the default")
-    parser.add_argument("--recipes", help=f"comma-separated (default: {','.join(RECIPES + ABLATIONS)}; "
-                                          f"--quick: {','.join(RECIPES)})")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
-    parser.add_argument("--section", default="ner-recipe")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    options = parser(__doc__, epochs=5, lr=1e-3, section="ner-recipe", recipes=RECIPES, ablations=ABLATIONS)
+    options.add_argument("--b4k-multiplier", type=float, default=1000.0,
+                         help="the CRF lr_multiplier of bert4keras's recipe (its NER example's)")
+    options.add_argument("--crf-lr-multiplier", type=float, help="kerasbert-defaults: this instead of the default")
+    args = options.parse_args(argv)
     if args.worker:
-        with open(args.worker) as f:
-            job = json.load(f)
-        result = bert4keras_worker(job)
-        with open(job["out"], "w") as f:
-            json.dump(result, f)
-        return
-    if args.quick:
-        args.seeds, args.epochs = 1, 1
-    args.recipes = args.recipes or ",".join(RECIPES if args.quick else RECIPES + ABLATIONS)
-    args.seed_list = list(range(args.seeds))
+        return run_worker(args.worker, bert4keras_worker)
     args.sizes = "200 / 50 / 50" if args.quick else "4,000 / 500 / 1,000"
-    from results import write_section
 
-    with tempfile.TemporaryDirectory() as folder:
-        paths = prepare(folder, args.quick)
-        results = {recipe: [] for recipe in args.recipes.split(",")}
-        for seed in args.seed_list:
-            for recipe in results:
-                run = (run_bert4keras(paths, seed, folder, args) if recipe == "bert4keras" else
-                       run_kerasbert(recipe, paths, seed, folder, args))
-                results[recipe].append(run)
-                print(f"{recipe} seed {seed}: test F1 {run['test_f1']:.4f} (dev {run['dev_f1']:.4f})", flush=True)
-    text = "## NER recipes: entity F1, kerasbert vs bert4keras\n\n" + table(results, args)
-    print(text)
-    write_section(args.section, text, args.results)
+    def run(recipe: str, paths: dict, seed: int, folder: str) -> dict:
+        out = (run_bert4keras(paths, seed, folder, args) if recipe == "bert4keras" else
+               run_kerasbert(recipe, paths, seed, folder, args))
+        return {**out, "summary": f"test F1 {out['test_f1']:.4f} (dev {out['dev_f1']:.4f})"}
+
+    run_benchmark(args, RECIPES, ABLATIONS, prepare, run, "NER recipes: entity F1, kerasbert vs bert4keras",
+                  lambda results: table(results, args))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -38,7 +37,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,7 +45,7 @@ for path in (ROOT, HERE):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from ner_recipe import CONFIG, _check  # noqa: E402  (the same 2-layer H-128 BERT)
+from recipes import check, parser, random_checkpoint, run_benchmark, run_worker  # noqa: E402
 
 RECIPES = ("kerasbert-defaults", "bert4keras")
 ABLATIONS = ("kerasbert-b4k-recipe",)
@@ -60,24 +58,9 @@ def prepare(folder: str, quick: bool) -> dict:
     """The corpus, its vocabulary and the random UniLM checkpoint (with its MLM head) every run starts from."""
     from title_corpus import write_corpus
 
-    from kerasbert import build_transformer_model, save_google_checkpoint
-    from kerasbert.modeling.config import BertConfig
-
     sizes = {"n_train": 200, "n_dev": 40, "n_test": 40} if quick else {}
     paths = write_corpus(os.path.join(folder, "data"), **sizes)
-    vocab_size = sum(1 for line in open(paths["vocab"], encoding="utf-8") if line.strip())
-    config = dict(CONFIG, vocab_size=vocab_size)
-    import keras
-
-    keras.utils.set_random_seed(0)
-    model = build_transformer_model(config=BertConfig.from_dict(config), application="unilm", verbose=False)
-    checkpoint = os.path.join(folder, "checkpoint")
-    os.makedirs(checkpoint, exist_ok=True)
-    paths["checkpoint"] = save_google_checkpoint(model, os.path.join(checkpoint, "bert_model.ckpt"))
-    paths["config"] = os.path.join(checkpoint, "bert_config.json")
-    with open(paths["config"], "w") as f:
-        json.dump(config, f)
-    return paths
+    return {**paths, **random_checkpoint(folder, paths["vocab"], application="unilm")}
 
 
 def kerasbert_flags(recipe: str) -> list[str]:
@@ -93,8 +76,8 @@ def run_kerasbert(recipe: str, paths: dict, seed: int, folder: str, args) -> dic
     command = [sys.executable, "-m", "kerasbert", "train", "--config", paths["config"], "--checkpoint",
                paths["checkpoint"], "--vocab", paths["vocab"], "--train", paths["train"], "--dev", paths["dev"],
                "--out", run, *common, *kerasbert_flags(recipe)]
-    _check(subprocess.run(command, capture_output=True, text=True), recipe)
-    _check(subprocess.run([sys.executable, "-m", "kerasbert", "evaluate", run, "--data", paths["test"]],
+    check(subprocess.run(command, capture_output=True, text=True), recipe)
+    check(subprocess.run([sys.executable, "-m", "kerasbert", "evaluate", run, "--data", paths["test"]],
                           capture_output=True, text=True), recipe)
     with open(os.path.join(run, "eval-test.json")) as f, open(os.path.join(run, "metrics.json")) as g:
         test, metrics = json.load(f), json.load(g)
@@ -110,7 +93,7 @@ def run_bert4keras(paths: dict, seed: int, folder: str, args) -> dict:
     with open(job, "w") as f:
         json.dump({**paths, "seed": seed, "epochs": args.epochs, "lr": args.lr, "out": job + ".result"}, f)
     env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
-    _check(subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", job], env=env, capture_output=True,
+    check(subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", job], env=env, capture_output=True,
                           text=True), "bert4keras")
     with open(job + ".result") as f:
         return json.load(f)
@@ -217,45 +200,21 @@ def table(results: dict, args) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--recipes", help=f"comma-separated (default: {','.join(RECIPES + ABLATIONS)}; "
-                                          f"--quick: {','.join(RECIPES)})")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
-    parser.add_argument("--section", default="seq2seq-recipe")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = parser(__doc__, epochs=10, lr=3e-3, section="seq2seq-recipe", recipes=RECIPES,
+                  ablations=ABLATIONS).parse_args(argv)
     if args.worker:
-        with open(args.worker) as f:
-            job = json.load(f)
-        result = bert4keras_worker(job)
-        with open(job["out"], "w") as f:
-            json.dump(result, f)
-        return
-    if args.quick:
-        args.seeds, args.epochs = 1, 1
-    args.recipes = args.recipes or ",".join(RECIPES if args.quick else RECIPES + ABLATIONS)
-    args.seed_list = list(range(args.seeds))
+        return run_worker(args.worker, bert4keras_worker)
     args.sizes = "200 / 40 / 40" if args.quick else "2,000 / 200 / 200"
-    from results import write_section
 
-    with tempfile.TemporaryDirectory() as folder:
-        paths = prepare(folder, args.quick)
-        results = {recipe: [] for recipe in args.recipes.split(",")}
-        for seed in args.seed_list:
-            for recipe in results:
-                start = time.perf_counter()
-                run = (run_bert4keras(paths, seed, folder, args) if recipe == "bert4keras" else
-                       run_kerasbert(recipe, paths, seed, folder, args))
-                results[recipe].append(run)
-                print(f"{recipe} seed {seed}: test ROUGE-L {run['test']['rouge_l']:.4f} (dev {run['dev_rouge_l']:.4f}"
-                      f", epoch {run['best_epoch']}; {time.perf_counter() - start:.0f} s)", flush=True)
-    text = "## Seq2seq recipes: title ROUGE-L, kerasbert vs bert4keras\n\n" + table(results, args)
-    print(text)
-    write_section(args.section, text, args.results)
+    def run(recipe: str, paths: dict, seed: int, folder: str) -> dict:
+        start = time.perf_counter()
+        out = (run_bert4keras(paths, seed, folder, args) if recipe == "bert4keras" else
+               run_kerasbert(recipe, paths, seed, folder, args))
+        return {**out, "summary": f"test ROUGE-L {out['test']['rouge_l']:.4f} (dev {out['dev_rouge_l']:.4f}, epoch "
+                                  f"{out['best_epoch']}; {time.perf_counter() - start:.0f} s)"}
+
+    run_benchmark(args, RECIPES, ABLATIONS, prepare, run, "Seq2seq recipes: title ROUGE-L, kerasbert vs bert4keras",
+                  lambda results: table(results, args))
 
 
 if __name__ == "__main__":

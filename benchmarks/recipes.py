@@ -1,0 +1,98 @@
+"""What the recipe benchmarks (``ner_recipe.py``, ``seq2seq_recipe.py``) share: one random checkpoint every run starts
+from, their command line, and the loop over seeds and recipes.
+
+Each benchmark gives its own corpus, its kerasbert and bert4keras runs (bert4keras's in a worker process of the
+same script, on tf-keras) and its table; `run_benchmark` runs every recipe once per seed and writes the table to a
+section of RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: a small BERT (2 layers, H 128): trains from random weights in a few minutes on 2 CPU cores
+CONFIG = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512,
+          "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+          "max_position_embeddings": 128, "type_vocab_size": 2, "initializer_range": 0.02}
+
+
+def random_checkpoint(folder: str, vocab: str, **build) -> dict:
+    """A Google checkpoint of `CONFIG` with ``vocab``'s size, random weights (seed 0), in ``folder/checkpoint``;
+    ``build`` goes to ``build_transformer_model`` (``application="unilm"``). Returns ``checkpoint`` and ``config``."""
+    import keras
+
+    from kerasbert import build_transformer_model, save_google_checkpoint
+    from kerasbert.modeling.config import BertConfig
+
+    vocab_size = sum(1 for line in open(vocab, encoding="utf-8") if line.strip())
+    config = dict(CONFIG, vocab_size=vocab_size)
+    keras.utils.set_random_seed(0)
+    model = build_transformer_model(config=BertConfig.from_dict(config), verbose=False, **build)
+    checkpoint = os.path.join(folder, "checkpoint")
+    os.makedirs(checkpoint, exist_ok=True)
+    paths = {"checkpoint": save_google_checkpoint(model, os.path.join(checkpoint, "bert_model.ckpt")),
+             "config": os.path.join(checkpoint, "bert_config.json")}
+    with open(paths["config"], "w") as f:
+        json.dump(config, f)
+    return paths
+
+
+def check(process: subprocess.CompletedProcess, what: str) -> None:
+    """A RuntimeError with the end of its stderr when a recipe's process failed."""
+    if process.returncode:
+        raise RuntimeError(f"{what} failed:\n{process.stderr[-3000:]}")
+
+
+def parser(doc: str, epochs: int, lr: float, section: str, recipes: tuple, ablations: tuple) -> argparse.ArgumentParser:
+    """The options every recipe benchmark takes; a benchmark adds its own."""
+    parsed = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parsed.add_argument("--seeds", type=int, default=3)
+    parsed.add_argument("--epochs", type=int, default=epochs)
+    parsed.add_argument("--lr", type=float, default=lr)
+    parsed.add_argument("--recipes", help=f"comma-separated (default: {','.join(recipes + ablations)}; "
+                                          f"--quick: {','.join(recipes)})")
+    parsed.add_argument("--quick", action="store_true")
+    parsed.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
+    parsed.add_argument("--section", default=section)
+    parsed.add_argument("--worker", help=argparse.SUPPRESS)
+    return parsed
+
+
+def run_worker(path: str, worker: Callable[[dict], dict]) -> None:
+    """The bert4keras side: ``worker`` on the job at ``path``, its result written to the job's ``out``."""
+    with open(path) as f:
+        job = json.load(f)
+    result = worker(job)
+    with open(job["out"], "w") as f:
+        json.dump(result, f)
+
+
+def run_benchmark(args, recipes: tuple, ablations: tuple, prepare: Callable[[str, bool], dict],
+                  run: Callable[[str, dict, int, str], dict], title: str,
+                  table: Callable[[dict], str]) -> None:
+    """Every recipe of ``args.recipes`` (default: ``recipes`` and ``ablations``; ``--quick``: ``recipes``, one seed,
+    one epoch) once per seed, ``run(recipe, paths, seed, folder)`` each, on the corpus ``prepare`` writes; the
+    ``table`` of their results under ``title``, printed and written to ``args.section`` of ``args.results``."""
+    from results import write_section
+
+    if args.quick:
+        args.seeds, args.epochs = 1, 1
+    args.recipes = args.recipes or ",".join(recipes if args.quick else recipes + ablations)
+    args.seed_list = list(range(args.seeds))
+    with tempfile.TemporaryDirectory() as folder:
+        paths = prepare(folder, args.quick)
+        results: dict[str, list[dict]] = {recipe: [] for recipe in args.recipes.split(",")}
+        for seed in args.seed_list:
+            for recipe in results:
+                results[recipe].append(run(recipe, paths, seed, folder))
+                print(f"{recipe} seed {seed}: {results[recipe][-1]['summary']}", flush=True)
+    text = f"## {title}\n\n" + table(results)
+    print(text)
+    write_section(args.section, text, args.results)
