@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kerasbert.choices import PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, fail
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ class PortableSeq2Seq:
         self.rules = Rules((self.end,), int(info["target_maxlen"]))
         self._lock = threading.Lock()  # a runtime's request serves one call at a time
 
-    def predict(self, rows: Sequence[dict], batch_size: int = 32) -> list[dict]:
+    def predict(self, rows: Sequence[dict], batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
         """``{"text"}`` rows -> ``{"text", "target"}``, as `kerasbert.predict` writes them."""
         from kerasbert.serving.runtime import check_texts
 
@@ -216,11 +217,11 @@ class PortableSeq2Seq:
         targets = self.targets([row["text"] for row in rows], batch_size)
         return [{**row, "target": target} for row, target in zip(rows, targets, strict=True)]
 
-    def predict_examples(self, examples: Sequence, batch_size: int = 32) -> list[dict]:
+    def predict_examples(self, examples: Sequence, batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
         """``{"target"}`` of each example read by the seq2seq task (its ``text`` is the source)."""
         return [{"target": target} for target in self.targets([example.text for example in examples], batch_size)]
 
-    def targets(self, texts: Sequence[str], batch_size: int = 32) -> list[str]:
+    def targets(self, texts: Sequence[str], batch_size: int = PREDICT_BATCH_SIZE) -> list[str]:
         """The generated text of each source, ``batch_size`` sources a search."""
         from kerasbert.generation.search import beam_search
 
