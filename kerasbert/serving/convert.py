@@ -270,6 +270,7 @@ def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str 
     if info["crf"]:
         info["crf_transitions"] = np.asarray(crf_layers(model)[0].trans, np.float64).tolist()
     path = os.path.join(folder, MODEL_FILES[info["format"]])
+    served = PortableExport
     if args.task == "seq2seq":  # the decoder's prefill and step, searched in Python
         from kerasbert.serving.portable_decoder import PortableSeq2Seq, write_decoder
 
@@ -281,7 +282,7 @@ def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str 
         to_openvino(model, path, _calibration(loaded, info, calibration) if info["int8"] else None)
     if dev is not None:
         examples = the_task.read(dev, labels)
-        predictions = (served if args.task == "seq2seq" else PortableExport)(folder, info).predict_examples(examples)
+        predictions = served(folder, info).predict_examples(examples)
         info["dev"] = the_task.score(examples, predictions, labels)
     else:
         info["dev"] = {}
