@@ -84,7 +84,10 @@ def _read_info(path: str, task: str | None) -> dict:
 def _open_portable(path: str, info: dict) -> PortableExport | PortableSeq2Seq:
     """An OpenVINO or ONNX export, its model files and vocabulary checked before loading."""
     seq2seq = info["task"] == "seq2seq"
-    models = info.get("decoder", {}).get("files", {}).values() if seq2seq else [MODEL_FILES[info["format"]]]
+    if seq2seq and not isinstance(info.get("decoder"), dict):
+        raise fail(ConfigError, os.path.join(path, EXPORT_INFO), "a seq2seq export's decoder (its files and names)",
+                   "none", "export the run again")
+    models = info["decoder"].get("files", {}).values() if seq2seq else [MODEL_FILES[info["format"]]]
     for name in (*models, "vocab.txt"):
         if not os.path.isfile(os.path.join(path, name)):
             raise fail(ConfigError, path, f"an {info['format']} export with {name}", "no such file",

@@ -105,3 +105,12 @@ def test_an_int8_decoder_is_onnx(exported, tmp_path):
     with pytest.raises(ConfigError, match="--int8: expected --format onnx for a seq2seq run"):
         export(exported[0], str(tmp_path / "openvino"), format="openvino", int8=True)
     assert not os.path.exists(tmp_path / "openvino")
+
+
+def test_a_portable_seq2seq_export_without_its_decoder_says_so(tmp_path):
+    from kerasbert import ConfigError
+
+    (tmp_path / EXPORT_INFO).write_text(json.dumps({"task": "seq2seq", "labels": [], "pairs": False,
+                                                    "format": "onnx"}))
+    with pytest.raises(ConfigError, match="kerasbert-export.json: expected a seq2seq export's decoder"):
+        open_export(str(tmp_path))
