@@ -117,6 +117,11 @@ TAGGING_DROPOUT = "Tagging-Dropout"
 TAGGING_DENSE = "Tagging-Dense"
 TAGGING_CRF = "Tagging-CRF"
 SPAN_POINTER = "Span-GlobalPointer"
+VECTOR_PREFIX = "Vector-"  # the sentence-vector head: pooling, then the optional unit normalization
+VECTOR_CLS = VECTOR_PREFIX + "CLS"
+VECTOR_MEAN = VECTOR_PREFIX + "Mean"
+VECTOR_FIRST_LAST = VECTOR_PREFIX + "First-Last"
+VECTOR_NORMALIZE = VECTOR_PREFIX + "Normalize"
 HEAD_PADDING_MASK = "Head-Padding-Mask"
 # the layers whose output is a head model's output, in the order a loss looks for them
 HEAD_OUTPUTS = (TAGGING_CRF, SPAN_POINTER, MLM_ACTIVATION, OUTPUT_MLM_ACTIVATION, CLS_DENSE, TAGGING_DENSE, NSP_PROBA,

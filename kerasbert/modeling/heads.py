@@ -1,4 +1,5 @@
-"""Task heads on a kerasbert backbone: ``cls``, ``tagging`` (softmax | CRF), ``mlm``, ``nsp``.
+"""Task heads on a kerasbert backbone: ``cls``, ``tagging`` (softmax | CRF), ``spans``, ``embedding``, ``mlm``,
+``nsp``.
 
 Each head is built the bert4keras way: new layers on the backbone's own graph, then
 ``keras.Model(backbone.inputs, output)`` (a `TransformerModel`, which also carries the backbone's
@@ -41,7 +42,8 @@ from kerasbert.modeling.layers import (
 from kerasbert.modeling.losses import loss_and_metrics  # noqa: F401 (the compile idiom heads.loss_and_metrics)
 from kerasbert.modeling.masks import application_of
 
-__all__ = ["cls", "crf_decoder", "loss_and_metrics", "mlm", "nsp", "spans", "tagging"]
+__all__ = ["EMBEDDING_POOLINGS", "cls", "crf_decoder", "embedding", "loss_and_metrics", "mlm", "nsp", "spans",
+           "tagging"]
 
 
 def pooler_output(x, hidden_size: int, activation="tanh", init="glorot_uniform", dtype=None):
@@ -173,13 +175,22 @@ class _Backbone:
             return self.layers[names.ATTENTION_MASK].output
         return PaddingMask(name=names.HEAD_PADDING_MASK)(self.model.inputs[0])
 
-    def pooled_output(self, head: str, first_token: bool):
-        """The backbone's ``Pooler-Dense`` output, or a new ``Pooler``/``Pooler-Dense`` (tanh), on
-        `first_token_output` where ``first_token``."""
+    def pooled_output(self, head: str, first_token: bool, activation: str = "tanh"):
+        """The backbone's ``Pooler-Dense`` output, or a new ``Pooler``/``Pooler-Dense`` (``activation``), on
+        `first_token_output` where ``first_token``; a backbone's pooler of another activation is a ModelError."""
         if names.POOLER_DENSE in self.layers:
-            return self.layers[names.POOLER_DENSE].output
+            layer = self.layers[names.POOLER_DENSE]
+            found = keras.activations.serialize(layer.activation)
+            if found != keras.activations.serialize(keras.activations.get(activation)):
+                raise fail(ModelError, f"{head} head", f"a Pooler-Dense of activation {activation!r}",
+                           f"one of {found!r}", f'build the backbone with with_pool="{activation}" or without a pooler')
+            return layer.output
         x = self.first_token_output(head, names.POOLER) if first_token else self.sequence_output(head)
-        return pooler_output(x, int(x.shape[-1]), "tanh", self.init, self.dtype)
+        return pooler_output(x, int(x.shape[-1]), activation, self.init, self.dtype)
+
+    def first_block_output(self):
+        """The first Transformer block's ``[B, S, H]`` output (ALBERT's shared block: its first call's)."""
+        return self.layers[names.block(None if self.family.shared_block else 0, names.FEED_FORWARD_NORM)].output
 
 
 def _check_count(argument: str, value) -> int:
@@ -398,3 +409,58 @@ def spans(backbone: keras.Model, num_types: int, *, head_size: int = 64, efficie
     x = layer(_check_count("num_types", num_types), _check_count("head_size", head_size), RoPE=rope,
               dtype=bb.dtype, name=names.SPAN_POINTER)([bb.sequence_output("spans"), bb.padding_mask()])
     return bb.model_of(x, "spans")
+
+
+def _masked_mean(bb: _Backbone, x, name: str):
+    return MaskedMean(dtype=bb.dtype, name=name)([x, bb.padding_mask()])
+
+
+EMBEDDING_POOLINGS = {  # backbone -> [B, H]
+    "cls": lambda b: b.first_token_output("embedding", names.VECTOR_CLS),
+    "mean": lambda b: _masked_mean(b, b.sequence_output("embedding"), names.VECTOR_MEAN),
+    "first_last_avg": lambda b: _masked_mean(b, keras.layers.Average(dtype=b.dtype, name=names.VECTOR_FIRST_LAST)(
+        [b.first_block_output(), b.sequence_output("embedding")]), names.VECTOR_MEAN),
+    "pooler": lambda b: b.pooled_output("embedding", True),
+    "linear": lambda b: b.pooled_output("embedding", True, "linear"),
+}
+
+
+def embedding(backbone: keras.Model, pooling: str = "cls", *, normalize: bool = True) -> keras.Model:
+    """Sentence vectors: the backbone's output pooled to one ``[B, H]`` vector per text, optionally of unit length.
+
+    The poolings are those of sentence-transformers and of bert4keras's similarity scripts:
+
+    - ``"cls"``: the ``[CLS]`` token's output (``Vector-CLS``);
+    - ``"mean"``: the mean over non-padding tokens (``Vector-Mean``);
+    - ``"first_last_avg"``: the mean over non-padding tokens of the average of the first and the last Transformer
+      blocks' outputs (``Vector-First-Last``, then ``Vector-Mean``), as BERT-whitening and CoSENT define it;
+    - ``"pooler"``: BERT's ``Pooler-Dense`` on ``[CLS]`` (tanh; the backbone's, or a new one the loader fills
+      from ``bert/pooler/dense``);
+    - ``"linear"``: a linear ``Pooler-Dense`` on ``[CLS]``, bert4keras's ``with_pool="linear"`` (SimBERT).
+
+    ``normalize`` adds ``Vector-Normalize`` (L2, no weights), so the dot product of two vectors is their cosine.
+
+    Args:
+        backbone: keras.Model. from `build_transformer_model` (its output the sequence output; ``"pooler"`` and
+            ``"linear"`` also accept a backbone built ``with_pool`` of that activation).
+        pooling: str. one of `EMBEDDING_POOLINGS`.
+        normalize: bool. scale each vector to unit L2 norm.
+
+    Returns:
+        ``keras.Model(backbone.inputs, vectors [B, H])``.
+
+    Example:
+    >>> import numpy as np
+    >>> from kerasbert import build_transformer_model
+    >>> model = embedding(build_transformer_model("tiny", verbose=False), "mean")
+    >>> vectors = model.predict([np.array([[2, 9, 3, 0]]), np.zeros((1, 4))], verbose=0)
+    >>> vectors.shape, round(float(np.linalg.norm(vectors[0])), 5)
+    ((1, 32), 1.0)
+    """
+    if pooling not in EMBEDDING_POOLINGS:
+        raise fail(ModelError, "pooling", " or ".join(map(repr, EMBEDDING_POOLINGS)), repr(pooling))
+    bb = _Backbone.of(backbone)
+    x = EMBEDDING_POOLINGS[pooling](bb)
+    if normalize:
+        x = keras.layers.UnitNormalization(dtype=bb.dtype, name=names.VECTOR_NORMALIZE)(x)
+    return bb.model_of(x, "embedding")

@@ -32,6 +32,10 @@ HEADS = {  # name -> (build, output shape for BATCH)
     "tagging-crf": (lambda b: heads.tagging(b, 5, crf=True), (3, 7, 5)),
     "tagging-bilstm": (lambda b: heads.tagging(b, 5, bilstm_units=4, dropout=0.1), (3, 7, 5)),
     "spans": (lambda b: heads.spans(b, 2, head_size=8), (3, 2, 7, 7)),
+    "embedding-cls": (lambda b: heads.embedding(b, "cls"), (3, 32)),
+    "embedding-mean": (lambda b: heads.embedding(b, "mean", normalize=False), (3, 32)),
+    "embedding-first-last": (lambda b: heads.embedding(b, "first_last_avg"), (3, 32)),
+    "embedding-linear": (lambda b: heads.embedding(b, "linear"), (3, 32)),
     "mlm": (heads.mlm, (3, 7, V)),
     "nsp": (heads.nsp, (3, 2)),
 }
