@@ -13,7 +13,12 @@ Example:
 
 from __future__ import annotations
 
-TASK_NAMES = ("cls", "ner", "seq2seq")  # the tasks of ``kerasbert train --task``
+TASK_NAMES = ("cls", "ner", "seq2seq", "span", "sim")  # the tasks of ``kerasbert train --task``
+STRIDE_TASKS = ("cls", "ner", "span")  # the tasks whose answers ``--stride`` merges over a long text's windows
+# ``--task sim``: how a text becomes its vector (``--pooling``, `kerasbert.modeling.heads.EMBEDDING_POOLINGS`), the
+# first the default (see `kerasbert.finetune.sim`), and the losses of ``--sim-loss``
+SIM_POOLINGS = ("first_last_avg", "mean", "cls", "pooler", "linear")
+SIM_LOSSES = ("cosent", "in_batch")
 # the families of ``kerasbert train --model``, as bert4keras's ``model=`` (`kerasbert.modeling.families.NAMES`)
 MODEL_FAMILIES = ("bert", "albert", "albert_unshared", "nezha", "electra", "roformer", "roformer_v2", "roberta")
 SCHEDULES = ("cosine", "linear", "constant")  # the decays after warmup of ``--schedule``; the first is the default
@@ -32,8 +37,19 @@ CHECKPOINT_FORMATS = ("google", "hf")  # ``kerasbert convert --to``: Google's TF
 EXPORT_FORMATS = ("saved_model", "openvino", "onnx")  # ``kerasbert export --format``; the first is the default
 PRECISIONS = ("f32", "bf16")  # what OpenVINO runs the operations that are not int8 in; the first is the default
 # the most dev score an export may lose against its run unless ``--accept-loss``: (metric, bound) by task
-LOSS_BOUND = {"cls": ("accuracy", 0.005), "ner": ("f1", 0.01), "seq2seq": ("rouge_l", 0.01)}
+LOSS_BOUND = {"cls": ("accuracy", 0.005), "ner": ("f1", 0.01), "seq2seq": ("rouge_l", 0.01),
+              "span": ("f1", 0.01)}
 PREDICT_BATCH_SIZE = 32  # texts an export runs at once unless told
+
+# sentence vectors (`kerasbert.embed`, ``kerasbert embed``, vector exports), which pool as SIM_POOLINGS: the pooling
+# a checkpoint gets unless told (sentence-transformers' default: on a BERT that was not trained for vectors, the mean
+# of its tokens beats its [CLS] on every STS task of the SBERT paper, arXiv:1908.10084, Table 1); the word pieces a
+# text keeps unless the model says fewer; the suffixes of ``--output``; the cosine to the float32 vectors an int8 or
+# bf16 export must keep on average over the texts it is measured on
+EMBED_POOLING = "mean"
+EMBED_MAXLEN = 512
+VECTOR_FILES = (".npy", ".jsonl")
+VECTOR_MIN_COSINE = 0.99
 
 # ``kerasbert serve``'s address and limits (`kerasbert.serving.server.serve` has one argument of each name)
 SERVE_DEFAULTS = {"host": "127.0.0.1", "port": 8501, "max_batch": 32, "max_wait_ms": 5.0, "max_queue": 1024,

@@ -28,18 +28,31 @@ from collections.abc import Callable, MutableMapping, Sequence
 
 from kerasbert.choices import (
     CHECKPOINT_FORMATS,
-    EXPORT_FORMATS,
-    LOSS_BOUND,
     MAXLEN,
-    PRECISIONS,
     PREDICT_BATCH_SIZE,
-    SERVE_DEFAULTS,
     SUMMARY_FORMATS,
 )
 from kerasbert.errors import ConfigError, KerasBertError, ModelError, fail
-from kerasbert.finetune.args import TaskOptions, family_argument, reading_arguments, task_argument, train_arguments
+from kerasbert.finetune.args import (
+    STRIDE_HELP,
+    TaskOptions,
+    family_argument,
+    reading_arguments,
+    stride_argument,
+    task_argument,
+    train_arguments,
+)
 from kerasbert.finetune.demo_data import DEMO_TRAINING
 from kerasbert.log import start_tensorflow
+from kerasbert.serving.commands import (
+    embed_arguments,
+    export_arguments,
+    run_embed,
+    run_export,
+    run_serve,
+    serve_arguments,
+    serve_loads_tensorflow,
+)
 
 HEAD_SPECS = "cls:N, tagging:K, tagging:K:crf, mlm or nsp"
 
@@ -137,6 +150,9 @@ def _print_scores(scores: dict | None, title: str) -> None:
     elif "rouge_l" in scores:
         print("  ".join(f"{key.replace('_', '-').upper()} {scores[key]:.4f}"
                         for key in ("rouge_1", "rouge_2", "rouge_l", "bleu")))
+    elif "spearman" in scores:
+        print(f"Spearman {scores['spearman']:.4f}" + (f"  accuracy {scores['accuracy']:.4f} at threshold "
+                                                       f"{scores['threshold']:.4f}" if "accuracy" in scores else ""))
     else:
         print(f"accuracy {scores['accuracy']:.4f}  macro-F1 {scores['macro_f1']:.4f}")
 
@@ -146,12 +162,13 @@ def _evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="a run folder written by `kerasbert train`")
     parser.add_argument("--data", help="a labelled file in the training format (default: the run's dev file)")
     parser.add_argument("--batch-size", type=int)
+    stride_argument(parser, STRIDE_HELP)
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
     from kerasbert.finetune.training import evaluate
 
-    _print_scores(evaluate(args.run, args.data, args.batch_size), f"{args.data or 'dev'}:")
+    _print_scores(evaluate(args.run, args.data, args.batch_size, stride=args.stride), f"{args.data or 'dev'}:")
     return 0
 
 
@@ -164,6 +181,7 @@ def _predict_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int,
                         help="texts the model runs at once (default: the run's training batch size; "
                              f"{PREDICT_BATCH_SIZE} with --model)")
+    stride_argument(parser, STRIDE_HELP + "; an export windows as it was exported")
 
 
 def _check_output(path: str) -> None:
@@ -185,6 +203,9 @@ def _run_predict(args: argparse.Namespace) -> int:
     if bool(args.run) == bool(args.model):
         raise fail(ConfigError, "predict", "a run folder or --model EXPORT (one of them)",
                    "both" if args.run else "neither")
+    if args.model and args.stride is not None:
+        raise fail(ConfigError, "--stride", "a run folder (an export windows as it was exported)",
+                   f"--model {args.model}", "export the run again with --stride, or predict with the run folder")
     if args.output:
         _check_output(args.output)
     rows = [{"text": text} for text in args.text] if args.text else read_texts(args.input)
@@ -195,7 +216,7 @@ def _run_predict(args: argparse.Namespace) -> int:
     else:
         from kerasbert.finetune.training import predict
 
-        predictions = predict(args.run, rows, args.batch_size)
+        predictions = predict(args.run, rows, args.batch_size, stride=args.stride)
     lines = [json.dumps(row, ensure_ascii=False) for row in predictions]
     if args.output:
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
@@ -250,7 +271,11 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 DEMO_TEXTS = {"cls": ["这家餐厅的菜非常好吃，服务也很满意", "房间很脏，真的让人失望"],
               "ner": ["张伟去年加入了华为公司", "李娜和王芳昨天去了北京"],
-              "seq2seq": ["昨天，华为公司在杭州举办了发布会，现场来了很多人，气氛非常热烈。"]}
+              "seq2seq": ["昨天，华为公司在杭州举办了发布会，现场来了很多人，气氛非常热烈。"],
+              "span": ["张伟去年加入了北京大学", "李娜在杭州银行工作"],
+              "sim": [{"text": "从北京到上海怎么走", "text_b": "怎么从北京去上海"},
+                      {"text": "从北京到上海怎么走", "text_b": "从北京到广州怎么走"},
+                      {"text": "银行几点开门", "text_b": "银行几点关门"}]}
 DEMO_ALL = ("cls", "ner")  # what `kerasbert demo` runs by default; seq2seq needs the seq2seq extra
 DEMO_OPTIONS = {"seq2seq": {"target_maxlen": 16, "epochs": 30, "lr": 3e-3}}  # a title needs longer to learn
 
@@ -259,10 +284,16 @@ def _demo_files(task: str, out: str, seed: int) -> dict[str, str]:
     """The demo's ``train``, ``dev``, ``test`` and ``vocab`` files of ``task``, written under ``out/data``."""
     import os
 
-    from kerasbert.finetune.demo_data import write_demo_data, write_title_data
+    from kerasbert.finetune.demo_data import write_demo_data, write_span_data, write_title_data
 
     if task == "seq2seq":
         return write_title_data(os.path.join(out, "data", "seq2seq"), seed=seed)
+    if task == "span":
+        return write_span_data(os.path.join(out, "data", "span"), seed=seed)
+    if task == "sim":
+        from kerasbert.finetune.paraphrase_data import write_paraphrase_data
+
+        return write_paraphrase_data(os.path.join(out, "data", "sim"), seed=seed)
     data = write_demo_data(os.path.join(out, "data"), seed=seed)
     return {split: data[f"{task}_{split}"] for split in ("train", "dev", "test")} | {"vocab": data["vocab"]}
 
@@ -283,95 +314,6 @@ def _run_demo(args: argparse.Namespace) -> int:
         for row in predict(run, DEMO_TEXTS[task]):
             print(json.dumps(row, ensure_ascii=False))
         print(f"== {task}: run folder {run}")
-    return 0
-
-
-# ------------------------------------------------------------------------------------------- export
-def _export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", help="a run folder written by `kerasbert train`")
-    parser.add_argument("out", help="the export folder to write (must not exist)")
-    parser.add_argument("--format", choices=EXPORT_FORMATS, default=EXPORT_FORMATS[0],
-                        help="saved_model: raw text in, labels or entities out, TF Serving loads it; openvino or "
-                             "onnx: the model alone, for `kerasbert serve` (default: %(default)s)")
-    parser.add_argument("--int8", action="store_true",
-                        help="openvino or onnx: quantize the matrix products to int8 and score the export on dev")
-    parser.add_argument("--calibration", help="openvino --int8: the data file whose first examples calibrate int8 "
-                                              "(default: the run's training file)")
-    parser.add_argument("--precision", default=PRECISIONS[0],
-                        help="openvino: f32, or bf16 on a CPU with AMX or avx512_bf16, for what is not int8 "
-                             "(default: %(default)s)")
-    parser.add_argument("--accept-loss", action="store_true",
-                        help="publish an openvino or onnx export even if it loses more than "
-                             f"{LOSS_BOUND['cls'][1]:g} dev accuracy ({LOSS_BOUND['ner'][1]:g} entity F1, "
-                             f"{LOSS_BOUND['seq2seq'][1]:g} ROUGE-L) against the run; without it such an export is "
-                             "kept at OUT.rejected")
-
-
-def _run_export(args: argparse.Namespace) -> int:
-    from kerasbert.serving.export import export, kind_of
-
-    info = export(args.run, args.out, args.format, int8=args.int8, calibration=args.calibration,
-                  precision=args.precision, accept_loss=args.accept_loss)
-    print(f"{args.out}: {info['task']} model, {len(info['labels'])} labels, maxlen {info['maxlen']}, {kind_of(info)}")
-    for name, scores in (("export", info["dev"]), ("run", info["dev_run"])):
-        if scores and info["format"] != "saved_model":
-            print(f"dev score of the {name}: " + ", ".join(f"{key} {scores[key]:.4f}" for key in sorted(scores)
-                                                            if isinstance(scores[key], float)))
-    return 0
-
-
-# ------------------------------------------------------------------------------------------- serve
-SERVE_LIMITS = (("--max-batch", int, "the most instances the model runs at once"),
-                ("--max-wait-ms", float, "how long the oldest waiting instance waits for others, in ms"),
-                ("--max-queue", int, "the most instances waiting; a request that does not fit answers 429"),
-                ("--max-instances", int, "the most instances of one request; beyond, 413"),
-                ("--max-body-bytes", int, "the largest request body; beyond, 413"),
-                ("--timeout-s", float, "how long a request waits for its answer; beyond, 504"),
-                ("--header-timeout-s", float, "how long a client may take to send a request's header; beyond, 408 "
-                                              "and the connection closes"),
-                ("--body-timeout-s", float, "how long a client may take to send a body after its header; beyond, "
-                                            "408 and the connection closes"),
-                ("--keep-alive-s", float, "how long an idle kept-alive connection stays open"),
-                ("--max-connections", int, "the most connections open at once; beyond, 503 at once (lowered to fit "
-                                           "the open-file limit)"),
-                ("--grace-s", float, "on SIGTERM, how long requests in flight may finish; then 503 and exit (keep it "
-                                     "under the orchestrator's, 30 s in Kubernetes)"))  # defaults: SERVE_DEFAULTS
-
-
-def _serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", help="an export folder (`kerasbert export`), or a run folder, exported first into a "
-                                     "temporary folder")
-    parser.add_argument("--host", default=SERVE_DEFAULTS["host"], help="the address to listen on (default: "
-                                                                       "%(default)s)")
-    parser.add_argument("--port", type=int, default=SERVE_DEFAULTS["port"],
-                        help="the port; 0 picks a free one (default: %(default)s)")
-    parser.add_argument("--name", help="the model name of the URLs, /v1/models/NAME:predict (default: the folder's "
-                                       "name)")
-    parser.add_argument("--backend", choices=EXPORT_FORMATS,
-                        help="the format a run folder is exported to first (default: saved_model); an export folder "
-                             "is served in its own format")
-    for flag, kind, text in SERVE_LIMITS:
-        parser.add_argument(flag, type=kind, default=SERVE_DEFAULTS[flag[2:].replace("-", "_")],
-                            help=f"{text} (default: %(default)s)")
-
-
-def _serve_loads_tensorflow(args: argparse.Namespace) -> bool:
-    """Whether ``serve`` runs TensorFlow: for a run folder or a SavedModel export, not for an OpenVINO or ONNX one."""
-    try:
-        with open(os.path.join(args.path, "kerasbert-export.json"), encoding="utf-8") as f:
-            return json.load(f).get("format", "saved_model") == "saved_model"
-    except (OSError, ValueError, AttributeError):  # a run folder, or no export: its error comes from serve
-        return True
-
-
-def _run_serve(args: argparse.Namespace) -> int:
-    try:
-        from kerasbert.serving.server import serve
-    except ImportError as e:
-        raise fail(ConfigError, "serve", "starlette and uvicorn", f"{type(e).__name__}: {e}",
-                   'pip install "kerasbert[serve]"') from None
-    options = ["host", "port", "name", "backend"] + [flag[2:].replace("-", "_") for flag, *_ in SERVE_LIMITS]
-    serve(args.path, **{option: getattr(args, option) for option in options})
     return 0
 
 
@@ -400,10 +342,12 @@ COMMANDS: dict[str, Command] = {
                        lambda args: args.model is None),
     "prepare": Command("tokenize a large dataset (a file or a glob) once into TFRecord shards, streaming it",
                        _prepare_arguments, _run_prepare),
-    "export": Command("export a run's model for serving: a SavedModel that takes raw text", _export_arguments,
-                      _run_export),
+    "embed": Command("sentence vectors of texts from a checkpoint, a sentence-transformers folder, a run or an "
+                     "export", embed_arguments, run_embed, serve_loads_tensorflow),
+    "export": Command("export a run's model for serving: a SavedModel that takes raw text", export_arguments,
+                      run_export),
     "serve": Command("serve an export (or a run) over HTTP with TF Serving's REST API, batching requests",
-                     _serve_arguments, _run_serve, _serve_loads_tensorflow),
+                     serve_arguments, run_serve, serve_loads_tensorflow),
     "convert": Command("convert a BERT checkpoint between Google's TF1 format and Hugging Face's",
                        _convert_arguments, _run_convert),
     "demo": Command("train, evaluate and predict on bundled data with the tiny config, offline",

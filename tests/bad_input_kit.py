@@ -167,8 +167,8 @@ def train_call(tmp: Path, task: str = "cls", **options):
     return train(task, str(tmp / "train.tsv"), str(options.pop("out", tmp / "out")), verbose=0, **options)
 
 
-def train_cli(tmp: Path, *extra: str, task: str = "cls", out: str = "out") -> list[str]:
-    return ["train", "--task", task, "--train", str(tmp / "train.tsv"), "--vocab", str(tmp / "vocab.txt"),
+def train_cli(tmp: Path, *extra: str, task: str = "cls", out: str = "out", data: str = "train.tsv") -> list[str]:
+    return ["train", "--task", task, "--train", str(tmp / data), "--vocab", str(tmp / "vocab.txt"),
             "--out", str(tmp / out), "--quiet", *extra]
 
 

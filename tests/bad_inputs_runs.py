@@ -35,6 +35,12 @@ def _run_with_notes(tmp: Path, _: Shared) -> None:
     text(fake_run(tmp) / "notes.txt", "mine\n")
 
 
+def _predict_stride(tmp: Path, stride: int):
+    from kerasbert import predict
+
+    return predict(str(tmp / "run"), ["很好"], stride=stride)
+
+
 def _not_a_run(tmp: Path, _: Shared) -> None:
     """A folder of files kerasbert writes in a run, but no args.json (a checkpoint's vocab and config)."""
     cls_data(tmp)
@@ -130,6 +136,13 @@ def rows() -> list[Case]:
              ("vocab.txt", "1200 whole Chinese words", "pre_tokenize=jieba_words"), ("out",), train_cli),
         Case("train-warmup-negative", lambda tmp, _: cls_data(tmp), lambda tmp: train_call(tmp, warmup=-0.1),
              ConfigError, ("--warmup", "[0, 1]", "-0.1"), ("out",), lambda tmp: train_cli(tmp, "--warmup", "-0.1")),
+        Case("train-stride-not-below-the-window", lambda tmp, _: cls_data(tmp),
+             lambda tmp: train_call(tmp, maxlen=32, stride=30), ConfigError,
+             ("--stride", "less than maxlen - 2 = 30", "found 30"), ("out",),
+             lambda tmp: train_cli(tmp, "--maxlen", "32", "--stride", "30")),
+        Case("predict-stride-not-below-the-window", lambda tmp, shared: copy_run(tmp, shared),
+             lambda tmp: _predict_stride(tmp, 1000), ConfigError, ("--stride", "less than maxlen - 2", "found 1000"),
+             (), lambda tmp: ["predict", str(tmp / "run"), "--text", "很好", "--stride", "1000"]),
         Case("evaluate-without-data-on-a-run-without-dev", lambda tmp, shared: copy_run(tmp, shared), _evaluate_dev,
              ConfigError, ("--data", "no --dev"), ("run/eval-dev.json",), lambda tmp: ["evaluate", str(tmp / "run")]),
     ]

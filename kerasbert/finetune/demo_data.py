@@ -11,6 +11,8 @@ the same bytes:
   provinces) and ``ORG`` (universities, companies, banks, hospitals), and some sentences with none.
 - titles: ``(paragraph, title)`` pairs for sequence to sequence, the title naming who did what where, as the
   paragraph's first sentence says it among others (:func:`title_examples`, :func:`write_title_data`).
+- nested entities: texts whose organizations are mostly named after a city, the ``LOC`` inside the ``ORG``, for
+  the span task (:func:`span_examples`, :func:`write_span_data`).
 
 :func:`write_demo_data` writes both as files that :func:`kerasbert.text.readers.read_classification` and
 :func:`kerasbert.text.ner_readers.read_conll` read, plus a character vocabulary for the tokenizer.
@@ -53,6 +55,21 @@ ENTITY_TYPES = ("PER", "LOC", "ORG")
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 TYPABLE = "0123456789abcdefghijklmnopqrstuvwxyz，。！？,.!?"
 SPLITS = ("train", "dev", "test")
+
+
+def write_splits(folder: str, seed: int, sizes: tuple[int, int, int], lines, suffix: str,
+                 vocab: list[str]) -> dict[str, str]:
+    """Write ``{train,dev,test}{suffix}`` into ``folder`` (created if needed), each split the text of
+    ``lines(size, split_seed)`` with a seed drawn from ``seed``, and ``vocab.txt``; returns the four paths."""
+    master = random.Random(seed)
+    os.makedirs(folder, exist_ok=True)
+    paths = {}
+    for split, size in zip(SPLITS, sizes, strict=True):
+        paths[split] = os.path.join(folder, f"{split}{suffix}")
+        write_text(paths[split], "".join(lines(size, master.getrandbits(32))))
+    paths["vocab"] = os.path.join(folder, "vocab.txt")
+    write_text(paths["vocab"], "".join(f"{token}\n" for token in vocab))
+    return paths
 
 
 def _sentiment_sentence(rng: random.Random, label: str) -> str:
@@ -247,14 +264,72 @@ def write_title_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int 
     """
     import json
 
-    master = random.Random(seed)
-    os.makedirs(folder, exist_ok=True)
-    paths = {}
-    for split, size in zip(SPLITS, (n_train, n_dev, n_test), strict=True):
-        rows = title_examples(size, master.getrandbits(32))
-        paths[split] = os.path.join(folder, f"{split}.jsonl")
-        write_text(paths[split], "".join(json.dumps({"source": paragraph, "target": title}, ensure_ascii=False)
-                                         + "\n" for paragraph, title in rows))
-    paths["vocab"] = os.path.join(folder, "vocab.txt")
-    write_text(paths["vocab"], "".join(f"{token}\n" for token in title_vocabulary()))
-    return paths
+    def lines(size: int, split_seed: int):
+        return (json.dumps({"source": paragraph, "target": title}, ensure_ascii=False) + "\n"
+                for paragraph, title in title_examples(size, split_seed))
+
+    return write_splits(folder, seed, (n_train, n_dev, n_test), lines, ".jsonl", title_vocabulary())
+
+
+# span data: an ORG is mostly a LOC and a kind of organization, the LOC nested in it, or one of these
+ORG_KINDS = ("大学", "银行", "医院", "电视台")
+NAMED_ORGANIZATIONS = ("清华大学", "华为公司", "腾讯公司", "新华社", "中国移动", "小米公司")
+
+
+def _span_sentence(rng: random.Random, template: str) -> tuple[str, list[tuple[int, int, str]]]:
+    """Fill ``template``'s slots; each entity slot's character span, and a city's inside an ORG named after it."""
+    fillers = {"PER": lambda: _person(rng), "LOC": lambda: rng.choice(LOCATIONS), "TIME": lambda: rng.choice(TIMES),
+               "ORG": lambda: rng.choice(NAMED_ORGANIZATIONS)}
+    text, spans = "", []
+    for i, piece in enumerate(re.split(r"\{(\w+)\}", template)):
+        start = len(text)
+        if i % 2 and piece == "ORG" and rng.random() < 0.75:
+            city = rng.choice(LOCATIONS)
+            text += city + rng.choice(ORG_KINDS)
+            spans.append((start, start + len(city), "LOC"))
+        else:
+            text += fillers[piece]() if i % 2 else piece  # odd pieces are slot names
+        if i % 2 and piece in ENTITY_TYPES:
+            spans.append((start, len(text), piece))
+    return text, sorted(spans)
+
+
+def span_examples(n: int = 600, seed: int = 0) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    """Generate texts with ``PER``, ``LOC`` and ``ORG`` entities that nest: most organizations are named after a
+    city (``北京银行``), whose ``LOC`` lies inside the ``ORG``. About one text in five has no entity.
+
+    Returns:
+        list of ``(text, spans)``, each span ``(start, end, label)`` in characters, ``end`` exclusive, sorted.
+
+    Example:
+    >>> span_examples(1, seed=10)[0]
+    ('朱平伟去年加入了浙江医院', [(0, 3, 'PER'), (8, 10, 'LOC'), (8, 12, 'ORG')])
+    """
+    rng = random.Random(seed)
+    return [_span_sentence(rng, rng.choice(ENTITY_TEMPLATES + EMPTY_TEMPLATES)) for _ in range(n)]
+
+
+def write_span_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int = 150,
+                    n_test: int = 150) -> dict[str, str]:
+    """Write :func:`span_examples` splits as span JSONL (``{"text", "entities": [{"start", "end", "label"}]}``,
+    ``{train,dev,test}.jsonl``) and their ``vocab.txt`` into ``folder``; returns ``train``, ``dev``, ``test`` and
+    ``vocab`` to the paths.
+
+    Example:
+    >>> import tempfile
+    >>> paths = write_span_data(tempfile.mkdtemp(), n_train=4, n_dev=2, n_test=2)
+    >>> sorted(paths)
+    ['dev', 'test', 'train', 'vocab']
+    """
+    import json
+
+    def lines(size: int, split_seed: int):
+        return (json.dumps({"text": text, "entities": [{"start": a, "end": b, "label": label}
+                                                       for a, b, label in spans]}, ensure_ascii=False) + "\n"
+                for text, spans in span_examples(size, split_seed))
+
+    words = (*SURNAMES, *GIVEN, *LOCATIONS, *ORG_KINDS, *NAMED_ORGANIZATIONS, *TIMES,
+             *ENTITY_TEMPLATES, *EMPTY_TEMPLATES)
+    characters = sorted({char for word in words for char in re.sub(r"\{\w+\}", "", word)})
+    vocab = [*SPECIAL_TOKENS, *characters, *(char for char in TYPABLE if char not in characters)]
+    return write_splits(folder, seed, (n_train, n_dev, n_test), lines, ".jsonl", vocab)

@@ -1,4 +1,5 @@
-"""Evaluation metrics: sentence classification, entity-level NER and generated text, plus a printable table.
+"""Evaluation metrics: sentence classification, entity-level NER, generated text and sentence-pair similarity,
+plus a printable table.
 
 Entity metrics compare sets of ``(start, end, label)`` spans per sentence; a predicted entity
 counts only when start, end and label all match a gold entity (the CoNLL rule, as in seqeval).
@@ -197,3 +198,73 @@ def seq2seq_libraries():
         raise fail(ConfigError, "--task seq2seq", "rouge-score and sacrebleu to score generated text",
                    f"{error.name} is not installed", "pip install 'kerasbert[seq2seq]'") from None
     return rouge_scorer, sacrebleu
+
+
+def ranks(values: Sequence[float]) -> np.ndarray:
+    """The 1-based rank of each value, tied values each given the mean of the ranks they share (scipy's
+    ``rankdata(method="average")``).
+
+    Example:
+    >>> ranks([0.3, 0.1, 0.3, 0.2]).tolist()
+    [3.5, 1.0, 3.5, 2.0]
+    """
+    values = np.asarray(values, np.float64)
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])  # where each run of equal values starts
+    ends = np.r_[starts[1:], len(values)]
+    found = np.empty(len(values))
+    found[order] = np.repeat((starts + 1 + ends) / 2, ends - starts)  # the mean of ranks start + 1 .. end
+    return found
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation: the Pearson correlation of the two `ranks` (ties averaged); NaN when either
+    is constant, as scipy's ``spearmanr``.
+
+    Example:
+    >>> spearman([1, 2, 3, 4], [0.1, 0.4, 0.2, 0.9])
+    0.8
+    """
+    rx, ry = ranks(x), ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    scale = float(np.sqrt((rx * rx).sum() * (ry * ry).sum()))
+    return float((rx * ry).sum() / scale) if scale else float("nan")
+
+
+def best_threshold_accuracy(similarities: Sequence[float], labels: Sequence[int]) -> tuple[float, float]:
+    """The best accuracy a threshold gives on these pairs, and that threshold: ``similar`` when the similarity is
+    at least the threshold, the threshold halfway between the two similarities it separates (the lowest when every
+    pair is called similar, just above the highest when none is); the lowest threshold of equal accuracy.
+
+    Example:
+    >>> best_threshold_accuracy([0.875, 0.25, 0.75, 0.5], [1, 0, 1, 1])
+    (1.0, 0.375)
+    """
+    s = np.asarray(similarities, np.float64)
+    order = np.argsort(s, kind="stable")
+    s, similar = s[order], np.asarray(labels)[order] == 1
+    # calling the k lowest dissimilar and the rest similar is right for the dissimilar among the k lowest and the
+    # similar after them; k may only fall between two different similarities
+    right = np.r_[0, np.cumsum(~similar)] + np.r_[np.cumsum(similar[::-1])[::-1], 0]
+    k = int(np.argmax(np.where(np.r_[True, s[1:] > s[:-1], True], right, -1)))
+    threshold = s[0] if k == 0 else np.nextafter(s[-1], np.inf) if k == len(s) else (s[k - 1] + s[k]) / 2
+    return float(right[k] / len(s)), float(threshold)
+
+
+def similarity_metrics(labels: Sequence[float], similarities: Sequence[float]) -> dict:
+    """The scores of sentence-pair similarities against their labels: ``spearman`` (`spearman`), ``count``, and,
+    where every label is 0 or 1, ``accuracy`` and ``threshold`` (`best_threshold_accuracy`).
+
+    Example:
+    >>> scores = similarity_metrics([1, 0, 1, 1], [0.875, 0.25, 0.75, 0.5])
+    >>> round(scores["spearman"], 4), scores["accuracy"], scores["threshold"]
+    (0.7746, 1.0, 0.375)
+    """
+    if len(labels) != len(similarities) or not len(labels):
+        raise fail(DataError, "similarity_metrics", "one similarity per label, at least one",
+                   f"{len(similarities)} similarities for {len(labels)} labels")
+    scores = {"spearman": spearman(similarities, labels), "count": len(labels)}
+    if set(np.unique(np.asarray(labels, np.float64)).tolist()) <= {0.0, 1.0}:
+        scores["accuracy"], scores["threshold"] = best_threshold_accuracy(similarities, labels)
+    return scores

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
     from kerasbert.finetune.tasks import Task
 
-__all__ = ["RUN_FILES", "LoadedRun", "Run", "State", "open_run"]
+__all__ = ["RUN_FILES", "LoadedRun", "Run", "State", "open_run", "score_file", "with_stride"]
 
 RUN_FILES = ("args.json", "labels.json", "bert_config.json", "vocab.txt", "model.keras", "history.csv", "curves.png",
              "metrics.json", "confusion.png", "per_type.txt", "state", "state.old", "google", "eval-*.json",
@@ -342,3 +342,23 @@ def open_run(run_dir: str) -> LoadedRun:
     args = TrainArgs.saved(run.read_json("args.json"), run.path)
     return LoadedRun(run, args, args.make_task(), Tokenizer(run.file("vocab.txt"), do_lower_case=args.lowercase),
                      run.labels(), run.load_model())
+
+
+def with_stride(loaded: LoadedRun, stride: int | None) -> LoadedRun:
+    """``loaded`` with its texts split into windows sharing ``stride`` word pieces (`kerasbert.text.windows`) instead
+    of as the run was trained (``args.json``'s ``stride``); None keeps the run's. A ConfigError for a stride the run
+    cannot use (`TrainArgs.check_stride`)."""
+    if stride is None:
+        return loaded
+    args = dataclasses.replace(loaded.args, stride=stride)
+    args.check_stride()
+    return dataclasses.replace(loaded, args=args, task=args.make_task())
+
+
+def score_file(loaded: LoadedRun, data: str, batch_size: int | None = None, verbose: int = 0) -> dict:
+    """The task's scores of a loaded run's model on the labelled file ``data`` (the training format)."""
+    args, the_task, labels = loaded.args, loaded.task, loaded.labels
+    examples = the_task.read(data, labels)
+    features = the_task.encode(loaded.tokenizer, examples, labels, args.maxlen, data)
+    predictions = the_task.predict(loaded.model, features, examples, labels, batch_size or args.batch_size, verbose)
+    return the_task.score(examples, predictions, labels)

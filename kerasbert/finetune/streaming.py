@@ -212,6 +212,9 @@ def prepare(task: Task, pattern: str, tokenizer: Tokenizer, maxlen: int, out: st
     for name, value, low in (("maxlen", maxlen, 3), ("chunk", chunk, 1), ("shard_size", shard_size, 1)):
         if not isinstance(value, int) or value < low:
             raise fail(ConfigError, name, f"an int >= {low}", repr(value))
+    if task.group > 1:  # shards are shuffled row by row (`_shuffled`)
+        raise fail(ConfigError, f"--task {task.name}", "a task of one row per example to stream",
+                   f"examples of {task.group} rows that must stay together", "train on one file, read in memory")
     import keras
 
     files = expand(pattern)

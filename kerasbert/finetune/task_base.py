@@ -4,12 +4,14 @@ A task reads its files (`kerasbert.text.readers`), builds its label set, encodes
 (`kerasbert.text.pipeline`), attaches its head (`kerasbert.modeling.heads`), turns model outputs into prediction
 rows (`kerasbert.text.predictions`) and scores them (`kerasbert.finetune.metrics`). `kerasbert.finetune.training`
 and `kerasbert.finetune.runs` only talk to this interface, so every task shares one training loop and one
-run-folder format. The tasks are `kerasbert.finetune.tasks` (``cls``, ``ner``) and `kerasbert.finetune.seq2seq`.
+run-folder format. The tasks are `kerasbert.finetune.tasks` (``cls``, ``ner``), `kerasbert.finetune.seq2seq` and
+`kerasbert.finetune.sim`.
 """
 
 from __future__ import annotations
 
 import abc
+import os
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -17,12 +19,13 @@ from dataclasses import dataclass, field
 import keras
 import numpy as np
 
+from kerasbert.finetune import metrics
 from kerasbert.finetune.args import TaskOptions
 from kerasbert.text.pipeline import Features
-from kerasbert.text.readers import LabelSet
+from kerasbert.text.readers import LabelSet, write_text
 from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["Task", "predict_batches"]
+__all__ = ["EntityTask", "Task", "predict_batches"]
 
 
 _INFERENCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> (input spec, its graph function)
@@ -66,6 +69,7 @@ class Task(TaskOptions, abc.ABC):
     monitor: str = field(default="", init=False)
     dev_keys: tuple = field(default=(), init=False)  # the scores logged as val_<key> after each epoch
     application: str = field(default="encoder", init=False)  # the backbone's attention (kerasbert.modeling.masks)
+    group: int = field(default=1, init=False)  # rows an example encodes to, batched together (`Features.group`)
 
     def read(self, path: str, labels: LabelSet | None = None) -> list:
         """Every example of ``path``; with ``labels`` (the training set's), a label outside it is a DataError."""
@@ -124,3 +128,17 @@ class Task(TaskOptions, abc.ABC):
         """The label columns of `encode`'s `Features` as ``to_dataset`` yields them, in order: ``"label"`` or
         ``"labels"``, then ``"weights"`` if any, each ``"int"`` (one per example), ``"ints"`` or ``"floats"``
         (one per word piece)."""
+
+
+class EntityTask(Task, abc.ABC):
+    """A task whose predictions are entities as character spans (``ner``, ``span``): scored at the entity level,
+    an entity counted where its start, end and type all match, with a per-type table as its report."""
+
+    def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:
+        gold = [example.spans for example in examples]
+        pred = [[(e["start"], e["end"], e["label"]) for e in prediction["entities"]] for prediction in predictions]
+        return metrics.entity_metrics(gold, pred)
+
+    def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
+        """The dev per-type table as ``per_type.txt``."""
+        write_text(os.path.join(folder, "per_type.txt"), metrics.per_type_table(scores) + "\n")

@@ -1,5 +1,6 @@
-"""The fine-tuning tasks by name: ``cls`` and ``ner`` here, ``seq2seq`` in `kerasbert.finetune.seq2seq`; each a
-`kerasbert.finetune.task_base.Task`, what training, evaluation and prediction need of it.
+"""The fine-tuning tasks by name: ``cls`` and ``ner`` here, ``seq2seq`` in `kerasbert.finetune.seq2seq`, ``sim`` in
+`kerasbert.finetune.sim`, ``span`` in `kerasbert.finetune.span`; each a `kerasbert.finetune.task_base.Task`, what
+training, evaluation and prediction need of it.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from kerasbert.choices import TASK_NAMES
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.finetune import metrics
 from kerasbert.finetune.seq2seq import Seq2SeqTask
-from kerasbert.finetune.task_base import Task, predict_batches
+from kerasbert.finetune.sim import SimilarityTask
+from kerasbert.finetune.span import SpanTask
+from kerasbert.finetune.task_base import EntityTask, Task, predict_batches
 from kerasbert.modeling import heads, losses
 from kerasbert.text.ner_readers import NerExample, iter_conll, iter_span_jsonl
 from kerasbert.text.pipeline import Features, encode_classification, encode_ner, ner_tag_set, text_example, to_dataset
 from kerasbert.text.predictions import entities_row, label_row
-from kerasbert.text.readers import ClassificationExample, LabelSet, iter_classification, write_text
+from kerasbert.text.readers import ClassificationExample, LabelSet, iter_classification
 from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.text.windows import encode_split, mean_by_document, merge_pieces
 
 __all__ = ["TASKS", "ClassificationTask", "NerTask", "Task", "get_task", "predict_batches"]
 
@@ -45,7 +49,8 @@ class ClassificationTask(Task):
         return LabelSet.from_examples(examples)
 
     def encode(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> Features:
-        return encode_classification(tokenizer, examples, labels, maxlen, what)
+        return encode_split(lambda cut: encode_classification(tokenizer, examples, labels, cut, what), maxlen,
+                            self.stride, what)
 
     def head(self, backbone, labels: LabelSet):
         return heads.cls(backbone, len(labels), dropout=self.dropout)
@@ -54,7 +59,9 @@ class ClassificationTask(Task):
         return heads.loss_and_metrics(model)
 
     def _probabilities(self, model, features: Features, batch_size: int, verbose: int = 0) -> np.ndarray:
-        return np.concatenate(predict_batches(model, to_dataset(features, batch_size, labels=False), verbose))
+        """Each example's probabilities: a long one's are the mean of its windows' (`mean_by_document`)."""
+        batches = predict_batches(model, to_dataset(features, batch_size, labels=False), verbose)
+        return mean_by_document(features.windows, np.concatenate(batches))
 
     def predicted_ids(self, model, features: Features, batch_size: int, verbose: int = 0) -> np.ndarray:
         """The argmax label id of every example."""
@@ -83,7 +90,7 @@ class ClassificationTask(Task):
 
 
 @dataclass
-class NerTask(Task):
+class NerTask(EntityTask):
     """Entities as character spans; word pieces tagged in BIO by softmax or a CRF."""
 
     name: str = field(default="ner", init=False)
@@ -110,7 +117,8 @@ class NerTask(Task):
         return tags
 
     def encode(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> Features:
-        return encode_ner(tokenizer, examples, labels, maxlen, crf=self.crf, what=what)
+        return encode_split(lambda cut: encode_ner(tokenizer, examples, labels, cut, crf=self.crf, what=what), maxlen,
+                            self.stride, what)
 
     def head(self, backbone, labels: LabelSet):
         return heads.tagging(backbone, len(labels), crf=self.crf, bilstm_units=self.bilstm_units,
@@ -126,25 +134,18 @@ class NerTask(Task):
         return {"loss": loss, "weighted_metrics": [losses.accuracy_metric(keras.metrics.sparse_categorical_accuracy)]}
 
     def predicted_ids(self, model, features: Features, batch_size: int, verbose: int = 0) -> list[np.ndarray]:
-        """The tag id of every word piece of every example: the CRF's Viterbi path, or the argmax."""
+        """The tag id of every word piece of every example: the CRF's Viterbi path, or the argmax; a long example's
+        from its windows, each piece's from the window where it is furthest from an edge (`merge_pieces`)."""
         decoder = heads.crf_decoder(model) if self.crf else model
         batches = predict_batches(decoder, to_dataset(features, batch_size, labels=False), verbose)
-        return [row for batch in batches for row in (batch if self.crf else np.argmax(batch, axis=-1))]
+        return merge_pieces(features.windows, [row for batch in batches
+                                               for row in (batch if self.crf else np.argmax(batch, axis=-1))])
 
     def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
                 verbose: int = 0) -> list[dict]:
         rows = self.predicted_ids(model, features, batch_size, verbose)
         return [entities_row(example.text, row, firsts, example.offsets, labels)
                 for example, row, firsts in zip(examples, rows, features.first_pieces, strict=True)]
-
-    def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:
-        gold = [example.spans for example in examples]
-        pred = [[(e["start"], e["end"], e["label"]) for e in prediction["entities"]] for prediction in predictions]
-        return metrics.entity_metrics(gold, pred)
-
-    def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
-        """The dev per-type table as ``per_type.txt``."""
-        write_text(os.path.join(folder, "per_type.txt"), metrics.per_type_table(scores) + "\n")
 
     def label_columns(self) -> dict[str, str]:
         return {"labels": "ints"} if self.crf else {"labels": "ints", "weights": "floats"}  # weights: first pieces
@@ -154,7 +155,7 @@ class NerTask(Task):
 
 
 # in the order of kerasbert.choices.TASK_NAMES
-TASKS = dict(zip(TASK_NAMES, (ClassificationTask, NerTask, Seq2SeqTask), strict=True))
+TASKS = dict(zip(TASK_NAMES, (ClassificationTask, NerTask, Seq2SeqTask, SpanTask, SimilarityTask), strict=True))
 
 
 def get_task(name: str, **options) -> Task:

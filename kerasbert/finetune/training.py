@@ -37,7 +37,7 @@ from kerasbert.files import copy_file
 from kerasbert.finetune import plots, streaming
 from kerasbert.finetune.args import TrainArgs
 from kerasbert.finetune.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
-from kerasbert.finetune.runs import Run, State, open_run
+from kerasbert.finetune.runs import Run, State, open_run, score_file, with_stride
 from kerasbert.finetune.tasks import Task
 from kerasbert.log import logger
 from kerasbert.modeling import families
@@ -246,6 +246,8 @@ def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbo
         config = config.replace(vocab_size=tokenizer.vocab_size)
     args.model = families.resolve(args.model, config).name  # args.json names the family the run built
     labels, count, train_data, prepared = _train_data(args, the_task, tokenizer, config, labels, verbose)
+    for name, value in the_task.task_options().items():  # as the training data settled them (sim: its loss)
+        setattr(args, name, value)
     dev_examples = the_task.read(args.dev, labels) if args.dev else None
     dev_features = the_task.encode(tokenizer, dev_examples, labels, args.maxlen, args.dev) if args.dev else None
     if verbose:
@@ -274,8 +276,9 @@ def _build(args: TrainArgs, the_task: Task, inputs: _Inputs, strategy, verbose: 
     global_batch = _global_batch(args, strategy)
     steps_per_epoch = math.ceil(inputs.count / global_batch)
     total = min(steps_per_epoch * args.epochs, args.max_steps or math.inf)
-    logger.info("%s: %d replica(s) x %d rows = global batch %d; %d steps an epoch",
-                describe(strategy), strategy.num_replicas_in_sync, args.batch_size, global_batch, steps_per_epoch)
+    logger.info("%s: %d replica(s) x %d %s = global batch %d; %d steps an epoch", describe(strategy),
+                strategy.num_replicas_in_sync, args.batch_size, "rows" if the_task.group == 1 else "pairs",
+                global_batch, steps_per_epoch)
     with strategy.scope():
         backbone = build_transformer_model(config=inputs.config, checkpoint_path=args.checkpoint, model=args.model,
                                            application=the_task.application, verbose=verbose > 0, dtype=policy)
@@ -319,7 +322,7 @@ def _dev_scorer(model, the_task: Task, args: TrainArgs, inputs: _Inputs, chief: 
         if inputs.dev_features is None or not chief:
             return {}
         scores = _dev_scores(model, the_task, args, inputs)
-        return {f"val_{key}": scores[key] for key in the_task.dev_keys}
+        return {f"val_{key}": scores[key] for key in the_task.dev_keys if key in scores}
 
     return score_dev
 
@@ -392,12 +395,15 @@ def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, l
     One file is read and encoded in memory. A folder from ``kerasbert prepare`` is streamed from its
     shards; a glob is first prepared (streamed, tokenized once) into a temporary folder, removed at the end.
     """
+    if args.stride is not None and (os.path.isdir(args.train) or streaming.is_glob(args.train)):
+        raise fail(ConfigError, "--stride", "a --train file, read in memory", f"the streamed data {args.train!r}",
+                   "prepared shards hold rows already cut at --maxlen: train on the file, or leave --stride out")
     if not os.path.isdir(args.train) and not streaming.is_glob(args.train):
         args.maxlen = _maxlen(args, config)
         examples = the_task.read(args.train, labels)
         labels = labels or the_task.label_set(examples)
         features = the_task.encode(tokenizer, examples, labels, args.maxlen, args.train)
-        return labels, len(features), lambda batch, epoch, skip: to_dataset(
+        return labels, len(features) // features.group, lambda batch, epoch, skip: to_dataset(
             features, batch, seed=args.seed, epoch=epoch, skip_batches=skip), None
     folder = temporary = None
     if os.path.isdir(args.train):
@@ -437,36 +443,37 @@ def _finish(run, args, the_task, inputs: _Inputs, state, monitor) -> dict:
     return result
 
 
-def evaluate(run_dir: str, data: str | None = None, batch_size: int | None = None, verbose: int = 1) -> dict:
+def evaluate(run_dir: str, data: str | None = None, batch_size: int | None = None, verbose: int = 1,
+             stride: int | None = None) -> dict:
     """Score the run's model on a labelled file in the training format (None: the run's dev file); writes
-    ``eval-<file>.json``.
+    ``eval-<file>.json``. ``stride``: split long texts into windows sharing that many word pieces (None: as the
+    run was trained), each text scored whole (`kerasbert.finetune.runs.with_stride`).
 
     Returns:
         dict. cls: ``accuracy``, ``macro_f1``, ``per_label``, ``confusion``; ner: micro/macro
         ``precision``/``recall``/``f1`` and ``per_type`` (entity level, on character spans).
     """
-    loaded = open_run(run_dir)
-    args, the_task, labels = loaded.args, loaded.task, loaded.labels
-    if data is None and args.dev is None:
+    loaded = with_stride(open_run(run_dir), stride)
+    if data is None and loaded.args.dev is None:
         raise fail(ConfigError, "--data", "a labelled file", "none, and the run had no --dev",
                    f"pass the file to score {run_dir} on")
-    data = args.dev if data is None else data
-    examples = the_task.read(data, labels)
-    features = the_task.encode(loaded.tokenizer, examples, labels, args.maxlen, data)
-    predictions = the_task.predict(loaded.model, features, examples, labels, batch_size or args.batch_size, verbose)
-    scores = the_task.score(examples, predictions, labels)
+    data = loaded.args.dev if data is None else data
+    scores = score_file(loaded, data, batch_size, verbose)
     loaded.run.write_json(f"eval-{os.path.splitext(os.path.basename(data))[0]}.json", scores)
     return scores
 
 
-def predict(run_dir: str, texts: Sequence[str | dict], batch_size: int | None = None, verbose: int = 0) -> list[dict]:
-    """Predict raw texts (str, or ``{"text", "text_b"}`` for pairs) with the run's model.
+def predict(run_dir: str, texts: Sequence[str | dict], batch_size: int | None = None, verbose: int = 0,
+            stride: int | None = None) -> list[dict]:
+    """Predict raw texts (str, or ``{"text", "text_b"}`` for pairs) with the run's model; ``stride``: split long
+    texts into windows sharing that many word pieces (None: as the run was trained;
+    `kerasbert.finetune.runs.with_stride`).
 
     Returns:
         list of dict. cls: ``{"text", "label", "probabilities"}``; ner: ``{"text", "entities": [{"start",
         "end", "label", "text"}]}`` with character offsets into the text.
     """
-    loaded = open_run(run_dir)
+    loaded = with_stride(open_run(run_dir), stride)
     rows = [row if isinstance(row, dict) else {"text": row} for row in texts]
     examples = loaded.task.examples_of_texts(loaded.tokenizer, rows)
     features = loaded.task.encode(loaded.tokenizer, examples, None, loaded.args.maxlen, "input")

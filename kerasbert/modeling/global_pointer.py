@@ -267,3 +267,73 @@ def global_pointer_f1(y_true, y_pred):
 
 
 global_pointer_f1_score = global_pointer_f1  # the name bert4keras's GlobalPointer examples define
+
+
+def span_target(codes, logits):
+    """The dense target ``[B, A, S, S]`` of ``logits``, 1 on each gold span, from the span codes of
+    `kerasbert.text.span_data.span_code`.
+
+    A code is ``1 + type + A·(end·(end + 1)/2 + start)`` (``start <= end``, word-piece positions), 0 padding;
+    it needs no sequence length to read, so a row of codes is as long as its row of tokens and pads as they do.
+
+    Args:
+        codes: tensor. ``[B, N]`` int span codes, 0 where there is none.
+        logits: tensor. ``[B, A, S, S]``, for its shape.
+
+    Example:
+    >>> codes = ops.array([[1 + 1 + 2 * (1 * 2 // 2 + 0), 1 + 0 + 2 * (2 * 3 // 2 + 2), 0]])  # (1, 0, 1), (0, 2, 2)
+    >>> target = ops.convert_to_numpy(span_target(codes, ops.zeros((1, 2, 3, 3))))
+    >>> [tuple(int(i) for i in index) for index in zip(*target.nonzero())]
+    [(0, 0, 2, 2), (0, 1, 0, 1)]
+    """
+    heads, length = logits.shape[1], ops.shape(logits)[2]
+    codes = ops.cast(codes, "int32") - 1  # -1: padding
+    real = ops.greater_equal(codes, 0)
+    kinds, triangle_index = codes % heads, codes // heads
+    positions = ops.arange(length, dtype="int32")
+    triangle = positions * (positions + 1) // 2  # end·(end + 1)/2 of each end
+    ends = ops.sum(ops.cast(ops.less_equal(triangle[1:], triangle_index[..., None]), "int32"), axis=-1)  # (b, n)
+    starts = triangle_index - ops.take(triangle, ends)
+
+    def one_hot(values, count):  # (b, n, count), all 0 on padding
+        hits = ops.logical_and(ops.equal(values[..., None], ops.arange(count, dtype="int32")), real[..., None])
+        return ops.cast(hits, "float32")
+
+    spans = ops.einsum("bna,bni,bnj->baij", one_hot(kinds, heads), one_hot(starts, length), one_hot(ends, length))
+    return ops.minimum(spans, 1.0)
+
+
+@register
+class SpanCodeLoss(keras.losses.Loss):
+    """`global_pointer_crossentropy` with the gold spans given as span codes (`span_target`): per example, the
+    mean over its A types of `multilabel_categorical_crossentropy` over the S·S spans.
+
+    Args:
+        name: str. the loss's name.
+        reduction: str. Keras's reduction over the examples.
+
+    Example:
+    >>> logits = mask_spans(ops.zeros((1, 1, 2, 2)))
+    >>> round(float(SpanCodeLoss()(ops.array([[1 + 0 + 1 * (1 + 0), 0]]), logits)), 4)  # gold (0, 1), as above
+    1.7918
+    """
+
+    def __init__(self, name: str = "span_code_loss", reduction: str = "sum_over_batch_size", **kwargs):
+        super().__init__(name=name, reduction=reduction, **kwargs)
+
+    def call(self, y_true, y_pred):
+        shape = ops.shape(y_pred)
+        flat = (shape[0], y_pred.shape[1], shape[2] * shape[3])  # (batch, heads, spans)
+        target = ops.reshape(span_target(y_true, y_pred), flat)
+        return ops.mean(multilabel_categorical_crossentropy(target, ops.reshape(y_pred, flat)), axis=-1)
+
+
+@register
+def span_f1(y_true, y_pred):
+    """`global_pointer_f1` with the gold spans given as span codes (`span_target`).
+
+    Example:
+    >>> round(float(span_f1(ops.array([[1 + 0 + 1 * (1 + 0)]]), ops.array([[[[-1.0, 2.0], [-1.0, 3.0]]]]))), 4)
+    0.6667
+    """
+    return global_pointer_f1(span_target(y_true, y_pred), y_pred)

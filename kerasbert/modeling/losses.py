@@ -17,8 +17,8 @@ from kerasbert.modeling.crf import ConditionalRandomField, crf_accuracy
 from kerasbert.modeling.global_pointer import GlobalPointer, global_pointer_crossentropy, global_pointer_f1
 from kerasbert.modeling.registry import register
 
-__all__ = ["CRFLoss", "SparseLabelLoss", "TokenBinaryLoss", "accuracy_metric", "check_label_ids", "loss_and_metrics",
-           "masked_accuracy", "token_binary_accuracy"]
+__all__ = ["CRFLoss", "CoSENTLoss", "InBatchNegativesLoss", "SparseLabelLoss", "TokenBinaryLoss", "accuracy_metric",
+           "check_label_ids", "loss_and_metrics", "masked_accuracy", "token_binary_accuracy"]
 
 
 def loss_and_metrics(model: keras.Model) -> dict:
@@ -209,3 +209,83 @@ def token_binary_accuracy(y_true, y_pred):
     averages them over the non-padding tokens (the output's Keras mask)."""
     y_true = ops.reshape(ops.cast(y_true, "float32"), ops.shape(y_pred)[:-1])
     return ops.cast(ops.equal(y_true, ops.cast(y_pred[..., 0] > 0.5, "float32")), "float32")
+
+
+# ------------------------------------------------------------------------------------------- sentence pairs
+def _pair_vectors(y_pred):
+    """Sentence vectors ``[2P, H]``, a pair's two texts in rows ``2i`` and ``2i + 1``, as unit float32 ``a``, ``b``
+    of ``[P, H]`` each."""
+    x = ops.normalize(ops.cast(y_pred, "float32"), axis=-1)
+    x = ops.reshape(x, (-1, 2, x.shape[-1]))  # (pairs, 2, H)
+    return x[:, 0], x[:, 1]
+
+
+@register
+class CoSENTLoss(keras.losses.Loss):
+    """CoSENT (Su 2022, https://kexue.fm/archives/8847) over the sentence pairs of a batch:
+    ``log(1 + Σ_{(i, j): y_i > y_j} exp(λ (cos_j − cos_i)))``, ``cos_i`` the cosine of pair i's two vectors.
+
+    Every pair ranked above another should have the higher cosine; only the labels' order counts, so 0/1 labels
+    and graded scores (STS-B's 0-5) train alike. A batch whose labels are all equal has no such (i, j): loss 0.
+
+    Args:
+        scale: float. λ, the cosines' scale (20 in CoSENT).
+
+    Inputs: ``y_true`` ``[2P]``, a pair's label on both its rows; ``y_pred`` ``[2P, H]``, rows ``2i`` and ``2i + 1``
+    pair i's texts (normalized here, whatever the model's output).
+
+    Example:
+    >>> import numpy as np
+    >>> vectors = np.array([[1, 0], [1, 0], [1, 0], [0, 1]], "float32")  # cosines 1 (label 1) and 0 (label 0)
+    >>> round(float(CoSENTLoss()(np.array([1, 1, 0, 0]), vectors)), 6)  # log(1 + e^-20)
+    0.0
+    >>> round(float(CoSENTLoss()(np.array([0, 0, 1, 1]), vectors)), 4)  # log(1 + e^20)
+    20.0
+    """
+
+    def __init__(self, scale: float = 20.0, name: str = "cosent_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.scale = scale
+
+    def call(self, y_true, y_pred):
+        a, b = _pair_vectors(y_pred)
+        cosines = ops.sum(a * b, axis=-1)  # (pairs,)
+        labels = ops.reshape(ops.cast(y_true, "float32"), (-1, 2))[:, 0]
+        differences = self.scale * (cosines[None, :] - cosines[:, None])  # [i, j]: λ (cos_j − cos_i)
+        ranked = ops.greater(labels[:, None], labels[None, :])  # y_i > y_j
+        terms = ops.reshape(ops.where(ranked, differences, -1e12), (-1,))
+        return ops.logsumexp(ops.concatenate([ops.zeros((1,), "float32"), terms]))  # the 1 is e^0
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale}
+
+
+@register
+class InBatchNegativesLoss(keras.losses.Loss):
+    """In-batch negatives, sentence-transformers' MultipleNegativesRankingLoss: for every pair i, the softmax
+    cross-entropy of ``λ cos(a_i, b_j)`` over the batch's second texts j, with b_i the answer; the mean over pairs.
+
+    For pairs that are all positives (paraphrases, question and answer): the other pairs' second texts serve as
+    negatives. The labels are not read. Inputs as `CoSENTLoss`'s.
+
+    Args:
+        scale: float. λ (20 in sentence-transformers).
+
+    Example:
+    >>> import numpy as np
+    >>> round(float(InBatchNegativesLoss()(np.ones(4), np.ones((4, 2)))), 4)  # b_0, b_1 alike for each a_i: log 2
+    0.6931
+    """
+
+    def __init__(self, scale: float = 20.0, name: str = "in_batch_negatives_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.scale = scale
+
+    def call(self, y_true, y_pred):
+        a, b = _pair_vectors(y_pred)
+        scores = self.scale * ops.matmul(a, ops.transpose(b))  # (pairs, pairs): [i, j] = λ cos(a_i, b_j)
+        log_probabilities = scores - ops.logsumexp(scores, axis=1, keepdims=True)
+        return -ops.mean(ops.diagonal(log_probabilities))
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale}

@@ -11,11 +11,17 @@ signatures:
   returns ``label`` (string), ``label_id`` and ``probabilities``; a tagger returns its entities padded per row,
   ``entity_text``, ``entity_label`` (``""`` as padding), ``entity_start``, ``entity_end`` (character offsets into
   the input, ``end`` exclusive; -1 as padding) and ``entity_count``, read from each word's first piece as
-  ``kerasbert predict`` reads them (a CRF head is Viterbi-decoded in the graph);
+  ``kerasbert predict`` reads them (a CRF head is Viterbi-decoded in the graph); a span run returns the same
+  outputs, nested entities included (`kerasbert.serving.span_export`);
 - ``ids``: ``token_ids`` and ``segment_ids`` for callers that tokenize themselves; it returns the head's output
-  (``probabilities``, or ``tag_ids`` per piece for a tagger).
+  (``probabilities``, ``tag_ids`` per piece for a tagger, ``span_logits`` for a span run), one row per row given.
 
-Beside the model, ``kerasbert-export.json`` records the task, labels, maximum length, vocabulary checksum,
+With a stride (the run's ``--stride``, or ``export(..., stride=N)``), ``serving_default`` of a cls, ner or span run
+splits a text longer than ``maxlen`` into windows and merges their answers in the graph
+(`kerasbert.serving.graph_windows`) as ``kerasbert predict --stride`` does; OpenVINO and ONNX exports do it in Python
+(`kerasbert.text.windows`).
+
+Beside the model, ``kerasbert-export.json`` records the task, labels, maximum length, stride, vocabulary checksum,
 source run, format, precision and the exported model's dev score.
 
 An OpenVINO or ONNX export scores itself on the run's dev file. One that loses more than
@@ -28,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kerasbert.choices import EXPORT_FORMATS, LOSS_BOUND, MAXLEN, PRECISIONS
@@ -66,9 +73,16 @@ def _entities(text, tag_ids, token_ids, starts, ends, lengths, vocab, labels) ->
     count = tf.reduce_sum(tf.cast(begins, tf.int64))
     start = tf.math.unsorted_segment_min(tf.boolean_mask(word_start, ~outside), entity, count)
     end = tf.math.unsorted_segment_max(tf.boolean_mask(word_end, ~outside), entity, count)
-    row = tf.boolean_mask(rows, begins)
+    return padded_entities(text, tf.boolean_mask(rows, begins), tf.boolean_mask(kind, begins), start, end)
+
+
+def padded_entities(text, row, label, start, end) -> dict:
+    """The ``serving_default`` outputs of a batch's entities, given flat in row order (``row`` of each): padded per
+    row (``""`` and -1), with each entity's text cut from its input and ``entity_count``."""
+    import tensorflow as tf
+
     values = {"entity_text": tf.strings.substr(tf.gather(text, row), start, end - start, unit="UTF8_CHAR"),
-              "entity_label": tf.boolean_mask(kind, begins), "entity_start": start, "entity_end": end}
+              "entity_label": label, "entity_start": start, "entity_end": end}
     nrows = tf.shape(text, tf.int64)[0]
     out = {name: tf.RaggedTensor.from_value_rowids(value, row, nrows).to_tensor("" if value.dtype == tf.string
                                                                                 else -1)
@@ -77,8 +91,10 @@ def _entities(text, tag_ids, token_ids, starts, ends, lengths, vocab, labels) ->
     return out
 
 
-def _served(model, tokenizer, labels: list[str], vocab: list[str], task: str, crf: bool, pairs: bool):
-    """The tf.Module to save, and its two signatures."""
+def _served(model, tokenizer, labels: list[str], vocab: list[str], task: str, crf: bool, pairs: bool,
+            stride: int | None = None):
+    """The tf.Module to save, and its two signatures; with ``stride``, ``serving_default`` splits long texts into
+    windows and merges their answers (`kerasbert.serving.graph_windows`)."""
     import tensorflow as tf
 
     from kerasbert.modeling.heads import crf_decoder
@@ -87,15 +103,31 @@ def _served(model, tokenizer, labels: list[str], vocab: list[str], task: str, cr
     module.model, module.tokenizer = (crf_decoder(model) if crf else model), tokenizer
     label_names, pieces = tf.constant(labels), tf.constant(vocab)
 
+    def labelled(probabilities) -> dict:
+        label_id = tf.argmax(probabilities, -1, output_type=tf.int32)
+        return {"probabilities": probabilities, "label_id": label_id, "label": tf.gather(label_names, label_id)}
+
     def head(token_ids, segment_ids) -> dict:
         output = module.model([token_ids, segment_ids], training=False)
         if task == "cls":
-            label_id = tf.argmax(output, -1, output_type=tf.int32)
-            return {"probabilities": output, "label_id": label_id, "label": tf.gather(label_names, label_id)}
+            return labelled(output)
         tag_ids = output if crf else tf.argmax(output, -1, output_type=tf.int32)
         return {"tag_ids": tf.cast(tag_ids, tf.int32)}
 
+    def on_windows(text) -> dict:
+        from kerasbert.serving import graph_windows
+
+        windows = graph_windows.split(module.tokenizer.pieces(text), tokenizer.maxlen, stride, vocab.index("[CLS]"),
+                                      vocab.index("[SEP]"))
+        out = head(windows["token_ids"], windows["segment_ids"])
+        if task == "cls":
+            return labelled(graph_windows.mean_by_document(out["probabilities"], windows))
+        return _entities(text, graph_windows.merge_pieces(out["tag_ids"], windows), windows["text_token_ids"],
+                         windows["text_starts"], windows["text_ends"], windows["text_lengths"], pieces, label_names)
+
     def on_text(text, text_b=None) -> dict:
+        if stride is not None:
+            return on_windows(text)
         pieces_of = module.tokenizer.tokenize(text, text_b) if pairs else module.tokenizer.tokenize(text)
         out = head(pieces_of["token_ids"], pieces_of["segment_ids"])
         if task == "cls":
@@ -123,7 +155,8 @@ def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, preci
     checksum = vocab_checksum(run.file("vocab.txt"))
     metrics = run.read_json("metrics.json") if os.path.isfile(run.file("metrics.json")) else {}
     return {"format": fmt, "int8": int8, "precision": precision, "task": args.task, "crf": bool(args.crf),
-            "pairs": args.text_b is not None, "labels": labels, "maxlen": maxlen, "lowercase": bool(args.lowercase),
+            "pairs": args.text_b is not None, "labels": labels, "maxlen": maxlen, "stride": args.stride,
+            "lowercase": bool(args.lowercase),
             "vocab_sha256": checksum, "source_run": os.path.abspath(run.path), "dev": metrics.get("dev", {}),
             "dev_run": metrics.get("dev", {}),
             **({"target_maxlen": args.target_maxlen, "beams": args.beams} if args.task == "seq2seq" else {})}
@@ -192,8 +225,11 @@ def _set_aside(staging: str, out: str) -> str:
 
 
 def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXPORT_FORMATS[0], int8: bool = False,
-           calibration: str | None = None, precision: str = PRECISIONS[0], accept_loss: bool = False) -> dict:
-    """Export the best model of a ``kerasbert train`` run folder for serving.
+           calibration: str | None = None, precision: str = PRECISIONS[0], accept_loss: bool = False,
+           stride: int | None = None, pooling: str | None = None, normalize: bool | None = None) -> dict:
+    """Export the best model of a ``kerasbert train`` run folder for serving; a checkpoint or sentence-transformers
+    folder, or a run whose model answers sentence vectors (``--task sim``), exports a model that answers vectors
+    (`kerasbert.serving.vector_export`).
 
     Args:
         run_dir: str. the run folder.
@@ -205,6 +241,13 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
             calibrate the quantization; default: the run's training file, else its dev file.
         precision: str. openvino: ``"f32"``, or ``"bf16"`` on a CPU with bfloat16 units, for what is not int8.
         accept_loss: bool. publish an export that loses more than `LOSS_BOUND` of the run's dev score.
+        stride: int or None. split texts longer than ``maxlen`` into windows sharing this many word pieces and merge
+            their answers, as ``kerasbert predict --stride`` (`kerasbert.text.windows`; in the SavedModel's graph,
+            `kerasbert.serving.graph_windows`); None: as the run was trained. Recorded as ``stride``; the run's dev
+            score is then measured with it.
+        pooling: str or None. a checkpoint's pooling, or a sentence-transformers folder's or a vector run's, which it
+            must equal (`kerasbert.serving.embed.open_embedder`).
+        normalize: bool or None. unit-length vectors (`kerasbert.serving.embed.open_embedder`).
 
     Returns:
         dict. what ``kerasbert-export.json`` records; ``dev`` is the exported model's dev score (for onnx and
@@ -225,12 +268,18 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     >>> info["task"], info["labels"]
     ('cls', ['neg', 'pos'])
     """
-    from kerasbert.finetune.runs import open_run
+    from kerasbert.finetune.runs import open_run, with_stride
     from kerasbert.modeling.config import resolve_config
+    from kerasbert.serving.vector_export import export_vectors, vector_source
+    from kerasbert.text.windows import check_stride
 
     out = os.fspath(out)
     _check_arguments(out, format, int8, precision)
-    loaded = open_run(os.fspath(run_dir))
+    vectors = vector_source(os.fspath(run_dir), pooling, normalize, stride)  # None: a run of labels or text
+    if vectors is not None:
+        return export_vectors(vectors, out, format, int8, calibration, precision, accept_loss)
+    trained = open_run(os.fspath(run_dir))
+    loaded = with_stride(trained, stride)
     run, args = loaded.run, loaded.args
     if args.task not in LOSS_BOUND:
         raise fail(ModelError, os.fspath(run_dir), f"a run of --task {' or '.join(LOSS_BOUND)} to export",
@@ -239,29 +288,52 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
         raise fail(ConfigError, "--int8", "--format onnx for a seq2seq run (its decoder's int8 needs no calibration)",
                    "--format openvino", "export it with --format onnx --int8, or in float32")
     maxlen = args.maxlen or min(MAXLEN, resolve_config(run.file("bert_config.json")).max_position_embeddings)
+    if args.stride is not None:
+        check_stride(args.stride, maxlen)
     info = _info(run, args, loaded.labels.labels, maxlen, format, int8, precision)
-    kind = kind_of(info)
-    with publish_folder(out) as staging:
+    if args.stride != trained.args.stride:  # the run's dev score was measured with its own stride
+        info["dev"] = info["dev_run"] = _dev_score(loaded)
+    def write(staging: str) -> None:
         if format == "saved_model":
             _write_saved_model(staging, loaded, maxlen)
         else:
             from kerasbert.serving.convert import write_portable
 
             write_portable(staging, loaded, info, calibration, data_file(args.dev))
+
+    publish_export(out, info, write, loss_over_bound if format != "saved_model" else None, "the run's dev score",
+                   accept_loss)
+    logger.info("exported %s (%s, %s) to %s", run.path, args.task, kind_of(info), out)
+    return info
+
+
+def publish_export(out: str, info: dict, write: Callable[[str], None], loss: Callable[[dict], str | None] | None,
+                   bound_of: str, accept_loss: bool) -> None:
+    """Write an export into ``out`` whole or not at all: ``write(staging)`` fills the folder and ``info``, then
+    ``kerasbert-export.json`` is written. An export whose ``loss(info)`` is not None is kept aside (`_set_aside`)
+    and a ModelError names where, unless ``accept_loss``, which publishes it with a warning."""
+    with publish_folder(out) as staging:
+        write(staging)
         with open(os.path.join(staging, EXPORT_INFO), "w", encoding="utf-8") as f:
             f.write(json.dumps(info, ensure_ascii=False, indent=1) + "\n")
-        loss = loss_over_bound(info) if format != "saved_model" else None
-        if loss and not accept_loss:
+        lost = loss(info) if loss is not None else None
+        if lost and not accept_loss:
             kept = _set_aside(staging, out)
-            raise fail(ModelError, out, f"an {kind} export within the bound of the run's dev score", loss,
+            raise fail(ModelError, out, f"an {kind_of(info)} export within the bound of {bound_of}", lost,
                        f"not published; kept at {kept}: pass --accept-loss to publish such an export, or export "
                        "without --int8/--precision bf16")
-    if loss:
-        logger.warning("%s: published with its loss (--accept-loss): %s", out, loss)
+    if lost:
+        logger.warning("%s: published with its loss (--accept-loss): %s", out, lost)
     if info.get("dev_unscored"):
         logger.warning("%s: could not score the export: %s", out, info["dev_unscored"])
-    logger.info("exported %s (%s, %s) to %s", run.path, args.task, kind, out)
-    return info
+
+
+def _dev_score(loaded: LoadedRun) -> dict:
+    """The run's score on its dev file as ``loaded`` predicts (``{}`` without one)."""
+    from kerasbert.finetune.runs import score_file
+
+    dev = data_file(loaded.args.dev)
+    return score_file(loaded, dev) if dev else {}
 
 
 def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int) -> None:
@@ -284,8 +356,13 @@ def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int) -> None:
         tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen - args.target_maxlen)
         module, signatures = served_seq2seq(loaded.model, tokenizer, GraphDetokenizer(vocab), args.beams,
                                             args.target_maxlen, vocab.index("[SEP]"))
+    elif args.task == "span":
+        from kerasbert.serving.span_export import served_spans
+
+        tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen)
+        module, signatures = served_spans(loaded.model, tokenizer, loaded.labels.labels, vocab, args.stride)
     else:
         tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen)
         module, signatures = _served(loaded.model, tokenizer, loaded.labels.labels, vocab, args.task,
-                                     bool(args.crf), args.text_b is not None)
+                                     bool(args.crf), args.text_b is not None, args.stride)
     tf.saved_model.save(module, folder, signatures=signatures)

@@ -20,6 +20,7 @@ from kerasbert.errors import ConfigError, fail
 from kerasbert.serving.export import EXPORT_INFO, vocab_checksum
 from kerasbert.serving.portable_decoder import PortableSeq2Seq
 from kerasbert.serving.runtime import MODEL_FILES, PortableExport, check_texts
+from kerasbert.serving.vector_export import VECTOR_TASK, PortableVectors, vector_rows
 from kerasbert.text.predictions import label_row, spans_row
 
 __all__ = ["Export", "Served", "open_export", "predict_export"]
@@ -47,6 +48,8 @@ class Export:
         return out
 
     def _rows(self, batch: Sequence[dict], result: dict) -> list[dict]:
+        if self.info["task"] == VECTOR_TASK:
+            return vector_rows(batch, result["vector"])
         if self.info["task"] == "seq2seq":
             return [{**row, "target": target.decode()} for row, target in zip(batch, result["target"], strict=True)]
         if self.info["task"] == "cls":
@@ -97,17 +100,20 @@ def _open_portable(path: str, info: dict) -> PortableExport | PortableSeq2Seq:
         raise fail(ConfigError, os.path.join(path, "vocab.txt"), "the vocabulary the model was exported with "
                    f"(sha256 {str(info.get('vocab_sha256'))[:12]}...)", f"another one (sha256 {checksum[:12]}...)",
                    "export the run again")
+    if info["task"] == VECTOR_TASK:
+        return PortableVectors(path, info)
     return PortableSeq2Seq(path, info) if seq2seq else PortableExport(path, info)
 
 
 def _output_width(served: Served) -> int | None:
     """How many scores a token or a text gets from the model: one per label (None: the labels are in the graph, or
-    a seq2seq model writes text)."""
-    if served.info["task"] == "seq2seq":
+    a seq2seq model writes text); a span model's logits ``[B, K, S, S]`` have one head per label."""
+    if served.info["task"] in ("seq2seq", VECTOR_TASK):  # text, or vectors: no labels
         return None
     if isinstance(served, PortableExport):
         ids, segments = served.tokenizer.encode("warm up")
-        return int(served.run_model(np.array([ids], np.int32), np.array([segments], np.int32)).shape[-1])
+        shape = served.run_model(np.array([ids], np.int32), np.array([segments], np.int32)).shape
+        return int(shape[1] if served.info["task"] == "span" else shape[-1])
     if served.info["task"] != "cls":
         return None  # a SavedModel tagger names its entities' labels itself; a seq2seq model has none
     return int(served.signature.structured_outputs["probabilities"].shape[-1])

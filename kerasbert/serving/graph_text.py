@@ -189,6 +189,20 @@ class GraphTokenizer(tf.Module):
                  .to_tensor(NO_OFFSET if name in ("starts", "ends") else 0) for name, value in out.items()}
         return {**dense, "lengths": tf.cast(tf.add_n(taken), tf.int32)}
 
+    @tf.autograph.experimental.do_not_convert
+    def pieces(self, texts: tf.Tensor) -> dict[str, tf.Tensor]:
+        """Every word piece of a batch of texts, uncut (``maxlen`` does not apply), for texts split into windows
+        (`kerasbert.serving.graph_windows`): ``token_ids``, ``starts`` and ``ends`` (as `tokenize` gives them) flat
+        in text order, and ``count`` ``[batch]`` (int64), the pieces of each text.
+
+        Example:
+        >>> tokenizer = GraphTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "中", "国"], lowercase=True, maxlen=3)
+        >>> out = tokenizer.pieces(tf.constant(["中国中", "国"]))
+        >>> out["token_ids"].numpy().tolist(), out["count"].numpy().tolist()
+        ([4, 5, 4, 5], [3, 1])
+        """
+        return self._pieces(tf.convert_to_tensor(texts, tf.string))
+
     def _items(self, part: dict[str, tf.Tensor], row: tf.Tensor, index: tf.Tensor, keep: tf.Tensor,
                full: tf.Tensor) -> dict[str, tf.Tensor]:
         """Item ``index`` of each row of a text cut to ``keep`` of its ``full`` items ([CLS] pieces [SEP]): the

@@ -21,7 +21,9 @@ from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.text.pipeline import encode_classification, encode_ner, text_example
 from kerasbert.text.predictions import entities_row, label_row, piece_tags
 from kerasbert.text.readers import ClassificationExample, LabelSet
+from kerasbert.text.span_data import SpanExample, encode_spans, found_spans, span_rows
 from kerasbert.text.tokenizer import Tokenizer, pad_ids
+from kerasbert.text.windows import encode_split, mean_by_document, merge_pieces
 
 __all__ = ["MODEL_FILES", "PortableExport", "check_precision", "check_texts", "cpu_has_bf16", "length_batches",
            "load_runtime", "openvino_config", "row_chunks", "runtime_errors"]
@@ -170,25 +172,44 @@ class PortableExport:
         if self.info["task"] == "cls":
             examples = [ClassificationExample(row["text"], "", row.get("text_b") if self.info["pairs"] else None)
                         for row in rows]
+        elif self.info["task"] == "span":
+            examples = [SpanExample(row["text"]) for row in rows]
         else:
             examples = [text_example(self.tokenizer, row["text"]) for row in rows]
         return [{**row, **prediction} for row, prediction in zip(rows, self.predict_examples(examples, batch_size),
                                                                   strict=True)]
 
     def predict_examples(self, examples: Sequence, batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
-        """Predictions of examples read by the task (``ClassificationExample`` or ``NerExample``): ``label`` and
-        ``probabilities``, or ``entities``; run in batches of similar length (`length_batches`), in order."""
+        """Predictions of examples read by the task (``ClassificationExample``, ``NerExample`` or ``SpanExample``):
+        ``label`` and ``probabilities``, or ``entities``; run in batches of similar length (`length_batches`), in
+        order. With the export's ``stride``, a long text's windows are merged as `kerasbert.predict` merges them
+        (`kerasbert.text.windows`)."""
+        if self.info["task"] == "span":
+            return self._predict_spans(examples, batch_size)
         maxlen, cls = self.info["maxlen"], self.info["task"] == "cls"
-        features = (encode_classification(self.tokenizer, examples, None, maxlen, "input") if cls else
-                    encode_ner(self.tokenizer, examples, None, maxlen, bool(self.info["crf"]), "input"))
-        out: list[dict] = [{}] * len(examples)
+        features = encode_split(lambda cut: encode_classification(self.tokenizer, examples, None, cut, "input") if cls
+                                else encode_ner(self.tokenizer, examples, None, cut, bool(self.info["crf"]), "input"),
+                                maxlen, self.info.get("stride"), "input")
+        rows: list = [None] * len(features)
         for batch in length_batches([len(ids) for ids in features.token_ids], batch_size):
             scores = self._run([features.token_ids[i] for i in batch], [features.segment_ids[i] for i in batch])
             for i, row in zip(batch, scores, strict=True):
-                out[i] = (label_row(row, self.labels.labels) if cls else
-                          entities_row(examples[i].text, piece_tags(row[:len(features.token_ids[i])], self.trans),
-                                       features.first_pieces[i], examples[i].offsets, self.labels))
-        return out
+                rows[i] = row if cls else piece_tags(row[:len(features.token_ids[i])], self.trans)
+        if cls:
+            return [label_row(row, self.labels.labels) for row in mean_by_document(features.windows, np.array(rows))]
+        return [entities_row(example.text, row, firsts, example.offsets, self.labels) for example, row, firsts
+                in zip(examples, merge_pieces(features.windows, rows), features.first_pieces, strict=True)]
+
+    def _predict_spans(self, examples: Sequence[SpanExample], batch_size: int) -> list[dict]:
+        """A span export's rows: each text's span logits decoded in NumPy, a long text's windows merged with the
+        export's ``stride`` (`kerasbert.text.span_data.span_rows`)."""
+        features = encode_spans(self.tokenizer, examples, None, self.info["maxlen"], "input", self.info.get("stride"))
+        found: list = [None] * len(features)
+        for batch in length_batches([len(ids) for ids in features.token_ids], batch_size):
+            logits = self._run([features.token_ids[i] for i in batch], [features.segment_ids[i] for i in batch])
+            for i, row in zip(batch, logits, strict=True):
+                found[i] = found_spans(row, len(features.token_ids[i]) - 2)
+        return span_rows([example.text for example in examples], found, features, self.labels.labels)
 
     def _run(self, token_ids: list[list[int]], segment_ids: list[list[int]]) -> list[np.ndarray]:
         # shapes from a small set (`row_chunks`, lengths rounded up to LENGTH_STEP) bound the runtime's kernels

@@ -317,18 +317,22 @@ def make_app(export: Served, name: str, max_batch: int = SERVE_DEFAULTS["max_bat
 
 
 # ------------------------------------------------------------------------------------------- serve
-def _open(path: str, stack: contextlib.ExitStack, backend: str | None = None) -> Served:
-    """An export folder, or a run folder exported into a temporary folder; checked and warmed up before serving."""
+def _open(path: str, stack: contextlib.ExitStack, backend: str | None = None, stride: int | None = None) -> Served:
+    """An export folder, or a run folder exported into a temporary folder (with ``stride``, when given: see
+    `kerasbert.serving.export.export`); checked and warmed up before serving."""
     if backend is not None and backend not in EXPORT_FORMATS:
         raise fail(ConfigError, "--backend", " or ".join(EXPORT_FORMATS), repr(backend))
     if not os.path.isfile(os.path.join(path, EXPORT_INFO)) and os.path.isfile(os.path.join(path, "args.json")):
         folder = os.path.join(stack.enter_context(tempfile.TemporaryDirectory(prefix="kerasbert-serve-")), "export")
         logger.info("exporting the run %s into %s for serving", path, folder)
-        export_run(path, folder, backend or "saved_model")
+        export_run(path, folder, backend or "saved_model", stride=stride)
         path = folder
     elif not os.path.isfile(os.path.join(path, EXPORT_INFO)):
         raise fail(ConfigError, path, f"an export folder ({EXPORT_INFO}) or a run folder (args.json)",
                    "neither" if os.path.isdir(path) else "no such folder")
+    elif stride is not None:
+        raise fail(ConfigError, "--stride", "a run folder (an export windows as it was exported)",
+                   f"the export folder {path}", "export the run again with --stride, or serve the run folder")
     served = open_export(path)  # checked there: its labels fit its model, and it answers a text
     if backend is not None and served.info.get("format", "saved_model") != backend:
         raise fail(ConfigError, "--backend", f"the format of the export {path}, {served.info.get('format')!r}",
@@ -366,7 +370,7 @@ def serve(path: str, host: str = SERVE_DEFAULTS["host"], port: int = SERVE_DEFAU
           body_timeout_s: float = SERVE_DEFAULTS["body_timeout_s"],
           keep_alive_s: float = SERVE_DEFAULTS["keep_alive_s"],
           max_connections: int = SERVE_DEFAULTS["max_connections"], grace_s: float = SERVE_DEFAULTS["grace_s"],
-          backend: str | None = None) -> None:
+          backend: str | None = None, stride: int | None = None) -> None:
     """Serve an export (or a run, exported first into a temporary folder) until SIGINT or SIGTERM.
 
     A bad export, run, name, setting or address fails here with a `kerasbert.errors.ConfigError`, before any
@@ -383,6 +387,8 @@ def serve(path: str, host: str = SERVE_DEFAULTS["host"], port: int = SERVE_DEFAU
             `kerasbert.serving.connections.ConnectionLimits`.
         backend: str or None. ``saved_model``, ``openvino`` or ``onnx``: the format a run is exported to (default
             ``saved_model``); an export is served in its own format, which ``backend``, when given, must name.
+        stride: int or None. a run folder: split long texts into windows sharing this many word pieces (None: as the
+            run was trained); an export windows as it was exported.
     """
     path = os.fspath(path)
     name = name or os.path.basename(os.path.abspath(path))
@@ -392,7 +398,7 @@ def serve(path: str, host: str = SERVE_DEFAULTS["host"], port: int = SERVE_DEFAU
     connections = ConnectionLimits(header_timeout_s, body_timeout_s, keep_alive_s, max_connections, grace_s)
     with contextlib.ExitStack() as stack:
         sock = stack.enter_context(_bind(host, port))
-        served = _open(path, stack, backend)
+        served = _open(path, stack, backend, stride)
         server = make_server(make_app(served, name, **limits), connections)
         sock.listen(2048)  # from here a connection waits for the server instead of being refused
         address = sock.getsockname()

@@ -182,7 +182,7 @@ def write_conll(path: str, examples: Sequence[NerExample], delimiter: str = " ")
 _TOKEN = {"char": re.compile(r"\S"), "word": re.compile(r"\S+")}
 
 
-def _check_span(span: object, length: int, where: str) -> Span:
+def check_span(span: object, length: int, where: str) -> Span:
     """Validate one JSON entity ``{"start", "end", "label"}`` (or a ``(start, end, label)`` tuple)."""
     if isinstance(span, dict):
         span = (span.get("start"), span.get("end"), span.get("label"))
@@ -220,7 +220,7 @@ def span_example(text: str, entities: Sequence, scheme: str = "BIO", tokens: str
     if tokens not in _TOKEN:
         raise fail(DataError, "tokens", '"char" or "word"', repr(tokens))
     offsets = [match.span() for match in _TOKEN[tokens].finditer(text)]
-    checked = [_check_span(span, len(text), where) for span in entities]
+    checked = [check_span(span, len(text), where) for span in entities]
     token_spans = schemes.char_to_token_spans(offsets, checked, where)
     return _build_ner(text, offsets, token_spans, scheme, line)
 

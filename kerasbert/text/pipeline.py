@@ -58,6 +58,11 @@ class Features:
             -1 for words cut by ``maxlen``.
         truncated: int. how many examples ``maxlen`` cut.
         prompts: list of list of int or None. seq2seq: each source's ids, where generation starts.
+        windows: list of `kerasbert.text.windows.Window` or None. each row's window when long texts are split
+            (``--stride``); the rows are then windows, and ``first_pieces`` stays one row per example, numbered in
+            the example's uncut row. None: one row per example.
+        group: int. rows that stay together, in order, when `to_dataset` shuffles and batches them: 2 for
+            sentence pairs (`kerasbert.finetune.sim`: a pair's two texts one after the other), else 1.
     """
 
     token_ids: list[list[int]]
@@ -67,6 +72,8 @@ class Features:
     first_pieces: list[list[int]] | None = None
     truncated: int = 0
     prompts: list[list[int]] | None = None
+    windows: list | None = None
+    group: int = 1
 
     def __len__(self) -> int:
         return len(self.token_ids)
@@ -239,9 +246,20 @@ def text_example(tokenizer: Tokenizer, text: str) -> NerExample:
     return NerExample(text, [text[a:b] for a, b in offsets], ["O"] * len(offsets), [], offsets)
 
 
-def _order(n: int, seed: int | None, epoch: int) -> np.ndarray:
-    """Example order of one epoch: a permutation drawn from ``(seed, epoch)``, or 0..n-1 unshuffled."""
-    return np.arange(n) if seed is None else np.random.default_rng([seed, epoch]).permutation(n)
+def _order(n: int, seed: int | None, epoch: int, group: int = 1) -> np.ndarray:
+    """Row order of one epoch: a permutation drawn from ``(seed, epoch)`` of the ``n / group`` groups of ``group``
+    consecutive rows (each group in its own order), or 0..n-1 unshuffled.
+
+    Example:
+    >>> _order(6, 0, 0, group=2).reshape(3, 2) % 2
+    array([[0, 1],
+           [0, 1],
+           [0, 1]])
+    """
+    if seed is None:
+        return np.arange(n)
+    groups = np.random.default_rng([seed, epoch]).permutation(n // group)  # group 1: the rows themselves
+    return (groups[:, None] * group + np.arange(group)).reshape(-1)
 
 
 def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, epoch: int = 0,
@@ -251,11 +269,12 @@ def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, 
 
     Each batch is padded with 0 to its own longest row. With ``seed`` the examples are shuffled in an
     order drawn from ``(seed, epoch)``: the same order every time, so a resumed run sees the batches
-    it would have seen (``skip_batches`` skips those already trained on).
+    it would have seen (``skip_batches`` skips those already trained on). Rows of a group (``features.group``)
+    stay together, in order, in one batch.
 
     Args:
         features: Features. from `encode_classification` or `encode_ner`.
-        batch_size: int. rows per batch.
+        batch_size: int. examples per batch: rows, or groups of ``features.group`` rows.
         seed: int or None. shuffle seed; None keeps the file order.
         epoch: int. which epoch's order to draw (with ``seed``).
         bucket_boundaries: sequence of int or None. group rows of similar length (fewer pad tokens);
@@ -273,7 +292,10 @@ def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, 
 
     if not isinstance(batch_size, int) or batch_size < 1:
         raise fail(ConfigError, "batch_size", "an int >= 1", repr(batch_size))
-    order = _order(len(features), seed, epoch)
+    if features.group > 1 and (len(features) % features.group or bucket_boundaries):
+        raise fail(ConfigError, "features", f"whole groups of {features.group} rows, not bucketed by length",
+                   f"{len(features)} rows" + (", bucket_boundaries" if bucket_boundaries else ""))
+    order = _order(len(features), seed, epoch, features.group)
 
     def ragged(rows, dtype):  # from flat values: tf.ragged.constant takes minutes on 10^5 rows
         picked = [rows[i] for i in order]
@@ -286,8 +308,11 @@ def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, 
     parts: list = [inputs]
     if labels and features.labels is not None:
         sequence = bool(features.labels) and isinstance(features.labels[0], list)
-        parts.append(ragged(features.labels, tf.int32) if sequence else tf.constant(
-            [features.labels[i] for i in order], tf.int32))
+        if sequence:
+            parts.append(ragged(features.labels, tf.int32))
+        else:  # label ids, or numbers (a sentence pair's score)
+            values = np.asarray([features.labels[i] for i in order])
+            parts.append(tf.constant(values.astype(np.float32 if values.dtype.kind == "f" else np.int32)))
         if features.weights is not None:
             parts.append(ragged(features.weights, tf.float32))
     dataset = tf.data.Dataset.from_tensor_slices(tuple(parts) if len(parts) > 1 else parts[0])
@@ -301,7 +326,7 @@ def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, 
             lambda *xs: tf.shape(xs[0][ln.TOKEN_INPUT])[0], list(bucket_boundaries),
             [batch_size] * (len(bucket_boundaries) + 1))
     else:
-        dataset = dataset.map(dense).padded_batch(batch_size)
+        dataset = dataset.map(dense).padded_batch(batch_size * features.group)
     if skip_batches:
         dataset = dataset.skip(skip_batches)
     return dataset.prefetch(tf.data.AUTOTUNE) if prefetch else dataset

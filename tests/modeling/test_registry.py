@@ -42,10 +42,12 @@ def defined() -> dict[str, object]:
 
 def write_models(folder) -> list[str]:
     """One `.keras` file for each head (compiled with its own loss and metrics), a LayerwiseAdamW with a
-    WarmupSchedule, and a model compiled with the multilabel loss directly; the paths."""
+    WarmupSchedule, a model compiled with the multilabel loss directly, and sentence-vector models compiled with
+    the pair losses; the paths."""
     from kerasbert import build_transformer_model
     from kerasbert.modeling import heads
-    from kerasbert.modeling.global_pointer import multilabel_categorical_crossentropy
+    from kerasbert.modeling.global_pointer import SpanCodeLoss, multilabel_categorical_crossentropy, span_f1
+    from kerasbert.modeling.losses import CoSENTLoss, InBatchNegativesLoss
     from kerasbert.modeling.optimizers import LayerwiseAdamW, WarmupSchedule
 
     bert = build_transformer_model("tiny", verbose=False)
@@ -59,11 +61,16 @@ def write_models(folder) -> list[str]:
               "unilm": build_transformer_model("tiny", application="unilm", verbose=False),
               "electra": build_transformer_model("tiny", model="electra", with_discriminator=True, verbose=False)}
     with_head = {"cls", "mean", "tagging", "crf", "mlm", "mlm-erf", "spans", "nsp", "efficient", "electra", "unilm"}
+    pair_losses = {"cosent": CoSENTLoss(), "in_batch": InBatchNegativesLoss()}
+    models.update({"cosent": heads.embedding(bert), "in_batch": heads.embedding(bert, "first_last_avg")})
+    models["span_codes"] = heads.spans(bert, 2, head_size=8)  # as the span task compiles it: gold spans as codes
+    own = {"span_codes": {"loss": SpanCodeLoss(), "metrics": [span_f1]}}
     paths = []
     ids = np.array([[2, 9, 3, 0]], "int32")
     for name, model in models.items():
         schedule = WarmupSchedule(1e-3, total=10, warmup=2)
-        compiled = heads.loss_and_metrics(model) if name in with_head else {"loss": multilabel_categorical_crossentropy}
+        compiled = heads.loss_and_metrics(model) if name in with_head else own.get(name) or {
+            "loss": pair_losses.get(name, multilabel_categorical_crossentropy)}
         model.compile(LayerwiseAdamW(learning_rate=schedule, num_layers=2), **compiled)
         model.predict([ids, np.zeros_like(ids)], verbose=0)
         paths.append(str(folder / f"{name}.keras"))
