@@ -25,11 +25,9 @@ Usage:
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,20 +36,19 @@ for path in (ROOT, HERE):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from recipes import check, parser, random_checkpoint, run_benchmark, run_worker  # noqa: E402
+from recipes import (  # noqa: E402
+    ner_data,
+    parser,
+    read_spans,
+    run_benchmark,
+    run_bert4keras_job,
+    run_worker,
+    train_and_evaluate,
+)
 
 RECIPES = ("kerasbert-defaults", "kerasbert-b4k-recipe", "bert4keras")
 #: the defaults with another CRF multiplier: what the default is worth
 ABLATIONS = ("kerasbert-crf-lr-1", "kerasbert-crf-lr-100")
-
-
-def prepare(folder: str, quick: bool) -> dict:
-    """The corpus, its vocabulary and the random checkpoint every run starts from."""
-    from ner_corpus import write_corpus
-
-    sizes = {"n_train": 200, "n_dev": 50, "n_test": 50} if quick else {}
-    paths = write_corpus(os.path.join(folder, "data"), **sizes)
-    return {**paths, **random_checkpoint(folder, paths["vocab"])}
 
 
 def kerasbert_flags(recipe: str, args) -> list[str]:
@@ -69,48 +66,17 @@ def run_kerasbert(recipe: str, paths: dict, seed: int, folder: str, args) -> dic
     run = os.path.join(folder, f"{recipe}-{seed}")
     common = ["--task", "ner", "--crf", "--epochs", str(args.epochs), "--batch-size", "32", "--lr", str(args.lr),
               "--maxlen", "64", "--seed", str(seed), "--quiet", "--overwrite"]
-    command = [sys.executable, "-m", "kerasbert", "train", "--config", paths["config"], "--checkpoint",
-               paths["checkpoint"], "--vocab", paths["vocab"], "--train", paths["train"], "--dev", paths["dev"],
-               "--out", run, *common, *kerasbert_flags(recipe, args)]
-    check(subprocess.run(command, capture_output=True, text=True), recipe)
-    check(subprocess.run([sys.executable, "-m", "kerasbert", "evaluate", run, "--data", paths["test"]],
-                          capture_output=True, text=True), recipe)
-    with open(os.path.join(run, "eval-test.json")) as f, open(os.path.join(run, "metrics.json")) as g:
-        return {"test_f1": json.load(f)["f1"], "dev_f1": json.load(g)["dev"]["f1"]}
+    test, metrics = train_and_evaluate(paths, run, [*common, *kerasbert_flags(recipe, args)], recipe)
+    return {"test_f1": test["f1"], "dev_f1": metrics["dev"]["f1"]}
 
 
 def run_bert4keras(paths: dict, seed: int, folder: str, args) -> dict:
     """bert4keras's recipe in a worker process (tf-keras, ``TF_KERAS=1``)."""
-    job = os.path.join(folder, f"bert4keras-{seed}.json")
-    with open(job, "w") as f:
-        json.dump({**paths, "seed": seed, "epochs": args.epochs, "lr": args.lr, "multiplier": args.b4k_multiplier,
-                   "out": job + ".result"}, f)
-    env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
-    check(subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", job], env=env, capture_output=True,
-                          text=True), "bert4keras")
-    with open(job + ".result") as f:
-        return json.load(f)
+    job = {**paths, "seed": seed, "epochs": args.epochs, "lr": args.lr, "multiplier": args.b4k_multiplier}
+    return run_bert4keras_job(__file__, job, os.path.join(folder, f"bert4keras-{seed}.json"))
 
 
 # ------------------------------------------------------------------------------------------- bert4keras worker
-def read_spans(path: str) -> list[tuple[str, list[tuple[int, int, str]]]]:
-    """``(text, [(start, end, type)])`` of each sentence of a BMES CoNLL file (end exclusive)."""
-    sentences, chars, spans = [], [], []
-    for line in [*open(path, encoding="utf-8"), ""]:
-        if not line.strip():
-            if chars:
-                sentences.append(("".join(chars), spans))
-            chars, spans = [], []
-            continue
-        char, tag = line.split()
-        if tag[0] in "BS":
-            spans.append([len(chars), len(chars) + 1, tag[2:]])
-        elif tag[0] in "ME":
-            spans[-1][1] = len(chars) + 1
-        chars.append(char)
-    return [(text, [tuple(span) for span in found]) for text, found in sentences]
-
-
 def entity_f1(gold: list, predicted: list) -> float:
     hits = sum(len(set(g) & set(p)) for g, p in zip(gold, predicted, strict=True))
     total = sum(len(set(g)) for g in gold) + sum(len(set(p)) for p in predicted)
@@ -232,7 +198,7 @@ def main(argv=None) -> None:
                run_kerasbert(recipe, paths, seed, folder, args))
         return {**out, "summary": f"test F1 {out['test_f1']:.4f} (dev {out['dev_f1']:.4f})"}
 
-    run_benchmark(args, RECIPES, ABLATIONS, prepare, run, "NER recipes: entity F1, kerasbert vs bert4keras",
+    run_benchmark(args, RECIPES, ABLATIONS, ner_data, run, "NER recipes: entity F1, kerasbert vs bert4keras",
                   lambda results: table(results, args))
 
 

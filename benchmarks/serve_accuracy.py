@@ -81,7 +81,7 @@ def tweets(folder: str, quick: bool) -> dict:
 
 def tasks(folder: str, quick: bool) -> dict:
     """``{name: (task, train options)}`` with their data written into ``folder``."""
-    from ner_recipe import prepare
+    from recipes import ner_data as prepare
 
     from kerasbert.finetune.demo_data import write_demo_data
 
