@@ -336,7 +336,8 @@ def _run_convert(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Command] = {
     "summary": Command("annotated parameter summary of a model built from a config (no weights loaded)",
                        _summary_arguments, _run_summary),
-    "train": Command("fine-tune on a classification or NER dataset into a run folder", train_arguments, _run_train),
+    "train": Command("fine-tune on a classification, NER, span, similarity or seq2seq dataset into a run folder",
+                     train_arguments, _run_train),
     "evaluate": Command("score a run's model on a labelled file", _evaluate_arguments, _run_evaluate),
     "predict": Command("predict raw texts with a run's model", _predict_arguments, _run_predict,
                        lambda args: args.model is None),
