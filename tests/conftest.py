@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 
-import numpy as np
-import pytest
+# oneDNN's own pool keeps the peak of every model a worker ever built; the system allocator gives it back, and
+# with few malloc arenas (TensorFlow's threads otherwise get one each) freed memory is less scattered, so two
+# long-lived workers stay within the machine's memory (set before TensorFlow loads, and inherited by the workers)
+os.environ.setdefault("TF_ONEDNN_USE_SYSTEM_ALLOCATOR", "1")
+os.environ.setdefault("MALLOC_ARENA_MAX", "2")
 
-import helpers
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import helpers  # noqa: E402
 from generation.conftest import end_token, language_model, sources  # noqa: F401 - fixtures, shared with serving
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -80,3 +88,15 @@ def oracle(tmp_path_factory, tiny_ckpt, base2_ckpt, saved_ckpt):
                       "checkpoint": os.path.join(case["folder"], "bert_model.ckpt"), "kwargs": case["kwargs"],
                       "inputs": inputs})
     return cases, helpers.run_oracle(tasks, work)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _free_models_after_each_module():
+    """Drop Keras's global state after each test file and hand freed memory back, so a long-lived worker does not
+    pile up every model."""
+    yield
+    import keras
+
+    keras.backend.clear_session(free_memory=True)
+    if sys.platform == "linux":
+        ctypes.CDLL(None).malloc_trim(0)  # glibc's: free pages back to the system
