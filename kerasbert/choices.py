@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-TASK_NAMES = ("cls", "ner", "seq2seq", "span", "sim")  # the tasks of ``kerasbert train --task``
+TASK_NAMES = ("cls", "ner", "seq2seq", "span", "sim", "mlm")  # the tasks of ``kerasbert train --task``; mlm: pretrain
 STRIDE_TASKS = ("cls", "ner", "span")  # the tasks whose answers ``--stride`` merges over a long text's windows
 # ``--task sim``: how a text becomes its vector (``--pooling``, `kerasbert.modeling.heads.EMBEDDING_POOLINGS`), the
 # first the default (see `kerasbert.finetune.sim`), and the losses of ``--sim-loss``
@@ -27,6 +27,9 @@ SCHEDULES = ("cosine", "linear", "constant")  # the decays after warmup of ``--s
 CRF_LR_MULTIPLIER = 1000.0
 TARGET_MAXLEN = 32  # the word pieces a seq2seq run generates unless ``--target-maxlen`` says
 MAXLEN = 128  # the word pieces a row keeps unless ``--maxlen`` says (fewer when the model has fewer positions)
+# ``kerasbert pretrain``'s defaults where they differ from fine-tuning's: Google's run_pretraining.py (its rate, a
+# linear decay); rows of MAXLEN (128) pieces, the length of its first phase
+PRETRAIN_DEFAULTS = {"lr": 5e-5, "schedule": "linear"}
 STRATEGIES = ("auto", "one", "mirrored", "multiworker")  # the ``tf.distribute`` choices of ``--strategy``
 # ``--jit-compile``'s default: XLA compiles the training step on a GPU for models of this many parameters and more
 XLA_MIN_PARAMS = 10_000_000

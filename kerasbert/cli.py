@@ -43,6 +43,7 @@ from kerasbert.finetune.args import (
     train_arguments,
 )
 from kerasbert.finetune.demo_data import DEMO_TRAINING
+from kerasbert.finetune.pretrain_cli import pretrain_arguments, run_pretrain
 from kerasbert.log import start_tensorflow
 from kerasbert.serving.commands import (
     embed_arguments,
@@ -338,6 +339,8 @@ COMMANDS: dict[str, Command] = {
                        _summary_arguments, _run_summary),
     "train": Command("fine-tune on a classification, NER, span, similarity or seq2seq dataset into a run folder",
                      train_arguments, _run_train),
+    "pretrain": Command("continue pretraining a BERT on raw text (whole-word masked LM) into a run folder, a Google "
+                        "checkpoint and a Hugging Face folder", pretrain_arguments, run_pretrain),
     "evaluate": Command("score a run's model on a labelled file", _evaluate_arguments, _run_evaluate),
     "predict": Command("predict raw texts with a run's model", _predict_arguments, _run_predict,
                        lambda args: args.model is None),

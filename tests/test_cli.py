@@ -111,7 +111,7 @@ def test_help_and_usage_errors_answer_without_tensorflow():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.stderr.splitlines()[-1] == "[0, 0, 2, 2] False"
     assert "--crf-lr-multiplier" in done.stdout
-    assert "invalid choice: 'x' (choose from 'cls', 'ner', 'seq2seq', 'span', 'sim')" in done.stderr
+    assert "invalid choice: 'x' (choose from 'cls', 'ner', 'seq2seq', 'span', 'sim', 'mlm')" in done.stderr
 
 
 def test_tensorflow_log_level_is_set_before_it_starts_unless_debug():
@@ -173,10 +173,12 @@ def test_an_args_json_of_the_released_layout_loads():
     saved = args.to_saved("/runs/ner")
     assert {key: saved[key] for key in released if key != "relative_to_run"} == {
         key: value for key, value in released.items() if key != "relative_to_run"}
-    assert set(saved) == {*released, "model", "target_maxlen", "beams", "stride", "pooling", "sim_loss"}
+    assert set(saved) == {*released, "model", "target_maxlen", "beams", "stride", "pooling", "sim_loss", "mask_rate",
+                          "mask_replace", "mask_random", "max_predictions", "whole_word"}
     assert args.model is None  # it built BERT
     assert (args.target_maxlen, args.beams) == (32, 1)  # the seq2seq options a run without them takes
     assert (args.pooling, args.sim_loss) == (None, None)  # and the sim options
+    assert (args.mask_rate, args.max_predictions, args.whole_word) == (0.15, None, True)  # and pretraining's
 
 
 # ------------------------------------------------------------------------------------------- train --model

@@ -62,6 +62,10 @@ class TaskOptions:
             the first, ``first_last_avg``).
         sim_loss: str or None. sim: ``cosent`` or ``in_batch`` (None: settled by the training labels,
             `kerasbert.finetune.sim.SimilarityTask.label_set`).
+        mask_rate, mask_replace, mask_random: float. mlm: the share of word pieces predicted, and of those the
+            share replaced by ``[MASK]`` and by a random piece (the rest kept), `kerasbert.text.masking.MaskingRule`.
+        max_predictions: int or None. mlm: the most pieces predicted in a row (None: as many as the rate gives).
+        whole_word: bool. mlm: mask whole Chinese words (cut by jieba) rather than single characters.
 
     Example:
     >>> TaskOptions.of(TrainArgs(task="ner", train="train.conll", out="run", crf=True)).crf
@@ -82,6 +86,11 @@ class TaskOptions:
     stride: int | None = None
     pooling: str | None = None
     sim_loss: str | None = None
+    mask_rate: float = 0.15
+    mask_replace: float = 0.8
+    mask_random: float = 0.1
+    max_predictions: int | None = None
+    whole_word: bool = True
 
     @classmethod
     def of(cls, source) -> TaskOptions:
@@ -309,7 +318,8 @@ def task_argument(parser, extra: tuple[str, ...] = (), **options) -> None:
     """``--task``, its choices the task names (`kerasbert.choices.TASK_NAMES`) and ``extra``."""
     parser.add_argument("--task", choices=(*TASK_NAMES, *extra),
                         help="text classification, entity tagging, sequence to sequence (UniLM), sentence "
-                             "similarity or nested entity spans", **options)
+                             "similarity, nested entity spans, or masked-LM pretraining (mlm: see kerasbert "
+                             "pretrain)", **options)
 
 
 def reading_arguments(group, crf_help: str) -> None:
@@ -342,19 +352,25 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     task_argument(data)
     data.add_argument("--train", help="training file: TSV/CSV/JSONL (cls), CoNLL or span JSONL (ner), "
                                       "source/target JSONL or two-column TSV (seq2seq), text_a/text_b/label "
-                                      "TSV/CSV/JSONL (sim), span JSONL with nested entities or CoNLL (span)")
+                                      "TSV/CSV/JSONL (sim), span JSONL with nested entities or CoNLL (span), "
+                                      "plain-text or JSONL documents (mlm)")
     data.add_argument("--dev", help="dev file in the same format: scored every epoch, keeps the best model")
     data.add_argument("--out", required=True, help="the run folder to write (new or empty)")
     reading_arguments(data, "NER: a CRF on the tagging head")
     _model_arguments(parser.add_argument_group("model"), defaults)
-    _fit_arguments(parser.add_argument_group("training"), defaults)
-    run = parser.add_argument_group("run folder")
+    fit_arguments(parser.add_argument_group("training"), defaults)
+    run = run_arguments(parser.add_argument_group("run folder"))
+    run.add_argument("--export-google-checkpoint", action="store_true",
+                     help="also write the fine-tuned encoder as a Google checkpoint in OUT/google")
+
+
+def run_arguments(run):
+    """The run folder (``train``, ``pretrain``): resume, overwrite, quiet; returns ``run`` for more."""
     run.add_argument("--resume", action="store_true", help="continue the run in --out with its saved arguments")
     run.add_argument("--overwrite", action="store_true",
                      help="replace the run in --out (a run folder holding none of the inputs)")
-    run.add_argument("--export-google-checkpoint", action="store_true",
-                     help="also write the fine-tuned encoder as a Google checkpoint in OUT/google")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
+    return run
 
 
 STRIDE_HELP = ("split texts longer than the run's maxlen into windows sharing N word pieces and merge their "
@@ -373,14 +389,19 @@ def family_argument(parser) -> None:
                              "config's model_type, else bert)")
 
 
-def _model_arguments(model, defaults: TrainArgs) -> None:
-    """The encoder and its head: config, family, checkpoint, vocabulary, CRF, BiLSTM, dropout."""
+def encoder_arguments(model) -> None:
+    """The encoder (``train``, ``pretrain``): config, family, checkpoint, vocabulary."""
     model.add_argument("--config", help="bert_config.json / config.json or a preset (default: the checkpoint "
                                         "folder's, else tiny)")
     family_argument(model)
     model.add_argument("--checkpoint", help="Google checkpoint or Hugging Face folder to start from (default: "
                                             "random weights)")
     model.add_argument("--vocab", help="vocab.txt of the checkpoint (default: the one in the checkpoint folder)")
+
+
+def _model_arguments(model, defaults: TrainArgs) -> None:
+    """The encoder and its head: config, family, checkpoint, vocabulary, CRF, BiLSTM, dropout."""
+    encoder_arguments(model)
     model.add_argument("--crf-lr-multiplier", type=float, default=defaults.crf_lr_multiplier,
                        help="NER: the CRF transitions learn this many times faster than the encoder "
                             f"(default: {defaults.crf_lr_multiplier:g})")
@@ -398,12 +419,14 @@ def _model_arguments(model, defaults: TrainArgs) -> None:
                             "cosent)")
 
 
-def _fit_arguments(fit, defaults: TrainArgs) -> None:
-    """How to train: length, batch, epochs, learning rate and its schedule, precision, XLA, strategy."""
+def fit_arguments(fit, defaults: TrainArgs, stride: bool = True) -> None:
+    """How to train (``train``, ``pretrain``): length, batch, epochs, learning rate and its schedule, precision,
+    XLA, strategy; ``--stride`` with ``stride``."""
     fit.add_argument("--maxlen", type=int,
                      help=f"word pieces a row keeps (default: {MAXLEN}, or the model's max positions)")
-    stride_argument(fit, "split longer texts into windows of --maxlen sharing N word pieces, each a training "
-                         "example, and score dev per text (cls, ner, span; default: cut at --maxlen)")
+    if stride:
+        stride_argument(fit, "split longer texts into windows of --maxlen sharing N word pieces, each a training "
+                             "example, and score dev per text (cls, ner, span; default: cut at --maxlen)")
     for name, kind, text in (("batch_size", int, "rows per batch (sim: pairs)"),
                              ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
                              ("warmup", float, "warmup, a ratio of the steps in [0, 1]"),

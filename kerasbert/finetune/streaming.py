@@ -156,8 +156,9 @@ def _counted(examples: Iterable, counter: list) -> Iterator:
 
 def _write(task: Task, files: list[str], tokenizer: Tokenizer, maxlen: int, labels: LabelSet, given: bool,
            shards: _Shards, chunk: int, bar) -> dict:
-    """Pass 2: stream, encode and write every file; returns the counts."""
-    count = truncated = 0
+    """Pass 2: stream, encode and write every file; returns the counts (``count``: the rows written, which are
+    the examples but for pretraining, whose documents pack into rows)."""
+    count = truncated = read = 0
     try:
         for path in files:
             shards.start(path)
@@ -168,9 +169,9 @@ def _write(task: Task, files: list[str], tokenizer: Tokenizer, maxlen: int, labe
                     features = task.encode(tokenizer, examples, labels, maxlen, path)
                 for record in _records(features):
                     shards.write(record)
-                count, truncated = count + len(examples), truncated + features.truncated
+                count, truncated, read = count + len(features), truncated + features.truncated, read + len(examples)
                 if bar is not None:
-                    bar.update(count)
+                    bar.update(read)
     finally:
         shards.close()
     return {"count": count, "truncated": truncated}

@@ -16,6 +16,7 @@ from kerasbert import layer_names as names
 from kerasbert.choices import TASK_NAMES
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.finetune import metrics
+from kerasbert.finetune.pretrain import MaskedLmTask
 from kerasbert.finetune.seq2seq import Seq2SeqTask
 from kerasbert.finetune.sim import SimilarityTask
 from kerasbert.finetune.span import SpanTask
@@ -155,7 +156,8 @@ class NerTask(EntityTask):
 
 
 # in the order of kerasbert.choices.TASK_NAMES
-TASKS = dict(zip(TASK_NAMES, (ClassificationTask, NerTask, Seq2SeqTask, SpanTask, SimilarityTask), strict=True))
+TASKS = dict(zip(TASK_NAMES, (ClassificationTask, NerTask, Seq2SeqTask, SpanTask, SimilarityTask, MaskedLmTask),
+                  strict=True))
 
 
 def get_task(name: str, **options) -> Task:

@@ -178,7 +178,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         _write_run_files(run, args, inputs)
     keeper = EpochKeeper(run, state, _dev_scorer(model, the_task, args, inputs, chief), monitor, args.save_every,
                          args.max_steps)
-    _fit(model, strategy, args, inputs, state, [keeper, *callbacks], steps_per_epoch, verbose)
+    _fit(model, strategy, args, inputs, state, [*the_task.callbacks(), keeper, *callbacks], steps_per_epoch, verbose)
     run.save_state(state, model, optimizer)
     if inputs.prepared:
         shutil.rmtree(inputs.prepared, ignore_errors=True)
@@ -221,6 +221,7 @@ class _Inputs:
     prepared: str | None  # a temporary folder of prepared shards, removed at the end
     dev_examples: list | None
     dev_features: Features | None
+    seen: Callable  # (dataset, epoch or None for dev, batches skipped) -> the batches the model sees (`Task.batches`)
 
 
 def _monitor(args: TrainArgs, the_task: Task, strategy) -> str:
@@ -253,7 +254,11 @@ def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbo
     if verbose:
         logger.info("%d training examples from %s%s; %d labels", count, args.train,
                     f" and {len(dev_examples)} dev examples from {args.dev}" if args.dev else "", len(labels))
-    return _Inputs(config, labels, count, train_data, prepared, dev_examples, dev_features)
+    def seen(dataset, epoch: int | None, skip: int = 0):
+        return the_task.batches(dataset, tokenizer, args.seed, epoch, skip)
+
+    return _Inputs(config, labels, count, lambda batch, epoch, skip: seen(train_data(batch, epoch, skip), epoch, skip),
+                   prepared, dev_examples, dev_features, seen)
 
 
 def _precision_policy(args: TrainArgs) -> str | None:
@@ -281,7 +286,8 @@ def _build(args: TrainArgs, the_task: Task, inputs: _Inputs, strategy, verbose: 
                 global_batch, steps_per_epoch)
     with strategy.scope():
         backbone = build_transformer_model(config=inputs.config, checkpoint_path=args.checkpoint, model=args.model,
-                                           application=the_task.application, verbose=verbose > 0, dtype=policy)
+                                           application=the_task.application, verbose=verbose > 0, dtype=policy,
+                                           **({"with_mlm": True} if the_task.with_mlm else {}))
         model = the_task.head(backbone, inputs.labels)
         optimizer = compile_model(model, the_task, args, total, inputs.config.num_hidden_layers, policy)
     if _buckets(model, strategy):
@@ -337,7 +343,8 @@ def _fit(model, strategy, args: TrainArgs, inputs: _Inputs, state: State, callba
          verbose: int) -> None:
     """Train epoch by epoch from ``state`` (each epoch's data order from seed and epoch) until done."""
     train_data = inputs.train_data
-    dev_data = to_dataset(inputs.dev_features, args.batch_size) if inputs.dev_features is not None else None
+    dev_data = None if inputs.dev_features is None else inputs.seen(to_dataset(inputs.dev_features, args.batch_size),
+                                                                    None)
     if _buckets(model, strategy):
         train_data = _bucketed(train_data, args.maxlen)
         dev_data = length_buckets(dev_data, args.maxlen) if dev_data is not None else None

@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from kerasbert import build_transformer_model, heads, save_google_checkpoint
 from kerasbert.modeling.crf import crf_layers
+from kerasbert.text.masking import MaskingRule, mask_batch
 
 import helpers
 
@@ -43,7 +44,9 @@ CASES = {"cls": {"head": "cls"}, "tagging": {"head": "tagging"},
          # language models on their MLM output, next-token labels (bert4keras's application=)
          "lm": {"head": "lm", "model": "bert", "application": "lm"},
          "unilm": {"head": "lm", "model": "bert", "application": "unilm"},
-         "roformer-unilm": {"head": "lm", "model": "roformer", "application": "unilm"}}
+         "roformer-unilm": {"head": "lm", "model": "roformer", "application": "unilm"},
+         # masked-LM pretraining: bert4keras's with_mlm model and masked cross-entropy, on whole-word masks
+         "mlm": {"head": "lm", "model": "bert", "application": "encoder"}}
 TOP_BLOCK_KERNELS = ("layer_1/output/dense/kernel", "inner_group_0/ffn_1/intermediate/output/dense/kernel")
 EMBEDDING_SIZE = {"albert": 16, "electra": 16, "roformer": 16}  # E < H where the family's checkpoints have it
 
@@ -59,7 +62,16 @@ def batches(seed: int) -> dict[str, np.ndarray]:
     following = np.pad(data["token_ids"][:, 1:], ((0, 0), (0, 1)))
     data["lm_labels"] = following
     data["unilm_labels"] = following * np.pad(data["segment_ids"][:, 1:], ((0, 0), (0, 1)))
+    words = np.where(data["token_ids"] > 0, np.arange(LENGTH) // 2, -1)  # words of two pieces
+    data["encoder_token_ids"], data["encoder_labels"] = mask_batch(
+        data["token_ids"], words, MaskingRule(rate=0.3), seed=(seed, 0), mask_id=4, vocab_size=CONFIG["vocab_size"],
+        special_ids=[0, 4])
     return data
+
+
+def tokens_of(case: dict, data: dict) -> np.ndarray:
+    """The input ids: masked ones for masked-LM pretraining."""
+    return data["encoder_token_ids"] if case.get("application") == "encoder" else data["token_ids"]
 
 
 def labels_of(case: dict, data: dict) -> np.ndarray:
@@ -87,7 +99,7 @@ def trained(tmp_path_factory):
         data, weights = batches(10 * seed), head_weights(seed)
         labels = labels_of(case, data)
         inputs, head = os.path.join(work, f"inputs-{index}.npz"), os.path.join(work, f"head-{index}.npz")
-        np.savez(inputs, token_ids=data["token_ids"], segment_ids=data["segment_ids"], labels=labels)
+        np.savez(inputs, token_ids=tokens_of(case, data), segment_ids=data["segment_ids"], labels=labels)
         np.savez(head, **weights)
         cases[name] = {**case, "index": index, "data": data, "labels": labels, "weights": weights}
         tasks.append({"kind": "train", "config": os.path.join(folder, "bert_config.json"),
@@ -142,7 +154,7 @@ def train_kerasbert(work: str, case: dict):
     data, losses = case["data"], []
     for start in range(0, STEPS * BATCH, BATCH):
         rows = slice(start, start + BATCH)
-        logs = model.train_on_batch([data["token_ids"][rows], data["segment_ids"][rows]], case["labels"][rows],
+        logs = model.train_on_batch([tokens_of(case, data)[rows], data["segment_ids"][rows]], case["labels"][rows],
                                     return_dict=True)
         losses.append(logs["loss"])
     return model, np.array(losses)

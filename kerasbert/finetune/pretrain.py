@@ -1,0 +1,282 @@
+"""Continued pretraining: the ``mlm`` task and `pretrain`, masked-LM training of a BERT on raw text.
+
+A corpus is plain text (a sentence a line, a blank line between documents) or JSONL, read by
+`kerasbert.text.corpus`; each document's sentences are packed into rows of at most ``maxlen`` word pieces, each
+piece knowing its whole word (`kerasbert.text.masking.word_pieces`: Chinese words cut by jieba, English words
+joined by WordPiece's ``##``). Masks are drawn anew for every batch of every epoch (dynamic masking, RoBERTa's) from
+``(seed, epoch, batch)``, so a resumed run sees the masks it would have seen; dev data gets one fixed draw, the same
+for every run, so held-out losses compare across runs. The model is the checkpoint with its own masked-LM head
+(``with_mlm``); the loss is the cross-entropy over the predicted pieces, their mean over the batch
+(`kerasbert.modeling.losses.SparseLabelLoss`), as bert4keras's pretraining computes it.
+
+`pretrain` trains with `kerasbert.finetune.training.train` (its run folder, resume, strategies, mixed precision and
+gradient accumulation) and writes the best model as a Google checkpoint (``OUT/google``, which
+``kerasbert train --checkpoint``, bert4keras and `kerasbert.build_transformer_model` load) and a Hugging Face folder
+(``OUT/hf``, which keras-hub and transformers load).
+
+Example:
+>>> import tempfile, os
+>>> from kerasbert.finetune.demo_data import write_demo_data
+>>> data = write_demo_data(tempfile.mkdtemp(), n_train=48, n_dev=8, n_test=8)
+>>> corpus = os.path.join(tempfile.mkdtemp(), "corpus.txt")
+>>> texts = [line.split("\\t")[0] for line in open(data["cls_train"], encoding="utf-8").read().splitlines()[1:]]
+>>> _ = open(corpus, "w", encoding="utf-8").write("\\n\\n".join(texts))
+>>> result = pretrain(corpus, tempfile.mkdtemp(), vocab=data["vocab"], epochs=1, batch_size=8, verbose=0)
+>>> sorted(os.listdir(result["google"]))[:2], "model.safetensors" in os.listdir(result["hf"])
+(['bert_config.json', 'bert_model.ckpt.data-00000-of-00001'], True)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import weakref
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import keras
+import numpy as np
+
+from kerasbert import layer_names as ln
+from kerasbert.choices import PRETRAIN_DEFAULTS
+from kerasbert.errors import ConfigError, DataError, fail
+from kerasbert.finetune.task_base import Task
+from kerasbert.log import logger
+from kerasbert.modeling import heads
+from kerasbert.text import corpus, masking
+from kerasbert.text.pipeline import Features, to_dataset
+from kerasbert.text.readers import LabelSet, write_text
+from kerasbert.text.tokenizer import Tokenizer
+
+__all__ = ["DEV_SEED", "MaskedLmTask", "pretrain"]
+
+DEV_SEED = 20190531  # dev rows' one mask draw, the same in every run
+UNCAPPED = 2**31 - 1  # --max-predictions left out: the rate alone says how many pieces a row predicts
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+@dataclass
+class MaskedLmTask(Task):
+    """Documents of raw text -> packed rows -> masked word pieces; the checkpoint's MLM head predicts them.
+
+    Training rows carry each piece's word index as their labels; `batches` turns them into masked inputs and
+    the ids to predict (0 where nothing is predicted), by `kerasbert.text.masking.mask_batch`.
+    """
+
+    name: str = field(default="mlm", init=False)
+    monitor: str = field(default="val_loss", init=False)
+    dev_keys: tuple = field(default=("loss", "accuracy"), init=False)
+    with_mlm: bool = field(default=True, init=False)
+
+    def __post_init__(self) -> None:
+        self.tokenizer: Tokenizer | None = None  # set by `encode`: scoring masks dev rows with its special ids
+        self.pieces = 0  # word pieces (not padding) masked so far, training and dev: `PiecesPerSecond` reads it
+        cap = UNCAPPED if self.max_predictions is None else self.max_predictions
+        self.rule = masking.MaskingRule(self.mask_rate, self.mask_replace, self.mask_random, cap)
+        self.rule.check()
+
+    def stream(self, path: str) -> Iterator[corpus.Document]:
+        return corpus.iter_documents(path, text_field=self.text if isinstance(self.text, str) else "text")
+
+    def check(self, examples: Sequence, labels: LabelSet, path: str) -> None:
+        """Nothing to check: raw text has no labels."""
+
+    def label_set(self, examples: Sequence) -> LabelSet:
+        return LabelSet([])  # the labels are the vocabulary's pieces
+
+    def encode(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> Features:
+        """Rows ``[CLS] pieces [SEP]`` packed from each document's sentences, with each piece's word index."""
+        _special_ids(tokenizer)  # a vocabulary without [MASK] fails now, before anything is written
+        self.tokenizer = tokenizer
+        segment = None if self.whole_word else list  # list: each character its own word
+        packing = corpus.pack(examples, lambda text: masking.word_pieces(tokenizer, text, segment), maxlen,
+                              cls_id=tokenizer.token_to_id("[CLS]"), sep_id=tokenizer.token_to_id("[SEP]"))
+        rows = list(packing)
+        if not rows:
+            raise fail(DataError, what, "documents with some text", "none")
+        if packing.cut:
+            logger.info("%s: %d of %d sentences were longer than a row of %d word pieces, cut across rows", what,
+                        packing.cut, packing.sentences, maxlen)
+        return Features([row.token_ids for row in rows], [[0] * len(row.token_ids) for row in rows],
+                        labels=[row.word_ids for row in rows])
+
+    def head(self, backbone, labels: LabelSet):
+        """The backbone itself, built with its masked-LM head (``with_mlm``)."""
+        return backbone
+
+    def compile_arguments(self, model) -> dict:
+        return heads.loss_and_metrics(model)  # cross-entropy over the predicted pieces (labels not 0)
+
+    def batches(self, dataset, tokenizer: Tokenizer, seed: int, epoch: int | None, skip: int = 0):
+        """Masked inputs and the ids to predict. Training batches are drawn from ``(seed, epoch, batch)``, so a
+        resumed epoch draws what it would have; dev rows (``epoch`` None) from `DEV_SEED` and their place in the
+        file alone, the same whatever the batch size or the run."""
+        import tensorflow as tf
+
+        specials = _special_ids(tokenizer)
+
+        def mask(ids: np.ndarray, words: np.ndarray, draw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            self.pieces += int(np.count_nonzero(ids))
+            inputs, targets = masking.mask_batch(ids, words, self.rule, seed=tuple(int(x) for x in draw),
+                                                 mask_id=specials["[MASK]"], vocab_size=tokenizer.vocab_size,
+                                                 special_ids=sorted(specials.values()))
+            return inputs.astype(np.int32), targets.astype(np.int32)
+
+        def apply(draw, batch):
+            inputs, words = batch[0], batch[1]
+            ids, targets = tf.numpy_function(mask, [inputs[ln.TOKEN_INPUT], words, draw], [tf.int32, tf.int32],
+                                             stateful=False)
+            ids.set_shape(inputs[ln.TOKEN_INPUT].shape)
+            targets.set_shape(inputs[ln.TOKEN_INPUT].shape)
+            return {**inputs, ln.TOKEN_INPUT: ids}, targets
+
+        if epoch is not None:  # (seed, epoch + 1, batch, first row of the batch: 0)
+            return dataset.enumerate(start=skip).map(
+                lambda index, batch: apply(tf.stack([tf.constant(seed, tf.int64), epoch + 1, index, 0]), batch))
+
+        def dev_draw(rows, batch):  # (DEV_SEED, 0, 0, rows before this batch)
+            first = tf.stack([tf.constant(DEV_SEED, tf.int64), 0, 0, rows])
+            return rows + tf.cast(tf.shape(batch[0][ln.TOKEN_INPUT])[0], tf.int64), (first, batch)
+
+        return dataset.scan(tf.constant(0, tf.int64), dev_draw).map(apply)
+
+    def callbacks(self) -> list:
+        return [PiecesPerSecond(self)]
+
+    def predicted_ids(self, model, features: Features, batch_size: int, verbose: int = 0) -> list[dict]:
+        """Per row, the masked-LM loss summed over its predicted pieces, how many it got right, and how many."""
+        if self.tokenizer is None:
+            raise fail(ConfigError, "mlm scoring", "rows encoded by this task first (its tokenizer)", "none")
+        batches, rows = self.batches(to_dataset(features, batch_size), self.tokenizer, 0, None), []
+        sums = _row_sums(model, batches.element_spec)
+        for inputs, targets in batches:
+            loss, right, count = (keras.ops.convert_to_numpy(x) for x in sums(inputs, targets))
+            rows += [{"loss": float(a), "right": int(b), "count": int(c)}
+                     for a, b, c in zip(loss, right, count, strict=True)]
+        return rows
+
+    def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
+                verbose: int = 0) -> list[dict]:
+        return self.predicted_ids(model, features, batch_size, verbose)
+
+    def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:
+        """The held-out masked-LM loss (mean over predicted pieces) and accuracy."""
+        count = sum(row["count"] for row in predictions)
+        return {"loss": sum(row["loss"] for row in predictions) / max(count, 1),
+                "accuracy": sum(row["right"] for row in predictions) / max(count, 1), "count": count}
+
+    def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
+        """The dev scores as ``scores.txt``."""
+        write_text(os.path.join(folder, "scores.txt"), f"loss     {scores['loss']:.4f}\naccuracy "
+                                                       f"{scores['accuracy']:.4f}\npieces   {scores['count']}\n")
+
+    def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list:
+        raise fail(ConfigError, "predict", "a fine-tuned run", "a pretraining run (task mlm)",
+                   "fine-tune it first: kerasbert train --checkpoint RUN/google ...")
+
+    def label_columns(self) -> dict[str, str]:
+        return {"labels": "ints"}
+
+
+
+class PiecesPerSecond(keras.callbacks.Callback):
+    """Logs the training word pieces (padding aside) a second of each epoch, as ``pieces_per_second`` in the
+    history; the count is the task's, taken as batches are masked (a few batches ahead of the step)."""
+
+    def __init__(self, task: MaskedLmTask):
+        super().__init__()
+        self.task = task
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.start, self.pieces = time.perf_counter(), self.task.pieces
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.end, self.trained = time.perf_counter(), self.task.pieces  # before dev scoring masks its rows
+
+    def on_epoch_end(self, epoch, logs=None):
+        rate = (self.trained - self.pieces) / max(self.end - self.start, 1e-9)
+        logger.info("epoch %d: %.0f word pieces a second", epoch + 1, rate)
+        if logs is not None:
+            logs["pieces_per_second"] = rate
+
+
+_ROW_SUMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> (batch spec, its graph function)
+
+
+def _row_sums(model, spec):
+    """``model``'s graph function ``(inputs, targets) -> (loss, right, count)`` summed per row over the pieces whose
+    target is not 0, traced once for batches of ``spec`` (any batch size and length): the vocabulary-wide
+    probabilities never leave the graph."""
+    import tensorflow as tf
+
+    kept = _ROW_SUMS.get(model)
+    if kept is None or kept[0] != spec:
+        @tf.function(input_signature=list(spec))
+        def sums(inputs, targets):
+            probs = tf.cast(model(inputs, training=False), tf.float32)
+            keep = tf.cast(tf.not_equal(targets, 0), tf.float32)
+            loss = keras.losses.sparse_categorical_crossentropy(targets, probs) * keep
+            right = tf.cast(tf.equal(tf.argmax(probs, -1, output_type=tf.int32), targets), tf.float32) * keep
+            return tf.reduce_sum(loss, 1), tf.reduce_sum(right, 1), tf.reduce_sum(keep, 1)
+
+        kept = _ROW_SUMS[model] = spec, sums
+    return kept[1]
+
+
+def _special_ids(tokenizer: Tokenizer) -> dict[str, int]:
+    """The ids of the special pieces in the vocabulary; a vocabulary without ``[MASK]`` cannot be pretrained."""
+    found = {token: tokenizer.token_to_id(token) for token in SPECIAL_TOKENS}
+    if found["[MASK]"] is None or found["[MASK]"] == found["[UNK]"]:
+        raise fail(ConfigError, "--vocab", "a vocabulary with [MASK] (masked-LM pretraining replaces pieces by it)",
+                   "no [MASK]", "use the checkpoint's vocab.txt, which has it")
+    return {token: index for token, index in found.items() if index is not None}
+
+
+def pretrain(data: str, out: str, *, checkpoint: str | None = None, dev: str | None = None, resume: bool = False,
+             overwrite: bool = False, verbose: int = 1, **options) -> dict:
+    """Continue pretraining a BERT with (whole-word) masked LM on raw text; the run folder ``out`` also holds the
+    best model as a Google checkpoint (``out/google``) and a Hugging Face folder (``out/hf``).
+
+    Args:
+        data: str. the corpus: a plain-text file (a sentence a line, a blank line between documents), a JSONL
+            file (``{"text": ...}`` a document), a glob of such files (streamed), or a ``kerasbert prepare`` folder.
+        out: str. the run folder (new or empty unless ``resume`` or ``overwrite``).
+        checkpoint: str or None. the Google checkpoint or Hugging Face folder to start from (None: random weights).
+        dev: str or None. held-out documents: their masked-LM loss and accuracy pick the best epoch.
+        resume, overwrite, verbose: as `kerasbert.finetune.training.train`.
+        **options: the other `kerasbert.finetune.args.TrainArgs` fields; `PRETRAIN_DEFAULTS` where not given, and
+            the masking options ``mask_rate``, ``mask_replace``, ``mask_random``, ``max_predictions``,
+            ``whole_word``.
+
+    Returns:
+        dict. `train`'s result, with the paths ``google`` and ``hf``.
+    """
+    from kerasbert.finetune.runs import Run
+    from kerasbert.finetune.training import train
+
+    options = {key: value for key, value in options.items() if value is not None or key not in PRETRAIN_DEFAULTS}
+    given = {} if resume else {**PRETRAIN_DEFAULTS, **options, "checkpoint": checkpoint, "dev": dev}
+    result = train("mlm", data, out, resume=resume, overwrite=overwrite, verbose=verbose, **given)
+    if result.get("chief") is False:
+        return result
+    return {**result, **_write_checkpoints(Run(out))}
+
+
+def _write_checkpoints(run) -> dict[str, str]:
+    """The run's best model as a Google checkpoint (``google/``) and a Hugging Face folder (``hf/``), with the
+    pooler the run started from (masked-LM training leaves it as it was; BERT checkpoints and keras-hub have one)."""
+    from kerasbert.files import copy_file
+    from kerasbert.modeling.models import build_transformer_model
+    from kerasbert.weights.google import save_google_checkpoint
+    from kerasbert.weights.hf import save_hf_checkpoint
+
+    args = run.read_json("args.json")
+    full = build_transformer_model(run.file("bert_config.json"), args.get("checkpoint"), model=args.get("model"),
+                                   with_pool=True, with_mlm=True, verbose=False)
+    for layer in run.load_model().layers:
+        if layer.weights:
+            full.get_layer(layer.name).set_weights(layer.get_weights())
+    save_google_checkpoint(full, run.file("google"))
+    for name in ("bert_config.json", "vocab.txt"):
+        copy_file(run.file(name), run.file(f"google/{name}"))
+    return {"google": run.file("google"), "hf": save_hf_checkpoint(full, run.file("hf"), vocab=run.file("vocab.txt"))}
