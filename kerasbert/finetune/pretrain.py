@@ -130,9 +130,10 @@ class MaskedLmTask(Task):
             targets.set_shape(inputs[ln.TOKEN_INPUT].shape)
             return {**inputs, ln.TOKEN_INPUT: ids}, targets
 
-        if epoch is not None:  # (seed, epoch + 1, batch, first row of the batch: 0)
+        if epoch is not None:  # (seed, epoch + 1, batch, first row of the batch: 0); masked while the step runs
             return dataset.enumerate(start=skip).map(
-                lambda index, batch: apply(tf.stack([tf.constant(seed, tf.int64), epoch + 1, index, 0]), batch))
+                lambda index, batch: apply(tf.stack([tf.constant(seed, tf.int64), epoch + 1, index, 0]), batch)
+            ).prefetch(tf.data.AUTOTUNE)
 
         def dev_draw(rows, batch):  # (DEV_SEED, 0, 0, rows before this batch)
             first = tf.stack([tf.constant(DEV_SEED, tf.int64), 0, 0, rows])
