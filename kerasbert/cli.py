@@ -151,6 +151,8 @@ def _print_scores(scores: dict | None, title: str) -> None:
     elif "rouge_l" in scores:
         print("  ".join(f"{key.replace('_', '-').upper()} {scores[key]:.4f}"
                         for key in ("rouge_1", "rouge_2", "rouge_l", "bleu")))
+    elif "count" in scores and "loss" in scores:  # a pretraining run's held-out masked LM
+        print(f"masked-LM loss {scores['loss']:.4f}  accuracy {scores['accuracy']:.4f}  ({scores['count']} pieces)")
     elif "spearman" in scores:
         print(f"Spearman {scores['spearman']:.4f}" + (f"  accuracy {scores['accuracy']:.4f} at threshold "
                                                        f"{scores['threshold']:.4f}" if "accuracy" in scores else ""))

@@ -130,6 +130,10 @@ def vector_source(path: str, pooling: str | None = None, normalize: bool | None 
     from kerasbert.serving.embed import folder_kind, open_embedder
 
     kind = folder_kind(path)
+    if kind == "run" and _run_task(path) == "mlm":
+        raise fail(ConfigError, path, "a fine-tuned run, a checkpoint or a sentence-transformers folder to export",
+                   "a pretraining run (task mlm)", f"fine-tune it first (kerasbert train --checkpoint {path}/google), "
+                   f"or export the sentence vectors of its checkpoint: kerasbert export {path}/google OUT")
     if kind == "run" and _run_task(path) in LOSS_BOUND:
         if pooling is not None or normalize is not None:
             raise fail(ConfigError, "--pooling" if pooling is not None else "--no-normalize", "a checkpoint, a "

@@ -249,3 +249,16 @@ def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(corpus, tmp
                for name, run in runs.items()}
     for x, y in zip(weights["whole"], weights["killed"], strict=True):
         np.testing.assert_allclose(x, y, atol=1e-5)
+
+
+def test_evaluate_scores_a_pretraining_run_and_predict_and_export_say_what_to_do(corpus, pretrained, tmp_path,
+                                                                                  capsys):
+    out, result = pretrained
+    assert main(["evaluate", out, "--data", corpus["dev"]]) == 0
+    printed = capsys.readouterr().out
+    assert f"masked-LM loss {result['dev']['loss']:.4f}  accuracy {result['dev']['accuracy']:.4f}" in printed
+    assert main(["predict", out, "--text", "你好"]) == 2
+    assert "found a pretraining run (task mlm)" in capsys.readouterr().err
+    assert main(["export", out, str(tmp_path / "export")]) == 2
+    assert f"kerasbert export {out}/google OUT" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "export")
