@@ -52,6 +52,7 @@ for path in (ROOT, HERE):
     if path not in sys.path:
         sys.path.insert(0, path)
 
+from bench import shown_options  # noqa: E402
 from recipes import (  # noqa: E402
     parser,
     random_checkpoint,
@@ -224,16 +225,6 @@ def table(results: dict, args) -> str:
     return "\n".join(lines)
 
 
-def shown(argv: list[str]) -> list[str]:
-    """The options of the command line that change the table (all but ``--results``), to print above it."""
-    kept, skip = [], False
-    for arg in argv:
-        if not skip and not arg.startswith("--results"):
-            kept.append(arg)
-        skip = arg == "--results"
-    return kept
-
-
 def main(argv=None) -> None:
     options = parser(__doc__, epochs=5, lr=1e-3, section="sim-recipe", recipes=RECIPES, ablations=ABLATIONS)
     options.add_argument("--b4k-pooling", choices=POOLINGS, default="first_last_avg",
@@ -252,7 +243,7 @@ def main(argv=None) -> None:
                                   f"{out['test']['accuracy']:.4f} (dev {out['dev_spearman']:.4f}, epoch "
                                   f"{out['best_epoch']}; {time.perf_counter() - start:.0f} s)"}
 
-    args.command = "".join(f" {arg}" for arg in shown(argv))
+    args.command = "".join(f" {arg}" for arg in shown_options(argv))
     run_benchmark(args, RECIPES, ABLATIONS, prepare, run,
                   f"Similarity recipes: test Spearman, kerasbert vs bert4keras, lr {args.lr:g}",
                   lambda results: table(results, args))
