@@ -60,11 +60,15 @@ def read_text(path: str) -> str:
     return text
 
 
-def read_lines(path: str) -> Iterator[str]:
-    """Yield a UTF-8 file's lines one at a time, as ``read_text(path).splitlines()`` lists them.
+_LINE_BREAK = re.compile(r"\r\n?|\n")  # a line break in a data file; `read_lines`
 
-    The file is read line by line, never whole, so memory does not grow with its size. The
-    errors are those of :func:`read_text`; an empty file is reported once all of it is read.
+
+def read_lines(path: str) -> Iterator[str]:
+    """Yield a UTF-8 file's lines one at a time, split at ``\\n``, ``\\r\\n`` and ``\\r`` only.
+
+    The other breaks ``str.splitlines`` knows (U+2028, U+0085, form feed, ...) stay inside their line: a JSON
+    string or a text may hold them. The file is read line by line, never whole, so memory does not grow with its
+    size. The errors are those of :func:`read_text`; an empty file is reported once all of it is read.
 
     Args:
         path: str. the file.
@@ -78,6 +82,9 @@ def read_lines(path: str) -> Iterator[str]:
     >>> _ = open(path, "wb").write(b"\\xef\\xbb\\xbfone\\r\\ntwo")
     >>> list(read_lines(path))
     ['one', 'two']
+    >>> _ = open(path, "w", encoding="utf-8", newline="").write("a\\u2028b\\rc\\n")
+    >>> list(read_lines(path))
+    ['a\\u2028b', 'c']
     """
     _check_exists(path)
     blank, offset = True, 0
@@ -86,7 +93,8 @@ def read_lines(path: str) -> Iterator[str]:
             text = _decode(raw, path, number, offset)
             offset += len(raw)
             blank = blank and not text.strip()
-            yield from text.splitlines()
+            lines = _LINE_BREAK.split(text)
+            yield from lines[:-1] if lines[-1] == "" else lines
     if blank:
         raise _empty(path)
 

@@ -53,6 +53,18 @@ def test_jsonl_default_and_custom_keys(tmp_path):
     assert read_classification(path, text="a", text_b="b", label="y") == [ClassificationExample("x", "1", "y")]
 
 
+@pytest.mark.parametrize("inside", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c"])
+def test_only_newlines_end_a_row(tmp_path, inside):
+    """Breaks that str.splitlines knows but a data file's rows do not (raw U+2028 in a JSON string, a form feed in
+    a text) stay inside the row, in JSONL and TSV alike; line numbers count newlines."""
+    text = f"line{inside}separator"
+    rows = json.dumps({"text": text, "label": "a"}, ensure_ascii=False) + "\r\n" + '{"text": "b", "label": "b"}\n'
+    examples = read_classification(write(tmp_path, "train.jsonl", rows))
+    assert [(e.text, e.line) for e in examples] == [(text, 1), ("b", 2)]
+    examples = read_classification(write(tmp_path, "train.tsv", f"{text}\ta\nb\tb\n"))
+    assert [(e.text, e.label, e.line) for e in examples] == [(text, "a", 1), ("b", "b", 2)]
+
+
 def test_label_set_build_save_load(tmp_path):
     train = [ClassificationExample("a", "pos"), ClassificationExample("b", "neg"), ClassificationExample("c", "pos")]
     labels = LabelSet.from_examples(train)
