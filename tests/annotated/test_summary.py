@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import keras
 import pytest
@@ -101,15 +100,12 @@ def test_uncased_groups_and_shares(uncased_pool):
     assert all(share in s.render("text") for share in ("21.77%", "77.69%", "0.54%"))
 
 
-def test_large_total_and_print_time(large):
-    start = time.perf_counter()
+def test_large_total(large):
     s = summary(large, **QUIET)
-    elapsed = time.perf_counter() - start
     assert s.total_line() == "Total 324,472,832 = embeddings 22,163,456 + 24 × 12,596,224 (encoder)"
     assert large.count_params() == 324472832  # BERT-large's figures, layer by layer:
     for prefix, params in (("Embedding-", 22163456), ("Transformer-0-", 12596224), ("Transformer-23-", 12596224)):
         assert sum(layer.count_params() for layer in large.layers if layer.name.startswith(prefix)) == params
-    assert elapsed < 5, f"summary of BERT-large took {elapsed:.1f}s"
 
 
 def test_heads_figures(base_cn):
