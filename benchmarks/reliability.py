@@ -41,7 +41,8 @@ AREAS = {"config": "configs", "preset": "configs", "summary": "configs", "google
          "spans": "data", "train": "CLI", "run": "runs/exports", "resume": "runs/exports",
          "overwrite": "runs/exports", "evaluate": "runs/exports", "export": "runs/exports", "predict": "serving",
          "serve": "serving", "application": "generation", "generate": "generation", "decoder": "generation",
-         "seq2seq": "generation", "sim": "data", "embed": "vectors", "sentence": "vectors"}
+         "seq2seq": "generation", "sim": "data", "embed": "vectors", "sentence": "vectors",
+         "pretrain": "pretraining"}
 PROFILES = ("kerasbert", "slow")  # test_properties.py's default profile and HYPOTHESIS_PROFILE=slow
 OUTCOMES = ("passed", "xfailed", "xpassed", "skipped", "failed", "error")
 

@@ -26,6 +26,7 @@ from kerasbert.text.tokenizer import Tokenizer
 import bad_inputs_data
 import bad_inputs_export
 import bad_inputs_generation
+import bad_inputs_pretrain
 import bad_inputs_runs
 import bad_inputs_serving
 import bad_inputs_vectors
@@ -370,7 +371,8 @@ def run_rows() -> list[Case]:
 # Rows by area in sibling modules, each the owner of its area's newer cases.
 CASES = (config_rows() + checkpoint_rows() + vocab_rows() + data_rows() + option_rows() + run_rows()
          + bad_inputs_weights.rows() + bad_inputs_data.rows() + bad_inputs_runs.rows() + bad_inputs_serving.rows()
-         + bad_inputs_export.rows() + bad_inputs_generation.rows() + bad_inputs_vectors.rows())
+         + bad_inputs_export.rows() + bad_inputs_generation.rows() + bad_inputs_vectors.rows()
+         + bad_inputs_pretrain.rows())
 
 
 # --------------------------------------------------------------------------- the test
