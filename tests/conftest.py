@@ -6,11 +6,9 @@ import ctypes
 import os
 import sys
 
-# oneDNN's own pool keeps the peak of every model a worker ever built; the system allocator gives it back, and
-# with few malloc arenas (TensorFlow's threads otherwise get one each) freed memory is less scattered, so two
+# oneDNN's own pool keeps the peak of every model a worker ever built; the system allocator gives it back, so two
 # long-lived workers stay within the machine's memory (set before TensorFlow loads, and inherited by the workers)
 os.environ.setdefault("TF_ONEDNN_USE_SYSTEM_ALLOCATOR", "1")
-os.environ.setdefault("MALLOC_ARENA_MAX", "2")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
