@@ -254,6 +254,7 @@ def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbo
     if verbose:
         logger.info("%d training examples from %s%s; %d labels", count, args.train,
                     f" and {len(dev_examples)} dev examples from {args.dev}" if args.dev else "", len(labels))
+
     def seen(dataset, epoch: int | None, skip: int = 0):
         return the_task.batches(dataset, tokenizer, args.seed, epoch, skip)
 
