@@ -186,3 +186,18 @@ def savedmodel_without_kerasbert(folder: str, texts: list[str]) -> dict:
                           timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
+
+
+def run_quick_benchmark(script: str, tmp_path) -> str:
+    """Run ``benchmarks/<script> --quick`` writing its section into a RESULTS.md under ``tmp_path``; assert it exited
+    0 and return that file's text."""
+    import subprocess
+    import sys
+
+    results = str(tmp_path / "RESULTS.md")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, os.path.join(root, "benchmarks", script), "--quick", "--results", results]
+    process = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert process.returncode == 0, process.stderr[-3000:]
+    with open(results, encoding="utf-8") as f:
+        return f.read()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
 from kerasbert.text.ner_readers import read_conll
+
+import helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
@@ -61,12 +62,7 @@ def test_bert4keras_span_reader_matches_kerasbert(corpus):
 
 @pytest.mark.slow
 def test_quick_benchmark_runs_every_recipe_and_writes_its_section(tmp_path):
-    results = str(tmp_path / "RESULTS.md")
-    process = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "ner_recipe.py"), "--quick",
-                              "--results", results], capture_output=True, text=True,
-                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    assert process.returncode == 0, process.stderr[-3000:]
-    text = open(results, encoding="utf-8").read()
+    text = helpers.run_quick_benchmark("ner_recipe.py", tmp_path)
     assert "<!-- ner-recipe -->" in text
     for recipe in ner_recipe.RECIPES:
         row = re.search(rf"^\| {recipe} \| (\d\.\d+) \|", text, re.M)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import csv
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
 from kerasbert.text.tokenizer import Tokenizer
+
+import helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
@@ -71,12 +72,7 @@ def test_corpus_is_deterministic_and_in_its_vocabulary(corpus, tmp_path):
 
 @pytest.mark.slow
 def test_quick_benchmark_writes_both_arms_and_the_throughput(tmp_path):
-    results = str(tmp_path / "RESULTS.md")
-    process = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "pretrain_domain.py"), "--quick",
-                              "--results", results], capture_output=True, text=True,
-                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    assert process.returncode == 0, process.stderr[-3000:]
-    text = open(results, encoding="utf-8").read()
+    text = helpers.run_quick_benchmark("pretrain_domain.py", tmp_path)
     assert "<!-- pretrain-domain -->" in text and "<!-- /pretrain-domain -->" in text
     for arm in pretrain_domain.ARMS:
         row = re.search(rf"^\| {arm} \| .*$", text, re.M)

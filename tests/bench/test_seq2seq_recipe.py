@@ -6,12 +6,13 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 
 import pytest
 
 from kerasbert.text.tokenizer import Tokenizer
+
+import helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
@@ -56,12 +57,7 @@ def test_dev_and_test_names_are_unseen_in_training():
 
 @pytest.mark.slow
 def test_quick_benchmark_runs_every_recipe_and_writes_its_section(tmp_path):
-    results = str(tmp_path / "RESULTS.md")
-    process = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "seq2seq_recipe.py"), "--quick",
-                              "--results", results], capture_output=True, text=True,
-                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    assert process.returncode == 0, process.stderr[-3000:]
-    text = open(results, encoding="utf-8").read()
+    text = helpers.run_quick_benchmark("seq2seq_recipe.py", tmp_path)
     assert "<!-- seq2seq-recipe -->" in text
     for recipe in seq2seq_recipe.RECIPES:
         row = re.search(rf"^\| {recipe} \| (\d\.\d+) \|", text, re.M)

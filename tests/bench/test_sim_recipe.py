@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
 from kerasbert.finetune.paraphrase_data import SLOTS, paraphrase_pairs
 from kerasbert.text.tokenizer import Tokenizer
+
+import helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
@@ -72,12 +73,7 @@ def test_corpus_is_balanced_deterministic_and_in_its_vocabulary(corpus, tmp_path
 
 @pytest.mark.slow
 def test_quick_benchmark_runs_every_recipe_and_writes_its_section(tmp_path):
-    results = str(tmp_path / "RESULTS.md")
-    process = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "sim_recipe.py"), "--quick",
-                              "--results", results], capture_output=True, text=True,
-                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    assert process.returncode == 0, process.stderr[-3000:]
-    text = open(results, encoding="utf-8").read()
+    text = helpers.run_quick_benchmark("sim_recipe.py", tmp_path)
     assert "<!-- sim-recipe -->" in text
     for recipe in sim_recipe.RECIPES:
         row = re.search(rf"^\| {recipe} \| .*$", text, re.M)
