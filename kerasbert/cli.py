@@ -152,7 +152,9 @@ def _print_scores(scores: dict | None, title: str) -> None:
         print("  ".join(f"{key.replace('_', '-').upper()} {scores[key]:.4f}"
                         for key in ("rouge_1", "rouge_2", "rouge_l", "bleu")))
     elif "count" in scores and "loss" in scores:  # a pretraining run's held-out masked LM
-        print(f"masked-LM loss {scores['loss']:.4f}  accuracy {scores['accuracy']:.4f}  ({scores['count']} pieces)")
+        nsp = f"  next sentence accuracy {scores['nsp_accuracy']:.4f}" if "nsp_accuracy" in scores else ""
+        print(f"masked-LM loss {scores.get('mlm_loss', scores['loss']):.4f}  accuracy {scores['accuracy']:.4f}  "
+              f"({scores['count']} pieces){nsp}")
     elif "spearman" in scores:
         print(f"Spearman {scores['spearman']:.4f}" + (f"  accuracy {scores['accuracy']:.4f} at threshold "
                                                        f"{scores['threshold']:.4f}" if "accuracy" in scores else ""))
@@ -240,6 +242,10 @@ def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--labels", help="labels.json of a run: use its label ids instead of reading the data's")
     parser.add_argument("--chunk", type=int, default=10_000, help="examples encoded at once (default: %(default)s)")
     reading_arguments(parser, "NER: labels for a CRF head (every piece labelled)")
+    parser.add_argument("--no-whole-word", dest="whole_word", action="store_false",
+                        help="mlm: words of single characters, not whole Chinese words (as pretrain's option)")
+    parser.add_argument("--nsp", action="store_true", help="mlm: sentence pairs for next sentence prediction (as "
+                                                           "pretrain's option)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -149,23 +149,29 @@ def train_steps(task):
     """bert4keras + a head, trained with tf.keras's plain Adam one batch at a time (``train_on_batch``).
 
     task: config, checkpoint, model (the family, bert unless given), application (encoder unless given), head
-    ("cls" | "tagging" | "crf" | "lm": the MLM output, built with_mlm, on next-token labels; no head weights),
+    ("cls" | "tagging" | "crf" | "lm": the MLM output, built with_mlm, on next-token labels; "pretrain": built
+    with_nsp and with_mlm, on ``nsp_labels`` and the masked labels, the loss their sum; no head weights),
     num_labels, lr, batch_size, lr_multiplier,
     inputs (npz: token_ids, segment_ids, labels, optional sample_weight; rows taken in order), head_weights
     (npz: kernel, bias, optional trans, the CRF's effective transitions). Returns each step's loss, then every
-    trained weight: the encoder's under its Google name (bert4keras's own variable mapping), the head's as
-    "<layer>/<weight>".
+    trained weight: the encoder's under its Google name (bert4keras's own variable mapping; the NSP kernel
+    ``[2, H]`` as Google stores it), the head's as "<layer>/<weight>".
     """
     from bert4keras.backend import K, keras
     from bert4keras.models import build_transformer_model
 
+    pretraining = task["head"] in ("lm", "pretrain")
     bert = build_transformer_model(task["config"], task["checkpoint"], model=task.get("model", "bert"),
                                    application=task.get("application", "encoder"), return_keras_model=False,
-                                   **({"with_mlm": True} if task["head"] == "lm" else {}))
-    output, loss, crf = _head(task["head"], bert.model.output, task["num_labels"], task.get("lr_multiplier", 1))
+                                   **({"with_mlm": True} if pretraining else {}),
+                                   **({"with_nsp": True} if task["head"] == "pretrain" else {}))
+    if task["head"] == "pretrain":  # [NSP-Proba, MLM-Activation]
+        output, loss, crf = bert.model.outputs, ["sparse_categorical_crossentropy", _next_token_loss], None
+    else:
+        output, loss, crf = _head(task["head"], bert.model.output, task["num_labels"], task.get("lr_multiplier", 1))
     model = keras.Model(bert.model.inputs, output)
     head = np.load(task["head_weights"])
-    dense = None if task["head"] == "lm" else model.get_layer("CLS-Dense" if task["head"] == "cls" else "Tagging-Dense")
+    dense = None if pretraining else model.get_layer("CLS-Dense" if task["head"] == "cls" else "Tagging-Dense")
     if dense is not None:
         dense.set_weights([head["kernel"], head["bias"]])
     if crf is not None:
@@ -176,13 +182,16 @@ def train_steps(task):
     for start in range(0, len(data["labels"]), size):
         rows = slice(start, start + size)
         weights = data["sample_weight"][rows] if "sample_weight" in data else None
-        losses.append(model.train_on_batch([data["token_ids"][rows], data["segment_ids"][rows]],
-                                           data["labels"][rows], sample_weight=weights))
+        labels = [data["nsp_labels"][rows], data["labels"][rows]] if "nsp_labels" in data else data["labels"][rows]
+        loss = model.train_on_batch([data["token_ids"][rows], data["segment_ids"][rows]], labels,
+                                    sample_weight=weights)
+        losses.append(loss[0] if isinstance(loss, list) else loss)  # the total, before each output's
     out = {"losses": np.array(losses)}
     for name, variables in bert.variable_mapping().items():
         layer = bert.layers.get(bert.prefixed(name))
         if layer is not None:  # the mapping also names layers this model was built without (MLM, NSP)
-            out.update({variable: K.get_value(weight)
+            out.update({variable: K.get_value(weight).T if variable == "cls/seq_relationship/output_weights"
+                        else K.get_value(weight)
                         for weight, variable in zip(layer.trainable_weights, variables, strict=True)})
     if dense is not None:
         out.update({f"{dense.name}/kernel": K.get_value(dense.kernel), f"{dense.name}/bias": K.get_value(dense.bias)})

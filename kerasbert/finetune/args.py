@@ -66,6 +66,8 @@ class TaskOptions:
             share replaced by ``[MASK]`` and by a random piece (the rest kept), `kerasbert.text.masking.MaskingRule`.
         max_predictions: int or None. mlm: the most pieces predicted in a row (None: as many as the rate gives).
         whole_word: bool. mlm: mask whole Chinese words (cut by jieba) rather than single characters.
+        nsp: bool. mlm: rows are sentence pairs and the model also predicts whether the second follows the first
+            (next sentence prediction, `kerasbert.text.pairs`).
 
     Example:
     >>> TaskOptions.of(TrainArgs(task="ner", train="train.conll", out="run", crf=True)).crf
@@ -91,6 +93,7 @@ class TaskOptions:
     mask_random: float = 0.1
     max_predictions: int | None = None
     whole_word: bool = True
+    nsp: bool = False
 
     @classmethod
     def of(cls, source) -> TaskOptions:

@@ -38,6 +38,9 @@ def pretrain_arguments(parser: argparse.ArgumentParser) -> None:
                                                           "--mask-rate gives)")
     rule.add_argument("--no-whole-word", dest="whole_word", action="store_false",
                       help="mask single characters, not whole Chinese words (cut by jieba)")
+    rule.add_argument("--nsp", action="store_true",
+                      help="rows are sentence pairs and the model also learns next sentence prediction, as Google's "
+                           "BERT was pretrained (default: off, masked LM alone, as RoBERTa)")
     encoder_arguments(parser.add_argument_group("encoder"))
     fit_arguments(parser.add_argument_group("training"), defaults, stride=False)
     run_arguments(parser.add_argument_group("run folder"))
@@ -54,7 +57,9 @@ def run_pretrain(args: argparse.Namespace) -> int:
     result = pretrain(args.data, args.out, resume=args.resume, overwrite=args.overwrite,
                       verbose=0 if args.quiet else 1, **({} if args.resume else options))
     if result.get("dev"):
-        print(f"best epoch {result['best_epoch']} on dev: masked-LM loss {result['dev']['loss']:.4f}, "
-              f"accuracy {result['dev']['accuracy']:.4f}")
+        dev = result["dev"]
+        nsp = f", next sentence accuracy {dev['nsp_accuracy']:.4f}" if "nsp_accuracy" in dev else ""
+        print(f"best epoch {result['best_epoch']} on dev: masked-LM loss {dev.get('mlm_loss', dev['loss']):.4f}, "
+              f"accuracy {dev['accuracy']:.4f}{nsp}")
     print(f"run folder: {args.out}\nGoogle checkpoint: {result['google']}\nHugging Face folder: {result['hf']}")
     return 0

@@ -70,12 +70,15 @@ class Task(TaskOptions, abc.ABC):
     dev_keys: tuple = field(default=(), init=False)  # the scores logged as val_<key> after each epoch
     application: str = field(default="encoder", init=False)  # the backbone's attention (kerasbert.modeling.masks)
     group: int = field(default=1, init=False)  # rows an example encodes to, batched together (`Features.group`)
-    with_mlm: bool = field(default=False, init=False)  # the backbone keeps its checkpoint's masked-LM head
 
     def batches(self, dataset, tokenizer: Tokenizer, seed: int, epoch: int | None, skip: int = 0):
         """The batches the model sees, from `kerasbert.text.pipeline.to_dataset`'s: as they are, unless the task
         draws something per epoch (``epoch`` None: the fixed draw of dev data; ``skip``: batches already skipped)."""
         return dataset
+
+    def backbone_heads(self) -> dict:
+        """The pre-training heads the backbone is built with (`kerasbert.build_transformer_model`'s ``with_*``)."""
+        return {}
 
     def callbacks(self) -> list:
         """Keras callbacks of the task's own, run before kerasbert's (their logs reach the history)."""

@@ -288,7 +288,7 @@ def _build(args: TrainArgs, the_task: Task, inputs: _Inputs, strategy, verbose: 
     with strategy.scope():
         backbone = build_transformer_model(config=inputs.config, checkpoint_path=args.checkpoint, model=args.model,
                                            application=the_task.application, verbose=verbose > 0, dtype=policy,
-                                           **({"with_mlm": True} if the_task.with_mlm else {}))
+                                           **the_task.backbone_heads())
         model = the_task.head(backbone, inputs.labels)
         optimizer = compile_model(model, the_task, args, total, inputs.config.num_hidden_layers, policy)
     if _buckets(model, strategy):
@@ -423,14 +423,22 @@ def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, l
         temporary = _temporary_folder("kerasbert-prepared-")
         folder = os.path.join(temporary, "prepared")
         meta = streaming.prepare(the_task, args.train, tokenizer, args.maxlen, folder, labels, verbose=verbose)
-    found = {"task": meta["task"], "vocab_size": meta["vocab_size"], "crf": bool(meta["options"].get("crf"))}
-    for key, expected in (("task", args.task), ("vocab_size", tokenizer.vocab_size), ("crf", args.crf)):
-        if found[key] != expected:
-            raise fail(ConfigError, f"--train {args.train}", f"data prepared with {key} {expected}", str(found[key]))
+    _check_prepared(args, meta, tokenizer.vocab_size)
     if labels is not None and labels.labels != meta["labels"]:
         raise fail(ConfigError, f"--train {args.train}", f"the run's labels {labels.labels}", str(meta["labels"]))
     return LabelSet(meta["labels"]), meta["count"], lambda batch, epoch, skip: streaming.prepared_dataset(
         folder, batch, seed=args.seed, epoch=epoch, skip_batches=skip), temporary
+
+
+def _check_prepared(args: TrainArgs, meta: dict, vocab_size: int) -> None:
+    """A ConfigError where the prepared data's task, vocabulary or encoding options are not the run's."""
+    options = {"whole_word": True, "nsp": False, **meta["options"]}  # a folder prepared before these options
+    wanted = {"task": args.task, "vocab_size": vocab_size, "crf": args.crf,
+              **({"whole_word": args.whole_word, "nsp": args.nsp} if args.task == "mlm" else {})}
+    found = {**options, "task": meta["task"], "vocab_size": meta["vocab_size"], "crf": bool(options.get("crf"))}
+    for key, expected in wanted.items():
+        if found[key] != expected:
+            raise fail(ConfigError, f"--train {args.train}", f"data prepared with {key} {expected}", str(found[key]))
 
 
 def _finish(run, args, the_task, inputs: _Inputs, state, monitor) -> dict:

@@ -30,7 +30,9 @@ def loss_and_metrics(model: keras.Model) -> dict:
     cross-entropy + span F1; ``MLM-Activation`` and ``Output-MLM-Activation``: cross-entropy averaged over
     the tokens whose label is not 0 (0 marks unmasked tokens and padding) + their accuracy;
     ``Discriminator-Prediction`` (ELECTRA, one sigmoid per token): `TokenBinaryLoss` on labels ``[B, S]``, 1
-    marking a replaced token, + `token_binary_accuracy`.
+    marking a replaced token, + `token_binary_accuracy`. A model with several head outputs (``with_nsp`` and
+    ``with_mlm``: ``[NSP-Proba, MLM-Activation]``) gets a list of each, in the order of its outputs: its loss is
+    their sum.
 
     Example:
     >>> from kerasbert import build_transformer_model
@@ -38,7 +40,14 @@ def loss_and_metrics(model: keras.Model) -> dict:
     >>> model = cls(build_transformer_model("tiny", verbose=False), 2)
     >>> model.compile("adam", **loss_and_metrics(model))
     """
-    layer = _output_layer(model)
+    chosen = [_head_loss_and_metrics(layer) for layer in _output_layers(model)]
+    if len(chosen) == 1:
+        return chosen[0]
+    return {"loss": [one["loss"] for one in chosen], "metrics": [one["metrics"] for one in chosen]}
+
+
+def _head_loss_and_metrics(layer: keras.layers.Layer) -> dict:
+    """The loss and metrics of one head output layer (`loss_and_metrics`'s rules)."""
     if isinstance(layer, ConditionalRandomField):
         return {"loss": CRFLoss(layer), "metrics": [accuracy_metric(crf_accuracy)]}
     if isinstance(layer, GlobalPointer):
@@ -73,15 +82,16 @@ def accuracy_metric(fn) -> keras.metrics.Metric:
     return keras.metrics.MeanMetricWrapper(fn, name=fn.__name__)
 
 
-def _output_layer(model: keras.Model) -> keras.layers.Layer:
-    """The head layer that produces the model's single output."""
+def _output_layers(model: keras.Model) -> list[keras.layers.Layer]:
+    """The head layer that produces each of the model's outputs, in order."""
     layers = {layer.name: layer for layer in model.layers}
-    for name in names.HEAD_OUTPUTS:
-        if name in layers and len(model.outputs) == 1 and layers[name].output is model.outputs[0]:
-            return layers[name]
-    raise fail(ModelError, "loss_and_metrics", f"a model with one output from {', '.join(names.HEAD_OUTPUTS)}",
-               f"{len(model.outputs)} outputs from {model.name}", "build it with kerasbert.modeling.heads")
-
+    found = [next((layers[name] for name in names.HEAD_OUTPUTS if name in layers and layers[name].output is output),
+                  None) for output in model.outputs]
+    if None in found:
+        raise fail(ModelError, "loss_and_metrics", f"a model whose outputs come from {', '.join(names.HEAD_OUTPUTS)}",
+                   f"{len(model.outputs)} output(s) of {model.name}, not all from them",
+                   "build it with kerasbert.modeling.heads")
+    return found
 
 
 def check_label_ids(y_true, num_classes: int, what: str):

@@ -236,15 +236,20 @@ class PackedRow:
         token_ids: list of int. the ids, [CLS] first and [SEP] last.
         word_ids: list of int. per id the index of its whole word in the row, from 0; -1 at [CLS] and [SEP].
         source: str. ``file:line`` of the document the row comes from.
+        segment_ids: list of int or None. a sentence pair's (`kerasbert.text.pairs`): 0 for ``[CLS] A [SEP]``,
+            1 for ``B [SEP]``; None for a row of one segment.
+        random_next: bool or None. a sentence pair's: whether B comes from another document than A.
     """
 
     token_ids: list[int]
     word_ids: list[int]
     source: str
+    segment_ids: list[int] | None = None
+    random_next: bool | None = None
 
 
 @dataclass
-class _Row:
+class RowPieces:
     """The pieces of a row being filled, its words numbered from 0 in order."""
 
     ids: list[int] = field(default_factory=list)
@@ -286,11 +291,11 @@ class Packing(Iterator[PackedRow]):
     def _pack(self, documents: Iterable[Document], encode: Encode, window: int, cls_id: int,
               sep_id: int) -> Iterator[PackedRow]:
         for document in documents:
-            row = _Row()
+            row = RowPieces()
             for ids, words in self._units(document, encode, window):
                 if len(row.ids) + len(ids) > window:
                     yield row.close(cls_id, sep_id, document.source)
-                    row = _Row()
+                    row = RowPieces()
                 row.add(ids, words)
             if row.ids:
                 yield row.close(cls_id, sep_id, document.source)

@@ -162,6 +162,45 @@ def test_bert4keras_loads_the_google_checkpoint(pretrained, tmp_path):
         np.testing.assert_allclose(output, oracle[f"0/{index}"], atol=1e-5)
 
 
+def test_next_sentence_prediction_trains_scores_and_loads_in_bert4keras(corpus, tmp_path):
+    """With ``nsp`` the rows are sentence pairs; the held-out loss is the masked-LM loss plus NSP's cross-entropy,
+    each as NumPy computes it from the model's probabilities, and bert4keras (``with_nsp``, ``with_mlm``) reads the
+    Google checkpoint to the same NSP and MLM probabilities."""
+    out = str(tmp_path / "nsp")
+    result = pretrain(corpus["train"], out, dev=corpus["dev"], config=corpus["config"], vocab=corpus["vocab"],
+                      **dict(OPTIONS, epochs=1), nsp=True)
+    task, tokenizer = MaskedLmTask(nsp=True), Tokenizer(corpus["vocab"])
+    features = task.encode(tokenizer, task.read(corpus["dev"]), None, 32, corpus["dev"])
+    assert any(1 in row for row in features.segment_ids)
+    trained = keras.saving.load_model(os.path.join(out, "model.keras"))
+    mlm, nsp, random_next = [], [], []
+    for inputs, (next_labels, targets) in task.batches(to_dataset(features, 16), tokenizer, 0, None):
+        nsp_probs, probs = (x.astype("float64") for x in trained.predict_on_batch(inputs))
+        targets, next_labels = targets.numpy(), next_labels.numpy()
+        rows, cols = np.nonzero(targets)
+        mlm += list(-np.log(probs[rows, cols, targets[rows, cols]]))
+        nsp += list(-np.log(nsp_probs[np.arange(len(next_labels)), next_labels]))
+        random_next += list(next_labels)
+    dev = result["dev"]
+    np.testing.assert_allclose([dev["mlm_loss"], dev["nsp_loss"]], [np.mean(mlm), np.mean(nsp)], rtol=1e-5)
+    assert dev["loss"] == pytest.approx(dev["mlm_loss"] + dev["nsp_loss"])
+    assert 0.3 < np.mean(random_next) < 0.8 and 0 <= dev["nsp_accuracy"] <= 1
+    assert "val_nsp_accuracy" in open(os.path.join(out, "history.csv")).readline()
+
+    google = result["google"]
+    config = str(tmp_path / "bert_config.json")
+    with open(config, "w") as f:
+        json.dump(dict(json.load(open(os.path.join(google, "bert_config.json"))), hidden_act="gelu"), f)
+    batch = helpers.random_batch(trained.get_layer("Embedding-Token").input_dim, seed=7)
+    np.savez(str(tmp_path / "inputs.npz"), **batch)
+    checkpoint = os.path.join(google, "bert_model.ckpt")
+    oracle = helpers.run_oracle([{"kind": "bert", "config": config, "checkpoint": checkpoint,
+                                  "inputs": str(tmp_path / "inputs.npz"), "gelu": "tanh",
+                                  "kwargs": {"with_nsp": True, "with_mlm": True}}], str(tmp_path))
+    for index, output in enumerate(trained.predict([batch["token_ids"], batch["segment_ids"]], verbose=0)):
+        np.testing.assert_allclose(output, oracle[f"0/{index}"], atol=1e-5)
+
+
 def test_fine_tuning_and_pretraining_again_start_from_it(corpus, pretrained, tmp_path):
     from kerasbert.finetune.training import train
 
@@ -178,12 +217,12 @@ def test_the_command_line(corpus, tmp_path, capsys):
     out = str(tmp_path / "run")
     assert main(["pretrain", "--data", corpus["dev"], "--out", out, "--config", corpus["config"], "--vocab",
                  corpus["vocab"], "--epochs", "1", "--maxlen", "32", "--batch-size", "8", "--mask-rate", "0.2",
-                 "--no-whole-word", "--quiet"]) == 0
+                 "--no-whole-word", "--nsp", "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert f"Google checkpoint: {out}/google" in printed and f"Hugging Face folder: {out}/hf" in printed
     saved = json.load(open(os.path.join(out, "args.json")))
-    assert (saved["task"], saved["mask_rate"], saved["whole_word"], saved["schedule"]) == ("mlm", 0.2, False,
-                                                                                           "linear")
+    assert (saved["task"], saved["mask_rate"], saved["whole_word"], saved["nsp"], saved["schedule"]) == (
+        "mlm", 0.2, False, True, "linear")
 
 
 @pytest.mark.parametrize("case", ["no-mask", "empty", "gbk", "rate"])
@@ -223,6 +262,22 @@ def test_a_glob_streams_the_rows_a_file_gives(corpus, tmp_path):
                  "--maxlen", "32", "--out", str(tmp_path / "prepared")]) == 0
     prepared = pretrain(str(tmp_path / "prepared"), str(tmp_path / "from-prepared"), **options)
     assert prepared["steps"] == whole["steps"]
+
+
+def test_sentence_pairs_prepare_and_a_prepared_folder_must_match_the_run(corpus, tmp_path):
+    """``prepare --task mlm --nsp`` writes the pairs a run packs itself; a folder prepared with other masking
+    options than the run's (pairs or not, whole words or not) is refused by name."""
+    options = dict(config=corpus["config"], vocab=corpus["vocab"], epochs=1, batch_size=4, maxlen=32, verbose=0)
+    folder = str(tmp_path / "prepared")
+    assert main(["prepare", "--task", "mlm", "--nsp", "--data", corpus["dev"], "--vocab", corpus["vocab"],
+                 "--maxlen", "32", "--out", folder, "--quiet"]) == 0
+    whole = pretrain(corpus["dev"], str(tmp_path / "whole"), nsp=True, **options)
+    assert pretrain(folder, str(tmp_path / "from-prepared"), nsp=True, **options)["steps"] == whole["steps"]
+    for wrong, message in (({}, "expected data prepared with nsp False, found True"),
+                           ({"nsp": True, "whole_word": False}, "expected data prepared with whole_word False")):
+        with pytest.raises(ConfigError, match=message):
+            pretrain(folder, str(tmp_path / "wrong"), **options, **wrong)
+        assert not os.path.exists(tmp_path / "wrong")
 
 
 @pytest.mark.slow

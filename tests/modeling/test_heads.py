@@ -279,7 +279,7 @@ def test_softmax_tagging_loss_and_accuracy_skip_padding(bert):
     (lambda b: heads.cls(b, 2, pooling="max"), "pooling: expected 'first' or 'pooler' or 'mean', found 'max'"),
     (lambda b: heads.cls(b, 2, activation="softmaxx"), "activation: expected a Keras activation name .*'softmaxx'"),
     (lambda b: heads.cls(b, 2, dropout=1.5), r"dropout: expected None or a rate in \[0, 1\), found 1.5"),
-    (lambda b: heads.loss_and_metrics(b), "loss_and_metrics: expected a model with one output from Tagging-CRF"),
+    (lambda b: heads.loss_and_metrics(b), "loss_and_metrics: expected a model whose outputs come from Tagging-CRF"),
 ])
 def test_bad_arguments_raise_one_clear_error(bert, call, message):
     with pytest.raises(ModelError, match=message):

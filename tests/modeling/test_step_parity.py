@@ -46,7 +46,9 @@ CASES = {"cls": {"head": "cls"}, "tagging": {"head": "tagging"},
          "unilm": {"head": "lm", "model": "bert", "application": "unilm"},
          "roformer-unilm": {"head": "lm", "model": "roformer", "application": "unilm"},
          # masked-LM pretraining: bert4keras's with_mlm model and masked cross-entropy, on whole-word masks
-         "mlm": {"head": "lm", "model": "bert", "application": "encoder"}}
+         "mlm": {"head": "lm", "model": "bert", "application": "encoder"},
+         # ... with next sentence prediction: bert4keras's with_nsp and with_mlm model, the two losses summed
+         "mlm-nsp": {"head": "pretrain", "model": "bert", "application": "encoder"}}
 TOP_BLOCK_KERNELS = ("layer_1/output/dense/kernel", "inner_group_0/ffn_1/intermediate/output/dense/kernel")
 EMBEDDING_SIZE = {"albert": 16, "electra": 16, "roformer": 16}  # E < H where the family's checkpoints have it
 
@@ -59,6 +61,7 @@ def batches(seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     data["tag_labels"] = rng.integers(0, LABELS, data["token_ids"].shape) * (data["token_ids"] > 0)
     data["cls_labels"] = rng.integers(0, LABELS, len(data["token_ids"]))
+    data["nsp_labels"] = rng.integers(0, 2, len(data["token_ids"]))
     following = np.pad(data["token_ids"][:, 1:], ((0, 0), (0, 1)))
     data["lm_labels"] = following
     data["unilm_labels"] = following * np.pad(data["segment_ids"][:, 1:], ((0, 0), (0, 1)))
@@ -75,7 +78,7 @@ def tokens_of(case: dict, data: dict) -> np.ndarray:
 
 
 def labels_of(case: dict, data: dict) -> np.ndarray:
-    if case["head"] == "lm":
+    if case["head"] in ("lm", "pretrain"):
         return data[f"{case['application']}_labels"]
     return data["cls_labels"] if case["head"] == "cls" else data["tag_labels"]
 
@@ -99,7 +102,8 @@ def trained(tmp_path_factory):
         data, weights = batches(10 * seed), head_weights(seed)
         labels = labels_of(case, data)
         inputs, head = os.path.join(work, f"inputs-{index}.npz"), os.path.join(work, f"head-{index}.npz")
-        np.savez(inputs, token_ids=tokens_of(case, data), segment_ids=data["segment_ids"], labels=labels)
+        nsp = {"nsp_labels": data["nsp_labels"]} if case["head"] == "pretrain" else {}
+        np.savez(inputs, token_ids=tokens_of(case, data), segment_ids=data["segment_ids"], labels=labels, **nsp)
         np.savez(head, **weights)
         cases[name] = {**case, "index": index, "data": data, "labels": labels, "weights": weights}
         tasks.append({"kind": "train", "config": os.path.join(folder, "bert_config.json"),
@@ -109,24 +113,25 @@ def trained(tmp_path_factory):
 
 
 def _writer(case: dict) -> tuple:
-    """(family, with_mlm) of the checkpoint a case starts from; () for the plain BERT checkpoint."""
-    return (case["model"], case["head"] == "lm") if "model" in case else ()
+    """(family, with_mlm, with_nsp) of the checkpoint a case starts from; () for the plain BERT checkpoint."""
+    return (case["model"], case["head"] in ("lm", "pretrain"), case["head"] == "pretrain") if "model" in case else ()
 
 
 def _folder(case: dict) -> str:
     writer = _writer(case)
-    return f"{writer[0]}{'-mlm' if writer[1] else ''}" if writer else ""
+    return f"{writer[0]}{'-mlm' if writer[1] else ''}{'-nsp' if writer[2] else ''}" if writer else ""
 
 
-def family_checkpoint(work: str, family: str, with_mlm: bool = False) -> dict:
-    """The oracle task that writes a random checkpoint of ``family`` in its own names (and its MLM layers where
-    ``with_mlm``) into ``work/<family>[-mlm]``."""
-    folder = os.path.join(work, f"{family}{'-mlm' if with_mlm else ''}")
+def family_checkpoint(work: str, family: str, with_mlm: bool = False, with_nsp: bool = False) -> dict:
+    """The oracle task that writes a random checkpoint of ``family`` in its own names (and its MLM and NSP layers
+    where ``with_mlm`` and ``with_nsp``) into ``work/<family>[-mlm][-nsp]``."""
+    folder = os.path.join(work, f"{family}{'-mlm' if with_mlm else ''}{'-nsp' if with_nsp else ''}")
     os.makedirs(folder)
     config = dict(CONFIG, **({"embedding_size": EMBEDDING_SIZE[family]} if family in EMBEDDING_SIZE else {}))
     with open(os.path.join(folder, "bert_config.json"), "w") as f:
         json.dump(config, f)
-    return {"kind": "family_checkpoint", "model": family, "kwargs": {"with_mlm": True} if with_mlm else {}, "seed": 5,
+    kwargs = {**({"with_mlm": True} if with_mlm else {}), **({"with_nsp": True} if with_nsp else {})}
+    return {"kind": "family_checkpoint", "model": family, "kwargs": kwargs, "seed": 5,
             "std": 0.2, "config": os.path.join(folder, "bert_config.json"),
             "checkpoint": os.path.join(folder, "bert_model.ckpt")}
 
@@ -136,16 +141,16 @@ def train_kerasbert(work: str, case: dict):
     folder = os.path.join(work, _folder(case))
     backbone = build_transformer_model(os.path.join(folder, "bert_config.json"),
                                        os.path.join(folder, "bert_model.ckpt"), case.get("model"),
-                                       case.get("application", "encoder"), with_mlm=case["head"] == "lm",
-                                       verbose=False)
-    if case["head"] == "lm":
+                                       case.get("application", "encoder"), with_mlm=case["head"] in ("lm", "pretrain"),
+                                       with_nsp=case["head"] == "pretrain", verbose=False)
+    if case["head"] in ("lm", "pretrain"):
         model = backbone
     elif case["head"] == "cls":
         model = heads.cls(backbone, LABELS)
     else:
         model = heads.tagging(backbone, LABELS, crf=case["head"] == "crf",
                               crf_lr_multiplier=case.get("lr_multiplier", 1))
-    if case["head"] != "lm":
+    if case["head"] not in ("lm", "pretrain"):
         dense = model.get_layer("CLS-Dense" if case["head"] == "cls" else "Tagging-Dense")
         dense.set_weights([case["weights"]["kernel"], case["weights"]["bias"]])
     for crf in crf_layers(model):
@@ -154,7 +159,9 @@ def train_kerasbert(work: str, case: dict):
     data, losses = case["data"], []
     for start in range(0, STEPS * BATCH, BATCH):
         rows = slice(start, start + BATCH)
-        logs = model.train_on_batch([tokens_of(case, data)[rows], data["segment_ids"][rows]], case["labels"][rows],
+        labels = case["labels"][rows]
+        labels = (data["nsp_labels"][rows], labels) if case["head"] == "pretrain" else labels
+        logs = model.train_on_batch([tokens_of(case, data)[rows], data["segment_ids"][rows]], labels,
                                     return_dict=True)
         losses.append(logs["loss"])
     return model, np.array(losses)
