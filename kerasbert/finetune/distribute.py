@@ -111,7 +111,7 @@ def make_train_step(model, strategy):
 
     def replica_step(batch):
         x, y, *weights = batch
-        rows = tf.cast(tf.shape(y)[0], tf.float32)
+        rows = tf.cast(tf.shape(tf.nest.flatten(x)[0])[0], tf.float32)  # y may be several targets (NSP, MLM)
         total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, rows)
         with tf.GradientTape() as tape:
             y_pred = model(x, training=True)

@@ -56,6 +56,8 @@ def run_pretrain(args: argparse.Namespace) -> int:
                if key not in ("command", "debug", "data", "out", "resume", "overwrite", "quiet")}
     result = pretrain(args.data, args.out, resume=args.resume, overwrite=args.overwrite,
                       verbose=0 if args.quiet else 1, **({} if args.resume else options))
+    if result.get("chief") is False:  # a multi-worker run's other workers: the chief reports
+        return 0
     if result.get("dev"):
         dev = result["dev"]
         nsp = f", next sentence accuracy {dev['nsp_accuracy']:.4f}" if "nsp_accuracy" in dev else ""

@@ -144,3 +144,21 @@ def test_strategy_errors():
     os.environ.pop("TF_CONFIG", None)
     with pytest.raises(ConfigError, match="TF_CONFIG naming the cluster"):
         make_strategy("multiworker")
+
+
+def test_two_workers_pretrain_and_only_the_chief_writes_the_checkpoints(data, tmp_path):
+    """``kerasbert pretrain --strategy multiworker``: two local workers mask their own rows and train; the chief
+    alone writes the run folder with its Google and Hugging Face copies and reports."""
+    corpus = tmp_path / "corpus.txt"
+    texts = [line.split("\t")[0] for line in open(data["cls_train"], encoding="utf-8").read().splitlines()[1:]]
+    corpus.write_text("\n\n".join("\n".join(texts[i:i + 3]) for i in range(0, len(texts), 3)) + "\n", "utf-8")
+    out = str(tmp_path / "pt")
+    outputs = _wait(_workers(["pretrain", "--data", str(corpus), "--dev", str(corpus), "--vocab", data["vocab"],
+                              "--config", data["config"], "--out", out, "--epochs", "1", "--batch-size", "4",
+                              "--maxlen", "32", "--lr", "2e-3", "--nsp", "--strategy", "multiworker", "--quiet"],
+                             tmp_path))
+    assert "MultiWorkerMirroredStrategy: 2 replica(s) x 4 rows = global batch 8" in outputs[0]
+    assert f"Google checkpoint: {out}/google" in outputs[0] and "Google checkpoint" not in outputs[1]
+    assert os.path.isfile(os.path.join(out, "google", "bert_model.ckpt.index"))
+    assert os.path.isfile(os.path.join(out, "hf", "model.safetensors"))
+    assert json.load(open(os.path.join(out, "metrics.json")))["dev"]["nsp_accuracy"] >= 0

@@ -322,7 +322,7 @@ def test_evaluate_scores_a_pretraining_run_and_predict_and_export_say_what_to_do
 @pytest.mark.slow
 def test_two_replicas_and_mixed_precision_pretrain(corpus, tmp_path):
     """MirroredStrategy on two logical CPUs (each replica masks its own rows' share of the batch) and bfloat16
-    mixed precision both train and write the checkpoints."""
+    mixed precision with gradient accumulation both train and write the checkpoints."""
     two_cpus = ("import sys, tensorflow as tf\ncpu = tf.config.list_physical_devices('CPU')[0]\n"
                 "tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
                 "from kerasbert.cli import main\nsys.exit(main(sys.argv[1:]))\n")
@@ -335,5 +335,6 @@ def test_two_replicas_and_mixed_precision_pretrain(corpus, tmp_path):
     assert "MirroredStrategy: 2 replica(s) x 4 rows = global batch 8" in done.stderr
     assert os.path.isfile(os.path.join(out, "google", "bert_model.ckpt.index"))
     mixed = pretrain(corpus["dev"], str(tmp_path / "mixed"), dev=corpus["dev"], config=corpus["config"],
-                     vocab=corpus["vocab"], epochs=1, batch_size=8, maxlen=32, mixed_precision=True, verbose=0)
+                     vocab=corpus["vocab"], epochs=1, batch_size=8, maxlen=32, mixed_precision=True, grad_accum=2,
+                     verbose=0)
     assert np.isfinite(mixed["dev"]["loss"]) and os.path.isdir(mixed["hf"])
