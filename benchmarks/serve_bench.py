@@ -11,12 +11,14 @@ Texts in, predictions out, for each variant in a worker process of its own (so i
 Every variant gets the same batches of the same generated texts (lengths drawn like real sentences, 10-126
 word pieces, median about 40), each batch padded to its longest text. The workers run the whole set in turn,
 one pass each a round, in an order that reverses every round; a ratio is the median of the rounds' paired
-ratios, with its 95 % interval (`bench.median_interval`).
+ratios, with its 95 % interval (`bench.median_interval`). Each variant's share of the CPU's peak is the FLOPs of
+the tokens it ran (padding included, `bench.forward_flops`) a second over the matrix-product peak of the
+precision it computes in, which the run measures after the rounds (`matmul_peaks`).
 
 ``serve_load.py`` measures the HTTP server on the exports this script writes (``--keep``).
 
 Usage:
-    python benchmarks/serve_bench.py                 # BERT-base shape, 10 rounds: RESULTS.md, serve-cpu
+    python benchmarks/serve_bench.py                 # BERT-base shape, 10 rounds: RESULTS.md, serve-<CPU kind>
     python benchmarks/serve_bench.py --quick         # tiny config, 3 rounds: checks that every worker runs
 """
 
@@ -37,7 +39,8 @@ for path in (ROOT, HERE):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from bench import cpu_text, median_interval  # noqa: E402
+from bench import cpu_text, forward_flops, machine_kind, median_interval  # noqa: E402
+from matmul_peaks import PRECISION_OF, peaks  # noqa: E402
 
 from benchmarks.results import write_section  # noqa: E402
 
@@ -209,6 +212,14 @@ class Worker:
 
 
 # ------------------------------------------------------------------------------------------- report
+def section(names: list[str], quick: bool) -> str:
+    """The RESULTS.md section a run writes: ``serve-quick``; else by the CPU's kind (`bench.machine_kind`), the
+    default set as ``serve-<kind>``, a set with a bf16 variant as ``serve-precision-<kind>``."""
+    if quick:
+        return "serve-quick"
+    return f"serve-{'precision-' if set(names) & set(BF16_VARIANTS) else ''}{machine_kind('cpu')}"
+
+
 def int8_instructions() -> str:
     """The CPU's instructions int8 matrix products use, from /proc/cpuinfo."""
     from kerasbert.perf.onednn import cpu_flags
@@ -217,11 +228,44 @@ def int8_instructions() -> str:
     return ", ".join(found) or "none of " + ", ".join(INT8_FLAGS)
 
 
-def summarize(times: dict, results: dict, job: dict, args) -> tuple[str, dict]:
-    """The markdown table and the figures the targets are read from."""
+def pass_shapes(name: str, job: dict) -> list[tuple[int, int]]:
+    """``(rows, length)`` of each batch ``name`` runs in one pass over the job's texts (a piece a character, with
+    [CLS] and [SEP], at most `MAXLEN`): the batches as given, each padded to its longest row, except the ONNX and
+    OpenVINO exports, which run rows of similar length together in chunks of a power of two, filled up with copies
+    of a row and padded to a multiple of ``LENGTH_STEP`` (`kerasbert.serving.runtime`)."""
+    from kerasbert.serving.runtime import LENGTH_STEP, length_batches, row_chunks
+
+    lengths, size = [min(MAXLEN, len(text) + 2) for text in job["texts"]], job["batch"]
+    if EXPORTS.get(name, ("",))[0] not in ("onnx", "openvino"):
+        return [(len(lengths[i:i + size]), max(lengths[i:i + size])) for i in range(0, len(lengths), size)]
+    shapes = []
+    for batch in length_batches(lengths, size):
+        for rows in row_chunks(len(batch)):
+            longest = max(lengths[i] for i in batch[:rows])
+            shapes.append((rows, -(-longest // LENGTH_STEP) * LENGTH_STEP))
+            batch = batch[rows:]
+    return shapes
+
+
+def pass_flops(cfg: dict, shapes: list[tuple[int, int]], first_token_only: bool) -> int:
+    """The FLOPs of batches of these ``(rows, length)`` (`bench.forward_flops`)."""
+    return sum(forward_flops(cfg, rows, length, first_token_only) for rows, length in shapes)
+
+
+def peak_share(name: str, seconds: float, cfg: dict, job: dict, measured: dict) -> str:
+    """``name``'s GFLOP/s over the peak of the precision it computes in, as the table shows it."""
+    precision = PRECISION_OF[name]
+    if not measured.get(precision):
+        return "—"
+    gflops = pass_flops(cfg, pass_shapes(name, job), first_token_only=name != "bert4keras") / seconds / 1e9
+    return f"{gflops / measured[precision]:.0%} of {precision}"
+
+
+def summarize(times: dict, results: dict, job: dict, cfg: dict, measured: dict) -> tuple[str, dict]:
+    """The markdown table and the figures the targets are read from; ``measured``: the peaks by precision."""
     n = len(job["texts"])
-    rows = ["| variant | sentences/s (median) | × bert4keras (95 % interval) | peak RSS | TensorFlow loaded "
-            "| export: time, peak RSS |", "|---|---|---|---|---|---|"]
+    rows = ["| variant | sentences/s (median) | × bert4keras (95 % interval) | share of its peak | peak RSS "
+            "| TensorFlow loaded | export: time, peak RSS |", "|---|---|---|---|---|---|---|"]
     figures = {}
     for name, seconds in times.items():
         ratios = [b / s for b, s in zip(times["bert4keras"], seconds, strict=True)] if "bert4keras" in times else []
@@ -232,7 +276,9 @@ def summarize(times: dict, results: dict, job: dict, args) -> tuple[str, dict]:
         shown = "—" if ratio is None else f"{ratio:.2f}"
         shown += f" ({interval[0]:.2f}–{interval[1]:.2f})" if interval else ""
         export_s = job["export_s"].get(name)
-        rows.append(f"| {name} | {figures[name]['per_s']:.1f} | {shown} | {results[name]['rss_mb'] / 1024:.2f} GB | "
+        share = peak_share(name, statistics.median(seconds), cfg, job, measured)
+        rows.append(f"| {name} | {figures[name]['per_s']:.1f} | {shown} | {share} | "
+                    f"{results[name]['rss_mb'] / 1024:.2f} GB | "
                     f"{'yes' if results[name]['tensorflow'] else 'no'} | "
                     + (f"{export_s:.0f} s, {job['export_rss_mb'][name] / 1024:.1f} GB |" if export_s is not None
                        else "— |"))
@@ -303,14 +349,17 @@ def main(argv=None) -> None:
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
             times[name].append(workers[name].step())
+    measured = peaks()  # after the rounds, with the workers idle
     results = {name: worker.result() for name, worker in workers.items()}
-    table, figures = summarize(times, results, job, args)
+    table, figures = summarize(times, results, job, cfg, measured)
     text = "\n".join([f"## Serving speed{' (quick)' if args.quick else ''}", "",
                       f"{cpu_text()}; int8 instructions: {int8_instructions()}; {os.cpu_count()} cores. "
                       f"{'Tiny config' if args.quick else 'BERT-base shape'} classifier, random weights, {n} texts "
-                      f"a pass in batches of {args.batch}, {rounds} rounds.", "", table, "", *targets(figures),
+                      f"a pass in batches of {args.batch}, {rounds} rounds. Matrix-product peaks measured by the "
+                      f"run: " + ", ".join(f"{key} {value:.0f} GFLOP/s" for key, value in measured.items()) + ".",
+                      "", table, "", *targets(figures),
                       *against_openvino(times)])
-    write_section("serve-quick" if args.quick else "serve-cpu", text,
+    write_section(section(names, args.quick), text,
                   **({"path": args.results} if args.results else {}))
     with open(os.path.join(folder, "serve_bench.json"), "w") as f:
         json.dump({"figures": figures, "times": times, "job": job_path}, f, indent=1)

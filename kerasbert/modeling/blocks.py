@@ -25,7 +25,8 @@ from kerasbert.modeling.positions import rotate
 from kerasbert.modeling.registry import register
 from kerasbert.perf import half_gradients
 from kerasbert.perf.block_variants import activation_in_float32, dense_2d, flat_tokens, onednn_scores
-from kerasbert.perf.fused import gelu_erf_training
+from kerasbert.perf.fused import gelu_erf_composed, gelu_erf_training
+from kerasbert.perf.portable import in_portable_graph
 from kerasbert.perf.variants import chosen
 
 
@@ -407,6 +408,8 @@ class FeedForward(_ProjectedBlock):
         activation = self.activation_fn
         if training and self.activation == "gelu" and chosen("xla_gelu"):
             activation = gelu_erf_training
+        elif self.activation == "gelu" and in_portable_graph():
+            activation = gelu_erf_composed
         if chosen("float32_activation") and activation_in_float32(self.compute_dtype, self.activation, training):
             return ops.cast(activation(ops.cast(x, "float32")), self.compute_dtype)
         return activation(x)

@@ -19,6 +19,7 @@ from kerasbert.modeling.positions import checked_length
 from kerasbert.modeling.registry import register
 from kerasbert.perf.forms import MAX_ONE_HOT, centred_layer_norm, one_hot_lookup
 from kerasbert.perf.fused import dropout_pays, dropout_training, layer_norm_training
+from kerasbert.perf.portable import in_portable_graph, portable_layer_norm
 from kerasbert.perf.variants import chosen
 
 HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
@@ -405,6 +406,8 @@ class LayerNorm(_Width, keras.layers.LayerNormalization):
     def call(self, inputs, training=None):
         if training and self._last_axis_affine(inputs) and chosen("xla_layer_norm") and dropout_pays(inputs):
             return ops.cast(layer_norm_training(inputs, self.gamma, self.beta, self.epsilon), self.compute_dtype)
+        if not training and self._last_axis_affine(inputs) and in_portable_graph():
+            return portable_layer_norm(inputs, self.gamma, self.beta, self.epsilon, self.compute_dtype)
         if not training and self._last_axis_affine(inputs) and chosen("centred_layer_norm"):
             return centred_layer_norm(inputs, self.gamma, self.beta, self.epsilon, self.compute_dtype)
         return super().call(inputs)

@@ -13,7 +13,8 @@ Both keep what a pretrained BERT's activation outliers would ruin: ONNX scales e
 (one scale for a whole matrix rounds its small columns away), and OpenVINO leaves in float the matrix products
 of two activations (attention's ``Q·Kᵀ`` and its weighted sum of the values) and skips SmoothQuant, whose
 per-channel rescaling moves activation outliers into the int8 weights. ``benchmarks/serve_accuracy.py`` measures
-each choice on a real pretrained checkpoint.
+each choice on a real pretrained checkpoint. The model is traced in `kerasbert.perf.portable.portable_graph`, where
+its GELU and LayerNorm take the forms the runtimes fuse.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.log import logger
+from kerasbert.perf.portable import portable_graph
 
 if TYPE_CHECKING:
     from kerasbert.finetune.runs import LoadedRun
@@ -83,7 +85,8 @@ def _tf2onnx(function, path: str, collect: bool, names: Names | None = None) -> 
     import tensorflow as tf
     from tf2onnx import optimizer, tf_loader, tfonnx, utils
 
-    concrete = function.get_concrete_function()
+    with portable_graph():  # the forms onnxruntime fuses
+        concrete = function.get_concrete_function()
     inputs, outputs = _flat_names(concrete)
     graph_def = tf_loader.from_function(concrete, inputs, outputs)
     with tf.Graph().as_default() as tf_graph:
@@ -199,7 +202,8 @@ def function_to_openvino(function, names: Names | None = None):
             unused ends), in that order.
     """
     openvino = require("openvino", "to write OpenVINO")
-    concrete = function.get_concrete_function()
+    with portable_graph():  # the forms OpenVINO fuses
+        concrete = function.get_concrete_function()
     converted = openvino.convert_model(concrete)
     if names is None:
         return converted

@@ -15,7 +15,16 @@ pytestmark = pytest.mark.slow
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from serve_bench import VARIANTS, texts  # noqa: E402
+from serve_bench import (  # noqa: E402
+    BF16_VARIANTS,
+    TINY,
+    VARIANTS,
+    pass_flops,
+    pass_shapes,
+    peak_share,
+    section,
+    texts,
+)
 from serve_load import same_answer  # noqa: E402
 
 
@@ -37,6 +46,31 @@ def test_same_answer_compares_labels_exactly_and_probabilities_within_1e_4():
     assert same_answer(entities, entities) and not same_answer(entities, {"entities": []})
 
 
+def test_a_pass_counts_the_shapes_each_variant_runs_padding_included():
+    job = {"texts": ["一" * 10, "一" * 40, "一" * 11, "一" * 200, "一" * 12], "batch": 2}
+    # in order, each batch padded to its longest (+ [CLS] and [SEP], at most 128)
+    assert pass_shapes("keras", job) == pass_shapes("saved_model", job) == [(2, 42), (2, 128), (1, 14)]
+    # portable exports: similar lengths together (12, 13, 14 | 42 | 128), chunks of a power of two rounded to 8
+    assert pass_shapes("onnx", job) == pass_shapes("openvino-int8", job) == [(2, 16), (1, 16), (1, 48), (1, 128)]
+    cfg = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
+    # per layer and token 8·32² + 4·32·64 + 4·S·32; the pooler 2·32² and the head 2·32·2 a row
+    expected = 2 * (2 * 16 * (16384 + 4 * 16 * 32)) + 2 * (2048 + 128)
+    assert pass_flops(cfg, [(2, 16)], first_token_only=False) == expected
+    assert pass_flops(cfg, [(2, 16)], first_token_only=True) < expected
+
+
+def test_a_variants_share_is_of_the_peak_of_its_own_precision_and_the_section_names_the_cpu_kind():
+    job = {"texts": ["一" * 30] * 4, "batch": 4}
+    flops = pass_flops(TINY, pass_shapes("openvino", job), first_token_only=True)
+    measured = {"f32": flops / 1e9, "int8": 4 * flops / 1e9}  # GFLOP/s: a pass a second is the whole f32 peak
+    assert peak_share("openvino", 2.0, TINY, job, measured) == "50% of f32"
+    assert peak_share("openvino-int8", 0.5, TINY, job, measured) == "50% of int8"
+    assert peak_share("openvino-bf16", 1.0, TINY, job, measured) == "—"  # no bf16 units: no bf16 peak
+    assert section(VARIANTS, quick=True) == "serve-quick"
+    assert section(VARIANTS, quick=False).startswith("serve-cpu")
+    assert section(["openvino", *BF16_VARIANTS], quick=False).startswith("serve-precision-cpu")
+
+
 def test_quick_serving_benchmarks_run_every_variant_and_write_their_sections(tmp_path):
     results, keep = tmp_path / "RESULTS.md", tmp_path / "serve"
     results.write_text("# results\n\n<!-- other -->\nkept\n<!-- /other -->\n")
@@ -53,6 +87,9 @@ def test_quick_serving_benchmarks_run_every_variant_and_write_their_sections(tmp
     assert {name for name, loaded in tensorflow.items() if loaded == "no"} == {"onnx", "onnx-int8", "openvino",
                                                                                "openvino-int8"}
     assert re.search(r"int8 instructions: ", text)
+    assert re.search(r"peaks measured by the run: f32 \d+ GFLOP/s(, bf16 \d+ GFLOP/s)?, int8 \d+ GFLOP/s", text)
+    shares = dict(re.findall(r"^\| ([\w-]+) \| [\d.]+ \| [^|]+ \| \d+% of (\w+) \|", text, re.M))
+    assert shares == {name: "int8" if "int8" in name else "f32" for name in VARIANTS}
     served = re.findall(r"^\| ([\w-]+) \| [\d.]+ / [\d.]+ ms \| ([\d.]+)/s \((\d+) errors\)", text, re.M)
     assert {name for name, _, _ in served} == {"openvino-int8", "openvino", "onnx-int8", "saved_model"}
     assert all(float(per_s) > 0 and errors == "0" for _, per_s, errors in served)

@@ -114,6 +114,25 @@ def test_float32_exports_answer_as_the_run(exports, expected, name, fmt):
         assert value == pytest.approx(info["dev_run"][key], abs=1e-6), key
 
 
+def test_the_openvino_graph_fuses_each_layer_norm_and_the_gelu_into_its_matmul(runs, exports):
+    """Traced in `kerasbert.perf.portable.portable_graph`, every LayerNorm runs as one MVN and each feed-forward's
+    GELU as a post-op of its inner matmul, not as elementwise ops of their own."""
+    import openvino
+
+    from kerasbert.serving.runtime import openvino_config
+
+    layers = json.load(open(os.path.join(runs["cls"], "bert_config.json")))["num_hidden_layers"]
+    folder, _ = exports["cls", "openvino", False]
+    compiled = openvino.Core().compile_model(os.path.join(folder, "model.xml"), "CPU", openvino_config("f32"))
+    ops = [(op.get_rt_info()["layerType"].astype(str), op.get_rt_info()["originalLayersNames"].astype(str))
+           for op in compiled.get_runtime_model().get_ops()]
+    assert sum(kind == "MVN" for kind, _ in ops) == 2 * layers + 1  # the embedding's norm and two a layer
+    inner = [(kind, names) for kind, names in ops if "FeedForward_1/intermediate" in names]
+    assert len(inner) == layers and all(kind == "FullyConnected" and "FeedForward_1/mul" in names
+                                        for kind, names in inner)
+    assert not any("Erf" in names or "Gelu" in names for _, names in ops)
+
+
 @pytest.mark.parametrize(("name", "fmt"), [("cls", "onnx"), ("cls", "openvino"), ("ner-crf", "openvino")])
 def test_int8_exports_stay_close_to_float32(exports, name, fmt):
     (folder, info), (fp32, _) = exports[name, fmt, True], exports[name, fmt, False]
