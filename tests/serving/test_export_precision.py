@@ -30,12 +30,22 @@ def _inputs() -> tuple[np.ndarray, np.ndarray]:
     return ids, np.zeros_like(ids)
 
 
+def _matmul_precisions(path: str, precision: str) -> set[str]:
+    """The precisions OpenVINO's compiled model runs its matrix products in, with the export's settings."""
+    import openvino
+
+    compiled = openvino.Core().compile_model(path, "CPU", openvino_config(precision))
+    return {op.get_rt_info()["runtimePrecision"].astype(str) for op in compiled.get_runtime_model().get_ops()
+            if op.get_rt_info()["layerType"].astype(str) == "FullyConnected"}
+
+
 def test_the_float32_export_runs_in_f32(backbone):
     model, path = backbone
     ids, segments = _inputs()
     want = model.predict([ids, segments], verbose=0)
     np.testing.assert_allclose(load_runtime("openvino", path)(ids, segments), want, atol=2e-5)
     assert openvino_config("f32")["INFERENCE_PRECISION_HINT"] == "f32"
+    assert _matmul_precisions(path, "f32") == {"f32"}  # on every CPU, bfloat16 units or not
 
 
 def test_bf16_is_its_own_choice(backbone):
@@ -48,6 +58,7 @@ def test_bf16_is_its_own_choice(backbone):
     want = model.predict([ids, segments], verbose=0)
     error = np.abs(load_runtime("openvino", path, "bf16")(ids, segments) - want).max()
     assert 1e-4 < error < 0.1  # rounded like bfloat16, and still the same model
+    assert _matmul_precisions(path, "bf16") == {"bf16"}
 
 
 def test_bf16_errors_name_the_option(tmp_path, monkeypatch):
