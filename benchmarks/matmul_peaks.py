@@ -1,5 +1,5 @@
-"""The CPU's matrix-product peaks in float32, bfloat16 and int8, measured with OpenVINO, and each served variant's
-share of the peak of the precision it computes in.
+"""The CPU's matrix-product peaks in float32, bfloat16 and int8, measured with OpenVINO, and the precision each
+served variant computes in (`serve_bench.py` gives each its share of that precision's peak).
 
 A peak is one product ``[tokens, H] × [H, I]`` of BERT-base's feed-forward shape (4,096 × 768 × 3,072), compiled
 by OpenVINO's CPU plugin: float32 and bfloat16 by its precision hint (bfloat16 only where the CPU has the units),

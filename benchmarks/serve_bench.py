@@ -237,7 +237,8 @@ def pass_shapes(name: str, job: dict) -> list[tuple[int, int]]:
 
     lengths, size = [min(MAXLEN, len(text) + 2) for text in job["texts"]], job["batch"]
     if EXPORTS.get(name, ("",))[0] not in ("onnx", "openvino"):
-        return [(len(lengths[i:i + size]), max(lengths[i:i + size])) for i in range(0, len(lengths), size)]
+        batches = [lengths[i:i + size] for i in range(0, len(lengths), size)]
+        return [(len(batch), max(batch)) for batch in batches]
     shapes = []
     for batch in length_batches(lengths, size):
         for rows in row_chunks(len(batch)):

@@ -35,7 +35,7 @@ from kerasbert.choices import MAXLEN
 from kerasbert.errors import ConfigError, fail
 from kerasbert.files import copy_file
 from kerasbert.finetune import plots, streaming
-from kerasbert.finetune.args import TrainArgs
+from kerasbert.finetune.args import TaskOptions, TrainArgs
 from kerasbert.finetune.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
 from kerasbert.finetune.runs import Run, State, open_run, score_file, with_stride
 from kerasbert.finetune.tasks import Task
@@ -432,7 +432,8 @@ def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, l
 
 def _check_prepared(args: TrainArgs, meta: dict, vocab_size: int) -> None:
     """A ConfigError where the prepared data's task, vocabulary or encoding options are not the run's."""
-    options = {"whole_word": True, "nsp": False, **meta["options"]}  # a folder prepared before these options
+    defaults = TaskOptions()  # what a folder prepared before these options was encoded with
+    options = {"whole_word": defaults.whole_word, "nsp": defaults.nsp, **meta["options"]}
     wanted = {"task": args.task, "vocab_size": vocab_size, "crf": args.crf,
               **({"whole_word": args.whole_word, "nsp": args.nsp} if args.task == "mlm" else {})}
     found = {**options, "task": meta["task"], "vocab_size": meta["vocab_size"], "crf": bool(options.get("crf"))}

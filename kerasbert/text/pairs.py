@@ -35,7 +35,7 @@ from kerasbert.text.corpus import Document, Encode, PackedRow, Packing, RowPiece
 
 __all__ = ["MEMORY", "PAIR_SEED", "PairPacking", "pack_pairs"]
 
-PAIR_SEED = 20181011  # the pairs are drawn once, the same in every run and every file split of a corpus
+PAIR_SEED = 20181011  # with a document's file:line, the seed of its pairs: the same pairs in every run
 MEMORY = 1000  # documents kept to draw a random second segment from
 NEXT_RATE = 0.5  # pairs whose second segment is the text that follows
 SHORT_RATE = 0.1  # documents packed to a shorter, random length (Google's short_seq_prob)
@@ -57,7 +57,8 @@ class PairPacking(Packing):
             units = list(self._units(document, encode, room))
             rng = np.random.default_rng([PAIR_SEED, zlib.crc32(document.source.encode("utf-8"))])
             for first, second, random_next in self._chunks(units, room, rng):
-                a, b = _joined(first), _joined(second, offset=1 + max(_joined(first)[1], default=-1))
+                a = _joined(first)
+                b = _joined(second, offset=1 + max(a[1], default=-1))
                 yield _pair_row(*_truncated(a, b, room, rng), random_next, cls_id, sep_id, document.source)
             if units:
                 self._memory.append(units)
