@@ -17,7 +17,8 @@ import time
 SHAPE = (4096, 768, 3072)  # tokens, H, I: BERT-base's feed-forward on 32 rows of 128 pieces
 #: the precision each serving variant's matrix products run in (int8 variants: their quantized products)
 PRECISION_OF = {"bert4keras": "f32", "keras": "f32", "saved_model": "f32", "onnx": "f32", "onnx-int8": "int8",
-                "openvino": "f32", "openvino-int8": "int8", "openvino-bf16": "bf16", "openvino-int8-bf16": "int8"}
+                "openvino": "f32", "openvino-int8": "int8", "openvino-bf16": "bf16", "openvino-int8-bf16": "int8",
+                "saved_model-bf16": "bf16"}
 
 
 def _product(int8: bool):
@@ -61,7 +62,7 @@ def peak_gflops(precision: str, rounds: int = 10) -> float:
 
 def peaks() -> dict[str, float]:
     """This CPU's peaks by precision; no ``bf16`` where the CPU has no bfloat16 units."""
-    from kerasbert.serving.runtime import cpu_has_bf16
+    from kerasbert.serving.precision import cpu_has_bf16
 
     return {precision: peak_gflops(precision) for precision in ("f32", "bf16", "int8")
             if precision != "bf16" or cpu_has_bf16()}

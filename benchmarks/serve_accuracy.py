@@ -121,7 +121,7 @@ def export_scores(run: str, folder: str, kinds: dict) -> dict:
 
 def formats() -> dict:
     """`FORMATS`, less the bf16 ones on a CPU without bfloat16 units."""
-    from kerasbert.serving.runtime import cpu_has_bf16
+    from kerasbert.serving.precision import cpu_has_bf16
 
     return {name: spec for name, spec in FORMATS.items() if spec[2] == "f32" or cpu_has_bf16()}
 

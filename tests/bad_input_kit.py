@@ -137,7 +137,7 @@ class Shared:
         from kerasbert.serving.export import export
 
         folder = self.folder / "export"
-        export(str(self.trained), str(folder), "openvino")
+        export(str(self.trained), str(folder), "openvino", precision="f32")
         return folder
 
 

@@ -11,8 +11,8 @@ from kerasbert.choices import (
     EMBED_MAXLEN,
     EMBED_POOLING,
     EXPORT_FORMATS,
+    EXPORT_PRECISIONS,
     LOSS_BOUND,
-    PRECISIONS,
     PREDICT_BATCH_SIZE,
     SERVE_DEFAULTS,
     SIM_POOLINGS,
@@ -69,8 +69,10 @@ def export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--calibration", help="openvino --int8: the data file whose first examples calibrate int8 "
                                               "(default: the run's training file); vectors: a file of texts, one a "
                                               "line, the export is measured on against float32")
-    parser.add_argument("--precision", default=PRECISIONS[0],
-                        help="openvino: f32, or bf16 on a CPU with AMX or avx512_bf16, for what is not int8 "
+    parser.add_argument("--precision", default=EXPORT_PRECISIONS[0],
+                        help="what the export computes in where it is not int8: auto (bf16 for openvino on a CPU "
+                             "with AMX or avx512_bf16, else f32; kerasbert-export.json says why), f32, or bf16 "
+                             "(openvino, or a cls/ner/span SavedModel where TensorFlow's bf16 is faster) "
                              "(default: %(default)s)")
     parser.add_argument("--accept-loss", action="store_true",
                         help="publish an openvino or onnx export even if it loses more than "
@@ -95,8 +97,10 @@ def run_export(args: argparse.Namespace) -> int:
     windows = f", stride {info['stride']}" if info.get("stride") is not None else ""
     print(f"{args.out}: {info['task']} model, {len(info['labels'])} labels, maxlen {info['maxlen']}{windows}, "
           f"{kind_of(info)}")
+    if info["precision_choice"]["asked"] != info["precision"]:
+        print(f"precision {info['precision']}: {info['precision_choice']['why']}")
     for name, scores in (("export", info["dev"]), ("run", info["dev_run"])):
-        if scores and info["format"] != "saved_model":
+        if scores and (info["format"] != "saved_model" or info["precision"] != "f32"):
             print(f"dev score of the {name}: " + ", ".join(f"{key} {scores[key]:.4f}" for key in sorted(scores)
                                                             if isinstance(scores[key], float)))
     return 0

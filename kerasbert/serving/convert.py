@@ -267,6 +267,7 @@ def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str 
     import shutil
 
     from kerasbert.modeling.crf import crf_layers
+    from kerasbert.serving.export import unscored_why
     from kerasbert.serving.runtime import MODEL_FILES, PortableExport
 
     run, args, the_task, labels, model = loaded.run, loaded.args, loaded.task, loaded.labels, loaded.model
@@ -290,5 +291,4 @@ def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str 
         info["dev"] = the_task.score(examples, predictions, labels)
     else:
         info["dev"] = {}
-        info["dev_unscored"] = (f"the run's dev file {args.dev!r} is not there" if args.dev
-                                else "the run was trained without a dev file")
+        info["dev_unscored"] = unscored_why(args)

@@ -24,13 +24,15 @@ splits a text longer than ``maxlen`` into windows and merges their answers in th
 Beside the model, ``kerasbert-export.json`` records the task, labels, maximum length, stride, vocabulary checksum,
 source run, format, precision and the exported model's dev score.
 
-An OpenVINO or ONNX export scores itself on the run's dev file. One that loses more than
-`kerasbert.choices.LOSS_BOUND` of the run's dev score (int8 or bf16 can) is not published: it is kept aside beside
-the target, and export fails naming it, unless the caller accepts the loss.
+An OpenVINO or ONNX export scores itself on the run's dev file, as does a SavedModel in bfloat16
+(`kerasbert.serving.precision` chooses the precision). One that loses more than `kerasbert.choices.LOSS_BOUND` of
+the run's dev score (int8 or bf16 can) is not published: it is kept aside beside the folder asked for, and export
+fails naming it, unless the caller accepts the loss.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -41,6 +43,7 @@ from kerasbert.choices import EXPORT_FORMATS, LOSS_BOUND, MAXLEN, PRECISIONS
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.files import publish_folder
 from kerasbert.log import logger
+from kerasbert.serving.precision import AUTO, BF16_TASKS, choose, fall_back, in_bfloat16
 
 if TYPE_CHECKING:
     from kerasbert.finetune.runs import LoadedRun
@@ -151,10 +154,11 @@ def vocab_checksum(path: str) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, precision: str) -> dict:
+def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, precision: tuple[str, dict]) -> dict:
     checksum = vocab_checksum(run.file("vocab.txt"))
     metrics = run.read_json("metrics.json") if os.path.isfile(run.file("metrics.json")) else {}
-    return {"format": fmt, "int8": int8, "precision": precision, "task": args.task, "crf": bool(args.crf),
+    return {"format": fmt, "int8": int8, "precision": precision[0], "precision_choice": precision[1],
+            "task": args.task, "crf": bool(args.crf),
             "pairs": args.text_b is not None, "labels": labels, "maxlen": maxlen, "stride": args.stride,
             "lowercase": bool(args.lowercase),
             "vocab_sha256": checksum, "source_run": os.path.abspath(run.path), "dev": metrics.get("dev", {}),
@@ -162,23 +166,12 @@ def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, preci
             **({"target_maxlen": args.target_maxlen, "beams": args.beams} if args.task == "seq2seq" else {})}
 
 
-def _check_arguments(out: str, format: str, int8: bool, precision: str) -> None:
+def _check_arguments(out: str, format: str, int8: bool) -> None:
     if format not in EXPORT_FORMATS:
         raise fail(ConfigError, "--format", " or ".join(EXPORT_FORMATS), repr(format))
     if int8 and format == "saved_model":
         raise fail(ConfigError, "--int8", "--format onnx or openvino", "--format saved_model",
                    "int8 models are written for ONNX Runtime and OpenVINO")
-    if precision != PRECISIONS[0]:
-        from kerasbert.serving.convert import require
-        from kerasbert.serving.runtime import check_precision
-
-        if precision in PRECISIONS and format != "openvino":
-            raise fail(ConfigError, f"--precision {precision}", "--format openvino", f"--format {format}",
-                       "bfloat16 is OpenVINO's choice on CPUs with AMX or avx512_bf16")
-        if precision in PRECISIONS:
-            require("openvino", "to run bf16")
-        check_precision("--precision" + (f" {precision}" if precision in PRECISIONS else ""), precision,
-                        "use --precision f32 (the default)")
     if os.path.exists(out):
         raise fail(ConfigError, out, "a new export folder", "something already there", "pick another path")
 
@@ -225,7 +218,7 @@ def _set_aside(staging: str, out: str) -> str:
 
 
 def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXPORT_FORMATS[0], int8: bool = False,
-           calibration: str | None = None, precision: str = PRECISIONS[0], accept_loss: bool = False,
+           calibration: str | None = None, precision: str = AUTO, accept_loss: bool = False,
            stride: int | None = None, pooling: str | None = None, normalize: bool | None = None) -> dict:
     """Export the best model of a ``kerasbert train`` run folder for serving; a checkpoint or sentence-transformers
     folder, or a run whose model answers sentence vectors (``--task sim``), exports a model that answers vectors
@@ -239,7 +232,9 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
         int8: bool. openvino or onnx: quantize the matrix products to int8; the export's dev score is measured.
         calibration: str or None. openvino int8: a data file in the training format whose first examples
             calibrate the quantization; default: the run's training file, else its dev file.
-        precision: str. openvino: ``"f32"``, or ``"bf16"`` on a CPU with bfloat16 units, for what is not int8.
+        precision: str. what the export computes in, where it is not int8: ``"auto"`` (chosen by CPU and format,
+            `kerasbert.serving.precision`), ``"f32"``, or ``"bf16"`` (openvino on a CPU with bfloat16 units; a
+            cls, ner or span run's SavedModel where TensorFlow's bfloat16 is faster).
         accept_loss: bool. publish an export that loses more than `LOSS_BOUND` of the run's dev score.
         stride: int or None. split texts longer than ``maxlen`` into windows sharing this many word pieces and merge
             their answers, as ``kerasbert predict --stride`` (`kerasbert.text.windows`; in the SavedModel's graph,
@@ -274,10 +269,12 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     from kerasbert.text.windows import check_stride
 
     out = os.fspath(out)
-    _check_arguments(out, format, int8, precision)
+    _check_arguments(out, format, int8)
+    chosen = choose(precision, format, int8)
     vectors = vector_source(os.fspath(run_dir), pooling, normalize, stride)  # None: a run of labels or text
     if vectors is not None:
-        return export_vectors(vectors, out, format, int8, calibration, precision, accept_loss)
+        _check_bf16_saved_model(chosen[0], format, None)
+        return export_vectors(vectors, out, format, int8, calibration, chosen, accept_loss)
     trained = open_run(os.fspath(run_dir))
     loaded = with_stride(trained, stride)
     run, args = loaded.run, loaded.args
@@ -287,36 +284,42 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     if args.task == "seq2seq" and int8 and format == "openvino":
         raise fail(ConfigError, "--int8", "--format onnx for a seq2seq run (its decoder's int8 needs no calibration)",
                    "--format openvino", "export it with --format onnx --int8, or in float32")
+    _check_bf16_saved_model(chosen[0], format, args.task)
     maxlen = args.maxlen or min(MAXLEN, resolve_config(run.file("bert_config.json")).max_position_embeddings)
     if args.stride is not None:
         check_stride(args.stride, maxlen)
-    info = _info(run, args, loaded.labels.labels, maxlen, format, int8, precision)
+    info = _info(run, args, loaded.labels.labels, maxlen, format, int8, chosen)
     if args.stride != trained.args.stride:  # the run's dev score was measured with its own stride
         info["dev"] = info["dev_run"] = _dev_score(loaded)
     def write(staging: str) -> None:
         if format == "saved_model":
-            _write_saved_model(staging, loaded, maxlen)
+            _write_saved_model(staging, loaded, maxlen, info)
         else:
             from kerasbert.serving.convert import write_portable
 
             write_portable(staging, loaded, info, calibration, data_file(args.dev))
 
-    publish_export(out, info, write, loss_over_bound if format != "saved_model" else None, "the run's dev score",
-                   accept_loss)
+    publish_export(out, info, write, loss_over_bound, "the run's dev score", accept_loss)
     logger.info("exported %s (%s, %s) to %s", run.path, args.task, kind_of(info), out)
     return info
 
 
-def publish_export(out: str, info: dict, write: Callable[[str], None], loss: Callable[[dict], str | None] | None,
+def publish_export(out: str, info: dict, write: Callable[[str], None], loss: Callable[[dict], str | None],
                    bound_of: str, accept_loss: bool) -> None:
     """Write an export into ``out`` whole or not at all: ``write(staging)`` fills the folder and ``info``, then
     ``kerasbert-export.json`` is written. An export whose ``loss(info)`` is not None is kept aside (`_set_aside`)
-    and a ModelError names where, unless ``accept_loss``, which publishes it with a warning."""
+    and a ModelError names where, unless ``accept_loss``, which publishes it with a warning; one whose precision
+    ``auto`` chose bf16 is first written again in float32 (`kerasbert.serving.precision.fall_back`)."""
     with publish_folder(out) as staging:
         write(staging)
+        lost = loss(info)
+        if lost and fall_back(info, lost):
+            logger.info("%s: %s", out, info["precision_choice"]["why"])
+            _empty(staging)
+            write(staging)
+            lost = loss(info)
         with open(os.path.join(staging, EXPORT_INFO), "w", encoding="utf-8") as f:
             f.write(json.dumps(info, ensure_ascii=False, indent=1) + "\n")
-        lost = loss(info) if loss is not None else None
         if lost and not accept_loss:
             kept = _set_aside(staging, out)
             raise fail(ModelError, out, f"an {kind_of(info)} export within the bound of {bound_of}", lost,
@@ -328,6 +331,29 @@ def publish_export(out: str, info: dict, write: Callable[[str], None], loss: Cal
         logger.warning("%s: could not score the export: %s", out, info["dev_unscored"])
 
 
+def _empty(folder: str) -> None:
+    """Remove what ``folder`` holds, leaving it."""
+    import shutil
+
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
+
+
+def unscored_why(args) -> str:
+    """Why a run's export has no dev score: its ``args.json`` names no dev file, or one that is not there."""
+    return f"the run's dev file {args.dev!r} is not there" if args.dev else "the run was trained without a dev file"
+
+
+def _check_bf16_saved_model(precision: str, format: str, task: str | None) -> None:
+    """A ConfigError for a bf16 SavedModel of a model that is not a cls, ner or span run (``task`` None: a model
+    that answers vectors)."""
+    if precision == "bf16" and format == "saved_model" and task not in BF16_TASKS:
+        what = f"a {task} run" if task else "a vector model"
+        raise fail(ConfigError, "--precision bf16", f"--format openvino for {what}", "--format saved_model",
+                   f"a bfloat16 SavedModel is written for {', '.join(BF16_TASKS)} runs")
+
+
 def _dev_score(loaded: LoadedRun) -> dict:
     """The run's score on its dev file as ``loaded`` predicts (``{}`` without one)."""
     from kerasbert.finetune.runs import score_file
@@ -336,8 +362,9 @@ def _dev_score(loaded: LoadedRun) -> dict:
     return score_file(loaded, dev) if dev else {}
 
 
-def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int) -> None:
-    """The raw-text SavedModel of a loaded run, into ``folder``."""
+def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int, info: dict) -> None:
+    """The raw-text SavedModel of a loaded run, into ``folder``; in bfloat16, ``info``'s ``dev`` is the score of the
+    model it holds."""
     import tensorflow as tf
 
     from kerasbert.text.tokenizer import load_vocab
@@ -348,6 +375,13 @@ def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int) -> None:
         raise fail(ConfigError, "export", "tensorflow-text, for the tokenizer inside the SavedModel",
                    f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
     args = loaded.args
+    info.pop("dev_unscored", None)
+    info["dev"] = dict(info["dev_run"])  # float32: the run's own model
+    if info["precision"] == "bf16":
+        loaded = dataclasses.replace(loaded, model=in_bfloat16(loaded.model))
+        info["dev"] = _dev_score(loaded)
+        if not info["dev"]:
+            info["dev_unscored"] = unscored_why(args)
     vocab = list(load_vocab(loaded.run.file("vocab.txt")))
     if args.task == "seq2seq":
         from kerasbert.serving.graph_decode import GraphDetokenizer

@@ -164,7 +164,8 @@ class PortableDecoder:
 def _runner(folder: str, info: dict, graph: str) -> Runner:
     """A function running ``graph``'s file of the export on named inputs, giving its outputs in `decoder_names`'
     order; a ConfigError when the runtime is missing or cannot read the file."""
-    from kerasbert.serving.runtime import openvino_config, runtime_errors
+    from kerasbert.serving.precision import openvino_config
+    from kerasbert.serving.runtime import runtime_errors
 
     fmt, path, outputs = info["format"], os.path.join(folder, info["files"][graph]), info["names"][graph]["outputs"]
     with runtime_errors(fmt, path, "write the decoder again"):

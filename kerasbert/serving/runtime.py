@@ -18,6 +18,7 @@ import numpy as np
 
 from kerasbert.choices import PRECISIONS, PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, DataError, fail
+from kerasbert.serving.precision import check_precision, openvino_config
 from kerasbert.text.pipeline import encode_classification, encode_ner, text_example
 from kerasbert.text.predictions import entities_row, label_row, piece_tags
 from kerasbert.text.readers import ClassificationExample, LabelSet
@@ -25,39 +26,12 @@ from kerasbert.text.span_data import SpanExample, encode_spans, found_spans, spa
 from kerasbert.text.tokenizer import Tokenizer, pad_ids
 from kerasbert.text.windows import encode_split, mean_by_document, merge_pieces
 
-__all__ = ["MODEL_FILES", "PortableExport", "check_precision", "check_texts", "cpu_has_bf16", "length_batches",
-           "load_runtime", "openvino_config", "row_chunks", "runtime_errors"]
+__all__ = ["MODEL_FILES", "PortableExport", "check_texts", "length_batches",
+           "load_runtime", "row_chunks", "runtime_errors"]
 
 MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}
 INSTALL = {"onnx": "onnxruntime", "openvino": "openvino"}
 LENGTH_STEP = 8
-
-
-def openvino_config(precision: str = PRECISIONS[0]) -> dict:
-    """OpenVINO's CPU settings for an export: latency first, and the precision pinned, since OpenVINO would
-    otherwise run a float32 model in bfloat16 on a CPU with AMX or avx512_bf16 units.
-
-    Example:
-    >>> openvino_config()
-    {'PERFORMANCE_HINT': 'LATENCY', 'INFERENCE_PRECISION_HINT': 'f32'}
-    """
-    return {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": precision}
-
-
-def cpu_has_bf16() -> bool:
-    """Whether OpenVINO finds bfloat16 units (AMX, avx512_bf16) on this CPU."""
-    import openvino
-
-    return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-
-
-def check_precision(what: str, precision: str, hint: str = "export the run again with --precision f32") -> None:
-    """A ConfigError, blaming ``what``, unless this CPU runs ``precision`` (one of `PRECISIONS`)."""
-    if precision not in PRECISIONS:
-        raise fail(ConfigError, what, " or ".join(PRECISIONS), repr(precision))
-    if precision == "bf16" and not cpu_has_bf16():
-        raise fail(ConfigError, what, "a CPU with bfloat16 units (AMX or avx512_bf16)",
-                   "none in OpenVINO's CPU capabilities", hint)
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, slack: float = 1.25) -> list[list[int]]:

@@ -189,8 +189,9 @@ def _texts(embedder, calibration: str | None, needed: bool) -> tuple[list[str], 
     return texts, where
 
 
-def _info(embedder, fmt: str, int8: bool, precision: str) -> dict:
-    return {"format": fmt, "int8": int8, "precision": precision, "task": VECTOR_TASK, "crf": False, "pairs": False,
+def _info(embedder, fmt: str, int8: bool, precision: tuple[str, dict]) -> dict:
+    return {"format": fmt, "int8": int8, "precision": precision[0], "precision_choice": precision[1],
+            "task": VECTOR_TASK, "crf": False, "pairs": False,
             "labels": [], "pooling": embedder.pooling, "normalize": embedder.normalize,
             "dimension": embedder.dimension, "maxlen": embedder.maxlen, "lowercase": embedder.lowercase,
             "vocab_sha256": vocab_checksum(embedder.vocab), "source": os.path.abspath(embedder.path),
@@ -198,7 +199,8 @@ def _info(embedder, fmt: str, int8: bool, precision: str) -> dict:
 
 
 def export_vectors(embedder, out: str, format: str, int8: bool = False, calibration: str | None = None,
-                   precision: str = PRECISIONS[0], accept_loss: bool = False) -> dict:
+                   precision: tuple[str, dict] = (PRECISIONS[0], {"asked": PRECISIONS[0], "why": "asked for"}),
+                   accept_loss: bool = False) -> dict:
     """Write the export of a vector model (an opened `kerasbert.serving.embed.Embedder`) to ``out``; called by
     `kerasbert.serving.export.export`, which has checked the arguments. Returns what ``kerasbert-export.json``
     records.
@@ -207,8 +209,10 @@ def export_vectors(embedder, out: str, format: str, int8: bool = False, calibrat
         ModelError: an ONNX or OpenVINO export under `VECTOR_MIN_COSINE` to the float32 vectors on some text; it is
             kept at ``OUT.rejected``, which the message names.
     """
-    portable = format != "saved_model"
-    texts, where = _texts(embedder, calibration, portable and (int8 or precision != PRECISIONS[0]))
+    portable, asked = format != "saved_model", precision[1]["asked"]
+    texts, where = _texts(embedder, calibration, portable and (int8 or asked == "bf16"))
+    if not texts and precision[0] == "bf16":  # chosen by auto: nothing to hold bf16 vectors to, so float32
+        precision = (PRECISIONS[0], {"asked": asked, "why": "auto: no texts to hold bf16 vectors to float32 ones"})
     info = _info(embedder, format, int8, precision)
     def write(staging: str) -> None:
         if portable:

@@ -19,6 +19,7 @@ from serve_bench import (  # noqa: E402
     BF16_VARIANTS,
     TINY,
     VARIANTS,
+    against_float32,
     pass_flops,
     pass_shapes,
     peak_share,
@@ -69,6 +70,18 @@ def test_a_variants_share_is_of_the_peak_of_its_own_precision_and_the_section_na
     assert section(VARIANTS, quick=True) == "serve-quick"
     assert section(VARIANTS, quick=False).startswith("serve-cpu")
     assert section(["openvino", *BF16_VARIANTS], quick=False).startswith("serve-precision-cpu")
+    assert section(["openvino", "openvino-bf16"], quick=False, pretrained="minilm").startswith(
+        "serve-precision-minilm-cpu")
+
+
+def test_each_low_precision_export_is_measured_against_the_float32_export_of_its_format():
+    times = {"saved_model": [2.0, 2.0, 4.0], "saved_model-bf16": [1.0, 1.0, 1.0], "openvino": [1.0, 1.0, 1.0],
+             "openvino-int8": [0.5, 0.25, 0.5], "bert4keras": [3.0, 3.0, 3.0]}
+    lines = against_float32(times)
+    assert [line.split(":")[0] for line in lines] == ["- saved_model-bf16", "- openvino-int8"]
+    assert lines[0].startswith("- saved_model-bf16: 2.00 × saved_model (float32)")
+    assert lines[1].startswith("- openvino-int8: 2.00 × openvino (float32)")
+    assert "saved_model-bf16" in BF16_VARIANTS and "saved_model-bf16" not in VARIANTS
 
 
 def test_quick_serving_benchmarks_run_every_variant_and_write_their_sections(tmp_path):

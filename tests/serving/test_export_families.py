@@ -57,7 +57,7 @@ def exports(runs, tmp_path_factory) -> Callable[[str], tuple[str, dict]]:
         if kind not in made:
             name, fmt, int8 = EXPORTS[kind]
             folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{kind}")), "export")
-            made[kind] = folder, export(runs[name], folder, fmt, int8=int8, accept_loss=int8)
+            made[kind] = folder, export(runs[name], folder, fmt, int8=int8, precision="f32", accept_loss=int8)
         return made[kind]
 
     return made_once

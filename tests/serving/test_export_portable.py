@@ -58,7 +58,8 @@ def exports(runs, tmp_path_factory) -> dict[tuple[str, str, bool], tuple[str, di
         folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{name}-{fmt}-{int8}")), "export")
         # int8 may lose a little on these 16-example dev sets (one example is 6 points): the bound is tested in
         # test_export_gate.py, the default int8's scores on the demo tasks in benchmarks/serve_accuracy.py
-        out[name, fmt, int8] = folder, export(runs[name], folder, fmt, int8=int8, accept_loss=int8)
+        out[name, fmt, int8] = folder, export(runs[name], folder, fmt, int8=int8, precision="f32",
+                                                    accept_loss=int8)
     return out
 
 
@@ -119,7 +120,7 @@ def test_the_openvino_graph_fuses_each_layer_norm_and_the_gelu_into_its_matmul(r
     GELU as a post-op of its inner matmul, not as elementwise ops of their own."""
     import openvino
 
-    from kerasbert.serving.runtime import openvino_config
+    from kerasbert.serving.precision import openvino_config
 
     layers = json.load(open(os.path.join(runs["cls"], "bert_config.json")))["num_hidden_layers"]
     folder, _ = exports["cls", "openvino", False]

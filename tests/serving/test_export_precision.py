@@ -1,18 +1,23 @@
-"""The precision an OpenVINO export runs in: float32 is f32 on every CPU (OpenVINO would pick bfloat16 on CPUs
-with AMX or avx512_bf16), bf16 only when asked for, and one-line errors where bf16 cannot be had."""
+"""The precision an export computes in: float32 is f32 on every CPU (OpenVINO would pick bfloat16 on CPUs with AMX or
+avx512_bf16), bf16 when asked for or chosen by ``auto`` (by CPU class, recorded with why), a bf16 SavedModel, the
+fall back to float32 of an ``auto`` bf16 export that loses, and one-line errors where bf16 cannot be had."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
 import pytest
 
-from kerasbert import ConfigError, build_transformer_model
-from kerasbert.serving import runtime
+from kerasbert import ConfigError, build_transformer_model, train
+from kerasbert.finetune.demo_data import write_demo_data
+from kerasbert.perf import onednn
+from kerasbert.serving import precision as precisions
 from kerasbert.serving.convert import to_openvino
-from kerasbert.serving.export import export
-from kerasbert.serving.runtime import load_runtime, openvino_config
+from kerasbert.serving.export import EXPORT_INFO, export
+from kerasbert.serving.precision import openvino_config
+from kerasbert.serving.runtime import load_runtime
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +55,7 @@ def test_the_float32_export_runs_in_f32(backbone):
 
 def test_bf16_is_its_own_choice(backbone):
     model, path = backbone
-    if not runtime.cpu_has_bf16():  # the f32 answer above holds on every CPU; bf16 needs the CPU's units
+    if not precisions.cpu_has_bf16():  # the f32 answer above holds on every CPU; bf16 needs the CPU's units
         with pytest.raises(ConfigError, match="expected a CPU with bfloat16"):
             load_runtime("openvino", path, "bf16")
         return
@@ -63,17 +68,114 @@ def test_bf16_is_its_own_choice(backbone):
 
 def test_bf16_errors_name_the_option(tmp_path, monkeypatch):
     run, out = str(tmp_path / "no-run"), str(tmp_path / "out")
-    with pytest.raises(ConfigError, match=r"--precision: expected f32 or bf16, found 'fp16'"):
+    with pytest.raises(ConfigError, match=r"--precision: expected auto or f32 or bf16, found 'fp16'"):
         export(run, out, "openvino", precision="fp16")
-    for fmt in ("onnx", "saved_model"):
-        with pytest.raises(ConfigError, match=rf"--precision bf16: expected --format openvino, found --format {fmt}"):
-            export(run, out, fmt, precision="bf16")
-    monkeypatch.setattr(runtime, "cpu_has_bf16", lambda: False)
+    with pytest.raises(ConfigError, match=r"--precision bf16: expected --format openvino or saved_model, found "
+                                          r"--format onnx. ONNX Runtime's CPU kernels multiply floats in float32"):
+        export(run, out, "onnx", precision="bf16")
+    monkeypatch.setattr(precisions, "cpu_has_bf16", lambda: False)
     with pytest.raises(ConfigError, match=r"--precision bf16: expected a CPU with bfloat16 units .*found none"):
         export(run, out, "openvino", precision="bf16")
     with pytest.raises(ConfigError, match=r"model.xml: expected a CPU with bfloat16 units .*--precision f32"):
         load_runtime("openvino", str(tmp_path / "model.xml"), "bf16")
+    monkeypatch.setattr(onednn, "bf16_speedup", lambda: 0.55)
+    with pytest.raises(ConfigError, match=r"--precision bf16: expected a CPU where TensorFlow multiplies bfloat16 at "
+                                          r"least 1.25 x as fast as float32 .*found 0.55 x float32 measured here"):
+        export(run, out, "saved_model", precision="bf16")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(("units", "flags", "float_export", "int8_export"), [
+    (False, set(), "f32", "f32"),                              # AVX2, or AVX-512 without bf16
+    (True, {"avx512_bf16"}, "bf16", "f32"),                    # AVX-512 with bf16 units, no AMX
+    (True, {"avx512_bf16", "amx_bf16"}, "bf16", "bf16"),       # AMX
+])
+def test_auto_chooses_by_cpu_class_and_says_why(monkeypatch, units, flags, float_export, int8_export):
+    monkeypatch.setattr(precisions, "cpu_has_bf16", lambda: units)
+    monkeypatch.setattr(onednn, "cpu_flags", lambda: frozenset(flags))
+    for int8, want in ((False, float_export), (True, int8_export)):
+        chosen, choice = precisions.choose("auto", "openvino", int8)
+        assert chosen == want and choice["asked"] == "auto" and choice["why"].startswith("auto: ")
+        assert ("units" in choice["why"]) or ("no faster" in choice["why"])
+    for fmt in ("onnx", "saved_model"):  # whatever the CPU
+        assert precisions.choose("auto", fmt, False)[0] == "f32"
+    assert precisions.choose("f32", "openvino", False) == ("f32", {"asked": "f32", "why": "asked for"})
+
+
+@pytest.fixture(scope="module")
+def classifier(tmp_path_factory) -> str:
+    """A tiny classifier run with a dev file, trained one short epoch."""
+    data = write_demo_data(str(tmp_path_factory.mktemp("data")), n_train=64, n_dev=24, n_test=4)
+    run = str(tmp_path_factory.mktemp("run"))
+    train("cls", data["cls_train"], run, dev=data["cls_dev"], vocab=data["vocab"], epochs=1, batch_size=16,
+          maxlen=16, verbose=0)
+    return run
+
+
+@pytest.mark.slow
+def test_an_auto_openvino_export_records_the_choice_it_runs_with(classifier, tmp_path):
+    info = export(classifier, str(tmp_path / "out"), "openvino")
+    chosen, choice = precisions.choose("auto", "openvino", False)
+    if info["precision_choice"]["why"].startswith("auto: bf16 lost"):  # fell back: bf16 lost more than the bound
+        chosen = "f32"
+    assert (info["precision"], info["precision_choice"]["asked"]) == (chosen, "auto")
+    with open(tmp_path / "out" / EXPORT_INFO, encoding="utf-8") as f:
+        assert json.load(f)["precision_choice"] == info["precision_choice"]
+    assert info["dev"]["accuracy"] >= info["dev_run"]["accuracy"] - 0.005
+
+
+def _graph_dtypes(folder: str) -> set[str]:
+    """The dtypes of the matrix products in a SavedModel's ``ids`` signature."""
+    import tensorflow as tf
+
+    graph = tf.saved_model.load(folder).signatures["ids"].graph
+    ops = [op for function in graph.as_graph_def().library.function for op in function.node_def]
+    return {tf.dtypes.as_dtype(op.attr["T"].type).name for op in ops if "MatMul" in op.op}
+
+
+@pytest.mark.slow
+def test_a_bf16_saved_model_computes_in_bf16_and_scores_itself(classifier, tmp_path, monkeypatch):
+    import tensorflow as tf
+
+    from kerasbert import predict
+
+    monkeypatch.setattr(onednn, "bf16_speedup", lambda: 2.0)  # what bf16 units measure; the graph is the same
+    info = export(classifier, str(tmp_path / "bf16"), "saved_model", precision="bf16")
+    assert (info["precision"], info["precision_choice"]) == ("bf16", {"asked": "bf16", "why": "asked for"})
+    assert info["dev"].keys() == info["dev_run"].keys() and info["dev"] is not info["dev_run"]
+    assert "bfloat16" in _graph_dtypes(str(tmp_path / "bf16"))
+    assert _graph_dtypes(_f32_saved_model(classifier, tmp_path)) == {"float32"}
+    texts = ["很好", "这个不好用"]
+    answer = tf.saved_model.load(str(tmp_path / "bf16")).signatures["serving_default"](text=tf.constant(texts))
+    assert answer["probabilities"].dtype == tf.float32
+    want = [list(row["probabilities"].values()) for row in predict(classifier, texts)]
+    np.testing.assert_allclose(answer["probabilities"].numpy(), want, atol=0.05)
+
+
+def _f32_saved_model(run: str, tmp_path) -> str:
+    export(run, str(tmp_path / "f32"), "saved_model")
+    return str(tmp_path / "f32")
+
+
+@pytest.mark.slow
+def test_auto_falls_back_to_float32_when_bf16_loses(classifier, tmp_path, monkeypatch):
+    """A run claiming a better dev score than its model's: the bf16 export ``auto`` chose loses against it, so it
+    is written again in float32, whose score is the run's own."""
+    import shutil
+
+    claiming = str(tmp_path / "run")
+    shutil.copytree(classifier, claiming)
+    with open(os.path.join(claiming, "metrics.json"), encoding="utf-8") as f:
+        metrics = json.load(f)
+    metrics["dev"]["accuracy"] += 0.0051
+    with open(os.path.join(claiming, "metrics.json"), "w", encoding="utf-8") as f:
+        json.dump(metrics, f)
+    monkeypatch.setattr(precisions, "_automatic", lambda fmt, int8: ("bf16", "auto: this CPU has bfloat16 units"))
+    info = export(claiming, str(tmp_path / "out"), "saved_model")
+    assert info["precision"] == "f32" and info["dev"] == info["dev_run"]
+    assert info["precision_choice"]["why"].startswith("auto: bf16 lost dev accuracy")
+    assert _graph_dtypes(str(tmp_path / "out")) == {"float32"}
+    assert sorted(os.listdir(tmp_path)) == ["out", "run"]  # nothing kept aside
 
 
 def _fed_by(port, kind: str) -> bool:

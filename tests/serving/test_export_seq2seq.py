@@ -92,19 +92,24 @@ def test_an_export_given_ids_instead_of_text_says_so(exported):
 @pytest.mark.parametrize("fmt", ["onnx", "openvino"])
 def test_portable_exports_generate_what_the_run_generates(exported, tmp_path, fmt):
     run = exported[0]
-    info = export(run, str(tmp_path / "export"), format=fmt)
+    info = export(run, str(tmp_path / "export"), format=fmt, precision="f32")
     extension = {"onnx": ".onnx", "openvino": ".xml"}[fmt]
     assert info["decoder"]["files"] == {"prefill": "prefill" + extension, "step": "step" + extension}
     assert info["dev"] == info["dev_run"]  # scored on the export itself: the same targets
     assert open_export(str(tmp_path / "export")).predict([{"text": text} for text in TEXTS]) == predict(run, TEXTS)
 
 
-def test_an_int8_decoder_is_onnx(exported, tmp_path):
+def test_an_int8_decoder_is_onnx_and_a_bf16_savedmodel_is_of_a_labelling_run(exported, tmp_path, monkeypatch):
     from kerasbert import ConfigError
+    from kerasbert.perf import onednn
 
+    monkeypatch.setattr(onednn, "bf16_speedup", lambda: 2.0)  # what bf16 units measure
     with pytest.raises(ConfigError, match="--int8: expected --format onnx for a seq2seq run"):
         export(exported[0], str(tmp_path / "openvino"), format="openvino", int8=True)
     assert not os.path.exists(tmp_path / "openvino")
+    with pytest.raises(ConfigError, match="--precision bf16: expected --format openvino for a seq2seq run"):
+        export(exported[0], str(tmp_path / "bf16"), precision="bf16")
+    assert not os.path.exists(tmp_path / "bf16")
 
 
 def test_a_portable_seq2seq_export_without_its_decoder_says_so(tmp_path):

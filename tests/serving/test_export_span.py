@@ -49,7 +49,7 @@ def exports(run, tmp_path_factory) -> dict[tuple[str, bool], tuple[str, dict]]:
     out = {}
     for fmt, int8 in EXPORTS:
         folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{fmt}-{int8}")), "export")
-        out[fmt, int8] = folder, export(run, folder, format=fmt, int8=int8)
+        out[fmt, int8] = folder, export(run, folder, format=fmt, int8=int8, precision="f32")
     return out
 
 

@@ -147,6 +147,21 @@ def test_int8_needs_texts_and_float32_goes_unmeasured_without_them(checkpoint, t
     assert info["dev"] == {} and "pass --calibration" in info["dev_unscored"]
 
 
+def test_auto_takes_float32_without_texts_and_a_bf16_savedmodel_is_refused(checkpoint, tmp_path, monkeypatch):
+    from kerasbert.perf import onednn
+    from kerasbert.serving import precision
+
+    monkeypatch.setattr(precision, "_automatic", lambda fmt, int8: ("bf16", "auto: this CPU has bfloat16 units"))
+    info = export(checkpoint, str(tmp_path / "auto"), "openvino")
+    assert info["precision"] == "f32" and info["dev"] == {}
+    assert info["precision_choice"] == {"asked": "auto", "why": "auto: no texts to hold bf16 vectors to float32 ones"}
+    monkeypatch.setattr(onednn, "bf16_speedup", lambda: 2.0)
+    with pytest.raises(ConfigError, match="--precision bf16: expected --format openvino for a vector model, found "
+                                          "--format saved_model"):
+        export(checkpoint, str(tmp_path / "bf16"), "saved_model", precision="bf16")
+    assert not os.path.exists(tmp_path / "bf16")
+
+
 def test_serve_answers_vectors_in_tf_serving_shape(exports, expected):
     served = open_export(exports["onnx", False][0])
     with TestClient(make_app(served, "vectors")) as client:

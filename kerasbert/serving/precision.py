@@ -1,0 +1,157 @@
+"""The precision an export computes in: ``auto`` (the default), ``f32`` or ``bf16``.
+
+bfloat16 keeps float32's range with 8 bits of mantissa; CPUs with bfloat16 units (AMX, avx512_bf16) multiply it
+much faster than float32. ``auto`` chooses by the CPU the export is made on and by the format, and
+``kerasbert-export.json`` records the choice as ``precision`` and how it was made as ``precision_choice``
+(``{"asked": ..., "why": ...}``):
+
+- openvino: ``bf16`` where OpenVINO finds bfloat16 units, as OpenVINO itself would run a float model there; with
+  ``--int8``, what is not int8 runs in bf16 only on a CPU with AMX, since with avx512_bf16 alone it is no faster
+  than int8 beside float32 (``benchmarks/RESULTS.md``, the ``serve-precision-*`` sections); ``f32`` elsewhere;
+- onnx: ``f32``, as ONNX Runtime's CPU kernels multiply floats in float32;
+- saved_model: ``f32``, since a SavedModel is served wherever TensorFlow runs and its bfloat16 graph is slower on a
+  CPU without the units; ``--precision bf16`` asks for one where TensorFlow's bf16 products measure faster
+  (`kerasbert.perf.onednn.bf16_pays`): the run's model is rebuilt computing in bfloat16, its head in float32
+  (`in_bfloat16`).
+
+An export ``auto`` made in bf16 whose dev score falls beyond `kerasbert.choices.LOSS_BOUND` is made again in float32
+(`fall_back`), so the default never fails for a precision it chose itself.
+
+Example:
+>>> choose("f32", "openvino", int8=False)
+('f32', {'asked': 'f32', 'why': 'asked for'})
+>>> choose("auto", "onnx", int8=True)[0]
+'f32'
+"""
+
+from __future__ import annotations
+
+from kerasbert.choices import EXPORT_PRECISIONS, PRECISIONS
+from kerasbert.errors import ConfigError, fail
+
+__all__ = ["AUTO", "BF16_TASKS", "BF16_UNITS", "check_precision", "choose", "cpu_has_bf16", "fall_back", "in_bfloat16",
+           "openvino_config"]
+
+AUTO = EXPORT_PRECISIONS[0]  # ``--precision``'s default: chosen by CPU and format (`choose`)
+BF16_UNITS = frozenset({"amx_bf16", "avx512_bf16"})  # the CPU flags of bfloat16 matrix units
+BF16_TASKS = ("cls", "ner", "span")  # the runs a bf16 SavedModel is written for (its head answers in float32)
+_F32_BY_FORMAT = {
+    "onnx": "ONNX Runtime's CPU kernels multiply floats in float32",
+    "saved_model": "a SavedModel is served wherever TensorFlow runs (--precision bf16 asks for bfloat16)",
+}
+
+
+def openvino_config(precision: str = PRECISIONS[0]) -> dict:
+    """OpenVINO's CPU settings for an export: latency first, and the precision pinned, since OpenVINO would
+    otherwise run a float32 model in bfloat16 on a CPU with AMX or avx512_bf16 units.
+
+    Example:
+    >>> openvino_config()
+    {'PERFORMANCE_HINT': 'LATENCY', 'INFERENCE_PRECISION_HINT': 'f32'}
+    """
+    return {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": precision}
+
+
+def cpu_has_bf16() -> bool:
+    """Whether OpenVINO finds bfloat16 units (AMX, avx512_bf16) on this CPU."""
+    import openvino
+
+    return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+def check_precision(what: str, precision: str, hint: str = "export the run again with --precision f32") -> None:
+    """A ConfigError, blaming ``what``, unless OpenVINO runs ``precision`` (one of `PRECISIONS`) on this CPU."""
+    if precision not in PRECISIONS:
+        raise fail(ConfigError, what, " or ".join(PRECISIONS), repr(precision))
+    if precision == "bf16" and not cpu_has_bf16():
+        raise fail(ConfigError, what, "a CPU with bfloat16 units (AMX or avx512_bf16)",
+                   "none in OpenVINO's CPU capabilities", hint)
+
+
+def choose(asked: str, format: str, int8: bool) -> tuple[str, dict]:
+    """The precision an export of ``format`` computes in, and ``precision_choice``: what was asked and why.
+
+    Raises:
+        ConfigError: an unknown precision, bf16 for ONNX, or bf16 on a CPU that has no use for it.
+    """
+    if asked == AUTO:
+        precision, why = _automatic(format, int8)
+        return precision, {"asked": AUTO, "why": why}
+    what = f"--precision {asked}" if asked in PRECISIONS else "--precision"
+    if asked not in PRECISIONS:
+        raise fail(ConfigError, what, " or ".join(EXPORT_PRECISIONS), repr(asked))
+    if asked == "bf16" and format == "onnx":
+        raise fail(ConfigError, what, "--format openvino or saved_model", "--format onnx", _F32_BY_FORMAT["onnx"])
+    if asked == "bf16" and format == "saved_model":
+        _check_tensorflow_bf16(what)
+    elif asked == "bf16":
+        from kerasbert.serving.convert import require
+
+        require("openvino", "to run bf16")
+        check_precision(what, asked, "use --precision f32")
+    return asked, {"asked": asked, "why": "asked for"}
+
+
+def _automatic(format: str, int8: bool) -> tuple[str, str]:
+    """``auto``'s precision and why (see the module's docstring)."""
+    if format != "openvino":
+        return "f32", f"auto: {_F32_BY_FORMAT[format]}"
+    if not cpu_has_bf16():
+        return "f32", "auto: OpenVINO finds no bfloat16 units on this CPU"
+    from kerasbert.perf.onednn import cpu_flags
+
+    units = sorted(BF16_UNITS & cpu_flags()) or ["OpenVINO's BF16"]
+    if int8 and "amx_bf16" not in units:
+        return "f32", (f"auto: with {', '.join(units)} and no AMX, int8 beside bf16 is no faster than beside "
+                       "float32")
+    return "bf16", f"auto: this CPU has bfloat16 units ({', '.join(units)})"
+
+
+def _check_tensorflow_bf16(what: str) -> None:
+    """A ConfigError unless TensorFlow's bfloat16 matrix products measure faster than float32's here."""
+    from kerasbert.perf.onednn import HALF_FASTER, bf16_speedup
+
+    speedup = bf16_speedup()
+    if speedup is None or speedup < HALF_FASTER:
+        found = "no TensorFlow backend" if speedup is None else f"{speedup:.2f} x float32 measured here"
+        raise fail(ConfigError, what, f"a CPU where TensorFlow multiplies bfloat16 at least {HALF_FASTER:g} x as "
+                   "fast as float32 (AMX, some avx512_bf16)", found, "use --precision f32")
+
+
+def fall_back(info: dict, lost: str) -> bool:
+    """Turn an export ``auto`` made in bf16 to float32, saying why in ``info``; whether it did (then the export is
+    to be written again)."""
+    choice = info.get("precision_choice", {})
+    if choice.get("asked") != AUTO or info.get("precision") != "bf16":
+        return False
+    info["precision"] = "f32"
+    info["precision_choice"] = {"asked": AUTO, "why": f"auto: bf16 lost {lost}, so float32"}
+    return True
+
+
+def in_bfloat16(model):
+    """``model`` rebuilt to compute in bfloat16 (Keras's ``mixed_bfloat16``: float32 variables, the same weights),
+    but for its output layers, which answer in float32.
+
+    Example:
+        served = in_bfloat16(open_run("runs/ner").model)
+    """
+    config = model.get_config()
+    ends = config["output_layers"]
+    outputs = {ends[0]} if isinstance(ends[0], str) else {name for name, *_ in ends}
+    config["layers"] = [layer if layer["name"] in outputs else _policy_in(layer, "mixed_bfloat16")
+                        for layer in config["layers"]]
+    rebuilt = model.__class__.from_config(config)
+    rebuilt.set_weights(model.get_weights())
+    return rebuilt
+
+
+def _policy_in(node, policy: str):
+    """A layer's config with each float32 dtype policy in it made ``policy``."""
+    if isinstance(node, dict):
+        if node.get("class_name") == "DTypePolicy" and node.get("config", {}).get("name") == "float32":
+            return {**node, "config": {"name": policy}}
+        return {key: _policy_in(value, policy) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_policy_in(value, policy) for value in node]
+    return node
