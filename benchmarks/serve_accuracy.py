@@ -156,7 +156,7 @@ def main(argv=None) -> None:
             change = scores[fmt][metric] - run_score
             verdicts.append(f"- {name}, {fmt}: within {TOLERANCE[task]:g} of the run: "
                             f"**{'met' if -change <= TOLERANCE[task] + 1e-9 else 'missed'}** ({change:+.4f})")
-    text = "\n".join([f"## int8 accuracy{' (quick)' if args.quick else ''}", "",
+    text = "\n".join([f"## int8 and bf16 accuracy{' (quick)' if args.quick else ''}", "",
                       "Dev scores of the run (float32 Keras) and of each export, measured on the export "
                       "(`-bf16`: what is not int8 computes in bfloat16).", "", *rows, "", *verdicts])
     write_section("serve-accuracy-quick" if args.quick else "serve-accuracy", text,
