@@ -63,7 +63,7 @@ MAXLEN, BATCH = 64, 32
 STAGES = {False: {"general_epochs": 20, "general_lr": 2e-3, "domain_epochs": 40, "domain_lr": 5e-3,
                   "epochs": 20, "lr": 5e-3, "rounds": 10},
           True: {"general_epochs": 3, "general_lr": 2e-3, "domain_epochs": 2, "domain_lr": 5e-3,
-                 "epochs": 2, "lr": 5e-3, "rounds": 3}}
+                 "epochs": 2, "lr": 5e-3, "rounds": 1}}
 STEPS_A_ROUND = 8  # train_on_batch calls of each step a throughput round
 EPOCHS_A_ROUND = 3  # pretraining epochs of each arm a pipeline round
 
