@@ -62,6 +62,7 @@ TINY = {**BASE, "vocab_size": 2000, "hidden_size": 32, "num_hidden_layers": 2, "
         "intermediate_size": 64, "max_position_embeddings": 128}
 MAXLEN = 128
 INT8_FLAGS = ("avx2", "avx512_vnni", "avx_vnni", "amx_int8")
+INT8_OVER_BF16, INT8_OVER_BERT4KERAS = 1.6, 10  # with AMX: int8's units are twice bf16's, bf16's several times f32's
 
 
 def texts(n: int, vocab_size: int, seed: int = 0) -> list[str]:
@@ -340,6 +341,31 @@ def targets(figures: dict) -> list[str]:
     return lines
 
 
+def amx_targets(times: dict, figures: dict, flags: frozenset[str] | None = None) -> list[str]:
+    """The targets set for CPUs with AMX, bf16 and int8 units several times float32's: the best int8 export ≥
+    `INT8_OVER_BF16` × the bf16 export (paired rounds) and ≥ `INT8_OVER_BERT4KERAS` × bert4keras. Judged where the
+    CPU has AMX (``flags``: `kerasbert.perf.onednn.cpu_flags` when None); elsewhere the figures are stated for the
+    record."""
+    from kerasbert.perf.onednn import cpu_flags
+
+    int8 = [name for name in times if EXPORTS.get(name, (None, False))[1]]
+    if not int8:
+        return []
+    best = max(int8, key=lambda name: figures[name]["per_s"])
+    amx = "amx_int8" in (cpu_flags() if flags is None else flags)
+    judged = (lambda ok: f"**{'met' if ok else 'missed'}**") if amx else (lambda ok: "not judged (no AMX here)")
+    lines = []
+    if "openvino-bf16" in times:
+        ratio = statistics.median(b / i for b, i in zip(times["openvino-bf16"], times[best], strict=True))
+        lines.append(f"- AMX: best int8 export ≥ {INT8_OVER_BF16} × the bf16 export: {judged(ratio >= INT8_OVER_BF16)}"
+                     f", {best} at {ratio:.2f} × openvino-bf16")
+    ratio = figures[best]["ratio"]
+    if ratio is not None:
+        lines.append(f"- AMX: best int8 export ≥ {INT8_OVER_BERT4KERAS} × bert4keras: "
+                     f"{judged(ratio >= INT8_OVER_BERT4KERAS)}, {best} at {ratio:.2f} ×")
+    return lines
+
+
 def _arguments(argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny config, 64 texts, 3 rounds")
@@ -417,7 +443,7 @@ def main(argv=None) -> None:
                       f"{described}, {n} texts a pass in batches of {args.batch}, {rounds} rounds. Matrix-product "
                       "peaks measured by the run: " + ", ".join(f"{key} {value:.0f} GFLOP/s"
                                                                 for key, value in measured.items()) + ".",
-                      "", table, "", *targets(figures), *against_float32(times)])
+                      "", table, "", *targets(figures), *amx_targets(times, figures), *against_float32(times)])
     write_section(section(args.names, args.quick, args.pretrained), text,
                   **({"path": args.results} if args.results else {}))
     with open(os.path.join(folder, "serve_bench.json"), "w") as f:

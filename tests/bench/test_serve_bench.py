@@ -20,6 +20,7 @@ from serve_bench import (  # noqa: E402
     TINY,
     VARIANTS,
     against_float32,
+    amx_targets,
     pass_flops,
     pass_shapes,
     peak_share,
@@ -72,6 +73,19 @@ def test_a_variants_share_is_of_the_peak_of_its_own_precision_and_the_section_na
     assert section(["openvino", *BF16_VARIANTS], quick=False).startswith("serve-precision-cpu")
     assert section(["openvino", "openvino-bf16"], quick=False, pretrained="minilm").startswith(
         "serve-precision-minilm-cpu")
+
+
+def test_the_amx_targets_are_judged_only_where_the_cpu_has_amx():
+    times = {"bert4keras": [12.0, 12.0, 12.0], "openvino-bf16": [2.0, 2.0, 2.0], "openvino-int8": [1.0, 1.5, 1.0],
+             "onnx-int8": [1.5, 1.5, 1.5]}
+    figures = {"openvino-int8": {"per_s": 96.0, "ratio": 12.0}, "onnx-int8": {"per_s": 85.0, "ratio": 8.0}}
+    amx = amx_targets(times, figures, frozenset({"amx_int8", "amx_bf16"}))
+    assert amx == ["- AMX: best int8 export ≥ 1.6 × the bf16 export: **met**, openvino-int8 at 2.00 × openvino-bf16",
+                   "- AMX: best int8 export ≥ 10 × bert4keras: **met**, openvino-int8 at 12.00 ×"]
+    figures["openvino-int8"]["ratio"] = 9.0
+    assert "**missed**, openvino-int8 at 9.00 ×" in amx_targets(times, figures, frozenset({"amx_int8"}))[1]
+    assert all("not judged (no AMX here)" in line for line in amx_targets(times, figures, frozenset({"avx512f"})))
+    assert amx_targets({"openvino": [1.0]}, {"openvino": {"per_s": 1.0, "ratio": None}}) == []
 
 
 def test_each_low_precision_export_is_measured_against_the_float32_export_of_its_format():
