@@ -279,7 +279,8 @@ def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str 
     if args.task == "seq2seq":  # the decoder's prefill and step, searched in Python
         from kerasbert.serving.portable_decoder import PortableSeq2Seq, write_decoder
 
-        info["decoder"] = {**write_decoder(model, folder, info["format"], info["int8"]), "precision": info["precision"]}
+        info["decoder"] = {**write_decoder(model, folder, info["format"], info["int8"]), "precision": info["precision"],
+                           "precision_choice": info["precision_choice"]}
         served = PortableSeq2Seq
     elif info["format"] == "onnx":
         to_onnx(model, path, int8=info["int8"])

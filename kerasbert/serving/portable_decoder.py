@@ -164,7 +164,7 @@ class PortableDecoder:
 def _runner(folder: str, info: dict, graph: str) -> Runner:
     """A function running ``graph``'s file of the export on named inputs, giving its outputs in `decoder_names`'
     order; a ConfigError when the runtime is missing or cannot read the file."""
-    from kerasbert.serving.precision import openvino_config
+    from kerasbert.serving.precision import openvino_config, runs_in
     from kerasbert.serving.runtime import runtime_errors
 
     fmt, path, outputs = info["format"], os.path.join(folder, info["files"][graph]), info["names"][graph]["outputs"]
@@ -176,7 +176,7 @@ def _runner(folder: str, info: dict, graph: str) -> Runner:
             return lambda feeds: session.run(outputs, feeds)
         import openvino
 
-        compiled = openvino.Core().compile_model(path, "CPU", openvino_config(info.get("precision", "f32")))
+        compiled = openvino.Core().compile_model(path, "CPU", openvino_config(runs_in(info, folder)))
         request, ports = compiled.create_infer_request(), [compiled.output(name) for name in outputs]
 
         def run(feeds: dict) -> list:

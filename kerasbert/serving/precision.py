@@ -17,7 +17,8 @@ much faster than float32. ``auto`` chooses by the CPU the export is made on and 
   (`in_bfloat16`).
 
 An export ``auto`` made in bf16 whose dev score falls beyond `kerasbert.choices.LOSS_BOUND` is made again in float32
-(`fall_back`), so the default never fails for a precision it chose itself.
+(`fall_back`), so the default never fails for a precision it chose itself; moved to a CPU without bfloat16 units,
+such an export runs in float32 there (`runs_in`).
 
 Example:
 >>> choose("f32", "openvino", int8=False)
@@ -34,9 +35,10 @@ import time
 
 from kerasbert.choices import EXPORT_PRECISIONS, PRECISIONS
 from kerasbert.errors import ConfigError, fail
+from kerasbert.log import logger
 
 __all__ = ["AUTO", "BF16_TASKS", "BF16_UNITS", "check_precision", "choose", "cpu_has_bf16", "fall_back", "in_bfloat16",
-           "openvino_bf16_speedup", "openvino_config"]
+           "openvino_bf16_speedup", "openvino_config", "runs_in"]
 
 AUTO = EXPORT_PRECISIONS[0]  # ``--precision``'s default: chosen by CPU and format (`choose`)
 BF16_UNITS = frozenset({"amx_bf16", "avx512_bf16"})  # the CPU flags of bfloat16 matrix units
@@ -152,6 +154,19 @@ def _check_tensorflow_bf16(what: str) -> None:
         found = "no TensorFlow backend" if speedup is None else f"{speedup:.2f} x float32 measured here"
         raise fail(ConfigError, what, f"a CPU where TensorFlow multiplies bfloat16 at least {HALF_FASTER:g} x as "
                    "fast as float32 (AMX, some avx512_bf16)", found, "use --precision f32")
+
+
+def runs_in(info: dict, path: str) -> str:
+    """The precision an OpenVINO export (its ``kerasbert-export.json`` as ``info``, its folder ``path``) runs in on
+    this CPU: the one it records, but float32 for one ``auto`` made in bf16 on a CPU that has no bfloat16 units
+    (float32 answers at least as close to the run; a warning says so). An export asked for in bf16 stays bf16, which
+    `check_precision` refuses here."""
+    precision = info.get("precision", PRECISIONS[0])
+    if precision != "bf16" or info.get("precision_choice", {}).get("asked") != AUTO or cpu_has_bf16():
+        return precision
+    logger.warning("%s: exported in bf16 by --precision auto on a CPU with bfloat16 units; this CPU has none, so it "
+                   "runs in float32 (export it here again for this CPU's own choice)", path)
+    return "f32"
 
 
 def fall_back(info: dict, lost: str) -> bool:

@@ -137,6 +137,29 @@ def test_an_auto_openvino_export_records_the_choice_it_runs_with(classifier, tmp
     assert info["dev"]["accuracy"] >= info["dev_run"]["accuracy"] - 0.005
 
 
+@pytest.mark.slow
+def test_an_auto_bf16_export_runs_in_float32_on_a_cpu_without_the_units(classifier, tmp_path, monkeypatch, caplog):
+    """Made where ``auto`` chose bf16, served where the CPU has no bfloat16 units: float32, with a warning; one asked
+    for in bf16 is refused there instead."""
+    import logging
+
+    from kerasbert.serving.exported import open_export
+
+    info = export(classifier, str(tmp_path / "out"), "openvino", precision="f32")
+    path = str(tmp_path / "out")
+    monkeypatch.setattr(precisions, "cpu_has_bf16", lambda: False)
+    made_by_auto = {**info, "precision": "bf16", "precision_choice": {"asked": "auto", "why": "auto: units"}}
+    with caplog.at_level(logging.WARNING):
+        assert precisions.runs_in(made_by_auto, path) == "f32"
+    assert "exported in bf16 by --precision auto" in caplog.text and "runs in float32" in caplog.text
+    assert precisions.runs_in({**made_by_auto, "precision_choice": {"asked": "bf16"}}, path) == "bf16"
+    assert precisions.runs_in(info, path) == "f32"
+    with open(os.path.join(path, EXPORT_INFO), "w", encoding="utf-8") as f:
+        json.dump(made_by_auto, f)
+    rows = open_export(path).predict([{"text": "很好"}])
+    assert rows[0]["label"] in info["labels"]
+
+
 def _graph_dtypes(folder: str) -> set[str]:
     """The dtypes of the matrix products in a SavedModel's ``ids`` signature."""
     import tensorflow as tf
