@@ -68,7 +68,7 @@ def cpu_flags() -> frozenset[str]:
 def bf16_speedup(shape: tuple[int, int, int] = (1024, 768, 3072), rounds: int = 5) -> float | None:
     """How much faster TensorFlow multiplies bfloat16 matrices than float32 ones here, measured: the median of
     ``rounds`` paired timings of an ``[m, k]·[k, n]`` matmul in its traced graph, one dtype after the other
-    (an untimed first round traces and warms up). Measured once a process, in under a second. None where
+    (an untimed first round traces and warms up). Measured once a process. None where
     Keras's backend is not TensorFlow.
 
     The CPU's flags do not tell: bf16 matmuls are much faster than float32 with AMX and on some AVX-512 bf16

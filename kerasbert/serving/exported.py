@@ -18,10 +18,9 @@ import numpy as np
 from kerasbert.choices import PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
-from kerasbert.perf.onednn import cpu_flags
+from kerasbert.perf.onednn import bf16_pays
 from kerasbert.serving.export import EXPORT_INFO, vocab_checksum
 from kerasbert.serving.portable_decoder import PortableSeq2Seq
-from kerasbert.serving.precision import BF16_UNITS
 from kerasbert.serving.runtime import MODEL_FILES, PortableExport, check_texts
 from kerasbert.serving.vector_export import VECTOR_TASK, PortableVectors, vector_rows
 from kerasbert.text.predictions import label_row, spans_row
@@ -173,10 +172,10 @@ def _open_saved_model(path: str, info: dict) -> Export:
     except (OSError, ValueError, KeyError, RuntimeError, tf.errors.OpError) as e:
         raise fail(ConfigError, path, "a readable SavedModel with a serving_default signature",
                    f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", "export the run again") from None
-    if info.get("precision") == "bf16" and not BF16_UNITS & cpu_flags():
-        logger.warning("%s: a bfloat16 SavedModel, on a CPU without bfloat16 units (%s): it runs slower than the "
-                       "run's float32 here; export the run again with --precision f32", path,
-                       " or ".join(sorted(BF16_UNITS)))
+    if info.get("precision") == "bf16" and not bf16_pays():  # the measurement export asks of a bf16 SavedModel
+        logger.warning("%s: a bfloat16 SavedModel, on a CPU where TensorFlow's bfloat16 measures no faster than "
+                       "float32: it runs slower than the run's float32 here; export the run again with --precision "
+                       "f32", path)
     return Export(path, info, signature)
 
 

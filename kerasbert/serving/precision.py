@@ -6,8 +6,8 @@ much faster than float32. ``auto`` chooses by the CPU the export is made on and 
 (``{"asked": ..., "why": ...}``):
 
 - openvino: ``bf16`` where OpenVINO finds bfloat16 units and its bfloat16 matrix products measure at least
-  `kerasbert.perf.onednn.HALF_FASTER` × its float32 ones here (`openvino_bf16_speedup`, under a second: a CPU may
-  list the units and gain nothing); with ``--int8``, what is not int8 runs in bf16 only on a CPU with AMX, since
+  `kerasbert.perf.onednn.HALF_FASTER` × its float32 ones here (`openvino_bf16_speedup`, one product timed each way: a
+  CPU may list the units and gain nothing); with ``--int8``, what is not int8 runs in bf16 only on a CPU with AMX, since
   with avx512_bf16 alone it is no faster than int8 beside float32 (``benchmarks/RESULTS.md``, the
   ``serve-precision-*`` sections); ``f32`` elsewhere;
 - onnx: ``f32``, as ONNX Runtime's CPU kernels multiply floats in float32;

@@ -170,10 +170,13 @@ def _graph_dtypes(folder: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_a_bf16_saved_model_computes_in_bf16_and_scores_itself(classifier, tmp_path, monkeypatch):
+def test_a_bf16_saved_model_computes_in_bf16_and_scores_itself(classifier, tmp_path, monkeypatch, caplog):
+    import logging
+
     import tensorflow as tf
 
     from kerasbert import predict
+    from kerasbert.serving import exported
 
     monkeypatch.setattr(onednn, "bf16_speedup", lambda: 2.0)  # what bf16 units measure; the graph is the same
     info = export(classifier, str(tmp_path / "bf16"), "saved_model", precision="bf16")
@@ -186,6 +189,10 @@ def test_a_bf16_saved_model_computes_in_bf16_and_scores_itself(classifier, tmp_p
     assert answer["probabilities"].dtype == tf.float32
     want = [list(row["probabilities"].values()) for row in predict(classifier, texts)]
     np.testing.assert_allclose(answer["probabilities"].numpy(), want, atol=0.05)
+    monkeypatch.setattr(exported, "bf16_pays", lambda: False)  # served where bf16 measures no faster
+    with caplog.at_level(logging.WARNING):
+        exported.open_export(str(tmp_path / "bf16"))
+    assert "bfloat16 measures no faster than float32" in caplog.text and "--precision f32" in caplog.text
 
 
 def _f32_saved_model(run: str, tmp_path) -> str:
