@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+
 TASK_NAMES = ("cls", "ner", "seq2seq", "span", "sim", "mlm")  # the tasks of ``kerasbert train --task``; mlm: pretrain
 STRIDE_TASKS = ("cls", "ner", "span")  # the tasks whose answers ``--stride`` merges over a long text's windows
 # ``--task sim``: how a text becomes its vector (``--pooling``, `kerasbert.modeling.heads.EMBEDDING_POOLINGS`), the
@@ -26,6 +28,11 @@ SCHEDULES = ("cosine", "linear", "constant")  # the decays after warmup of ``--s
 # NER example): at the encoder's rate they barely move, and the CRF decodes almost as argmax would
 CRF_LR_MULTIPLIER = 1000.0
 TARGET_MAXLEN = 32  # the word pieces a seq2seq run generates unless ``--target-maxlen`` says
+# the bounds of generation (`kerasbert.generate`, the seq2seq task, its exports and ``kerasbert serve``), checked before
+# anything is allocated: the most tokens generated; the most rows one search decodes at once (inputs of a batch times
+# beams or samples); the most bytes of the keys and values it caches, rows x layers x positions x hidden x 4 bytes,
+# twice (keys and values)
+GENERATE_LIMITS = {"max_length": 2048, "rows": 4096, "cache_bytes": 4 * 2**30}
 MAXLEN = 128  # the word pieces a row keeps unless ``--maxlen`` says (fewer when the model has fewer positions)
 # ``kerasbert pretrain``'s defaults where they differ from fine-tuning's: Google's run_pretraining.py (its rate, a
 # linear decay); rows of MAXLEN (128) pieces, the length of its first phase
@@ -60,3 +67,13 @@ VECTOR_MIN_COSINE = 0.99
 SERVE_DEFAULTS = {"host": "127.0.0.1", "port": 8501, "max_batch": 32, "max_wait_ms": 5.0, "max_queue": 1024,
                   "max_instances": 256, "max_body_bytes": 1_000_000, "timeout_s": 30.0, "header_timeout_s": 10.0,
                   "body_timeout_s": 20.0, "keep_alive_s": 5.0, "max_connections": 512, "grace_s": 25.0}
+
+
+def names_a_file(config: str) -> bool:
+    """Whether a ``--config`` value names a file rather than a preset: something is there, or it reads as a path.
+
+    Example:
+    >>> names_a_file("tiny"), names_a_file("models/bert_config.json")
+    (False, True)
+    """
+    return os.path.exists(config) or os.sep in config or config.endswith(".json")

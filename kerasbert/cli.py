@@ -18,7 +18,9 @@ From a shell: ``kerasbert summary bert_base_chinese --head cls:2 --batch 32 --se
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import glob
 import json
 import os
 import re
@@ -42,9 +44,10 @@ from kerasbert.finetune.args import (
     task_argument,
     train_arguments,
 )
-from kerasbert.finetune.demo_data import DEMO_TRAINING
-from kerasbert.finetune.pretrain_cli import pretrain_arguments, run_pretrain
-from kerasbert.log import start_tensorflow
+from kerasbert.finetune.demo_data import DEMO_OPTIONS, DEMO_TRAINING, SPAN_DEMO_SENTENCES
+from kerasbert.finetune.interrupt import TrainingInterrupted
+from kerasbert.finetune.pretrain_cli import check_pretrain, pretrain_arguments, run_pretrain
+from kerasbert.log import hidden_startup_notices, progress_verbosity, start_tensorflow
 from kerasbert.serving.commands import (
     embed_arguments,
     export_arguments,
@@ -60,12 +63,14 @@ HEAD_SPECS = "cls:N, tagging:K, tagging:K:crf, mlm or nsp"
 
 @dataclasses.dataclass(frozen=True)
 class Command:
-    """One subcommand: its help line, how it adds its arguments, and how it runs."""
+    """One subcommand: its help line, how it adds its arguments, how it runs, and the checks of its arguments and
+    files that need no TensorFlow, run before TensorFlow starts so that a bad one is answered at once."""
 
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
     tensorflow: Callable[[argparse.Namespace], bool] = lambda args: True  # whether running it starts TensorFlow
+    check: Callable[[argparse.Namespace], None] = lambda args: None
 
 
 # ------------------------------------------------------------------------------------------- summary
@@ -124,17 +129,23 @@ def _run_summary(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------- train
+def _train_options(args: argparse.Namespace) -> dict:
+    """The `TrainArgs` fields ``kerasbert train``'s options give (none with ``--resume``: the run's own)."""
+    return {} if args.resume else {key: value for key, value in vars(args).items() if key not in
+                                   ("command", "debug", "task", "train", "out", "resume", "overwrite", "quiet")}
+
+
+def _check_train(args: argparse.Namespace) -> None:
+    from kerasbert.finetune.runs import train_args
+
+    train_args(args.task, args.train, args.out, args.resume, args.overwrite, _train_options(args))
+
+
 def _run_train(args: argparse.Namespace) -> int:
     from kerasbert.finetune.training import train
 
-    options = {key: value for key, value in vars(args).items()
-               if key not in ("command", "debug", "task", "train", "out", "resume", "overwrite", "quiet")}
-    if not args.resume:
-        for name in ("task", "train"):
-            if getattr(args, name) is None:
-                raise fail(ConfigError, f"--{name}", "a value (or --resume to continue a run)", "none")
     result = train(args.task, args.train, args.out, resume=args.resume, overwrite=args.overwrite,
-                   verbose=0 if args.quiet else 1, **({} if args.resume else options))
+                   verbose=progress_verbosity(args.quiet), **_train_options(args))
     _print_scores(result.get("dev"), f"best epoch {result['best_epoch']} on dev" if result.get("dev") else "")
     print(f"run folder: {args.out}")
     return 0
@@ -170,10 +181,17 @@ def _evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     stride_argument(parser, STRIDE_HELP)
 
 
+def _check_evaluate(args: argparse.Namespace) -> None:
+    from kerasbert.finetune.runs import scored_file
+
+    scored_file(args.run, args.data)
+
+
 def _run_evaluate(args: argparse.Namespace) -> int:
     from kerasbert.finetune.training import evaluate
 
-    _print_scores(evaluate(args.run, args.data, args.batch_size, stride=args.stride), f"{args.data or 'dev'}:")
+    scores = evaluate(args.run, args.data, args.batch_size, verbose=progress_verbosity(), stride=args.stride)
+    _print_scores(scores, f"{args.data or 'dev'}:")
     return 0
 
 
@@ -198,9 +216,15 @@ def _check_output(path: str) -> None:
     check_writable(path, "--output")
 
 
-def _run_predict(args: argparse.Namespace) -> int:
-    from kerasbert.files import write_text
-    from kerasbert.text.readers import read_texts
+def _existing_file(path: str | None, option: str) -> None:
+    """A ConfigError unless ``path`` (when given) is a file, before TensorFlow starts."""
+    if path is not None and not os.path.isfile(path):
+        raise fail(ConfigError, option, "an existing file", f"{path!r}, " + ("a folder" if os.path.isdir(path) else
+                                                                           "which does not exist"))
+
+
+def _check_predict(args: argparse.Namespace) -> None:
+    from kerasbert.finetune.runs import finished_run
 
     if bool(args.text) == bool(args.input):
         raise fail(ConfigError, "predict", "--text or --input (one of them)",
@@ -213,6 +237,15 @@ def _run_predict(args: argparse.Namespace) -> int:
                    f"--model {args.model}", "export the run again with --stride, or predict with the run folder")
     if args.output:
         _check_output(args.output)
+    _existing_file(args.input, "--input")
+    if args.run:
+        finished_run(args.run)
+
+
+def _run_predict(args: argparse.Namespace) -> int:
+    from kerasbert.files import write_text
+    from kerasbert.text.readers import read_texts
+
     rows = [{"text": text} for text in args.text] if args.text else read_texts(args.input)
     if args.model:  # an OpenVINO or ONNX export runs without TensorFlow: nothing on this path imports it
         from kerasbert.serving.exported import predict_export
@@ -249,6 +282,13 @@ def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def _check_prepare(args: argparse.Namespace) -> None:
+    _existing_file(args.vocab, "--vocab")
+    _existing_file(args.labels, "--labels")
+    if not glob.has_magic(args.data):
+        _existing_file(args.data, "--data")
+
+
 def _run_prepare(args: argparse.Namespace) -> int:
     from kerasbert.finetune.streaming import prepare
     from kerasbert.finetune.tasks import get_task
@@ -261,7 +301,7 @@ def _run_prepare(args: argparse.Namespace) -> int:
     tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
     refuse_word_vocabulary(tokenizer.ids_to_tokens(range(tokenizer.vocab_size)), args.vocab)
     meta = prepare(task, args.data, tokenizer, args.maxlen, args.out, labels, chunk=args.chunk,
-                   verbose=0 if args.quiet else 1)
+                   verbose=progress_verbosity(args.quiet))
     print(f"{meta['count']} examples ({meta['truncated']} cut to --maxlen {meta['maxlen']}) from "
           f"{len(meta['files'])} files in {len(meta['shards'])} shards: {args.out}")
     return 0
@@ -269,7 +309,9 @@ def _run_prepare(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------- demo
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
-    task_argument(parser, extra=("all",), default="all")
+    parser.add_argument("--task", choices=(*DEMO_TEXTS, "all"), default="all",  # the tasks with bundled data
+                        help=f"the task to train on its bundled data, or all ({', '.join(DEMO_ALL)}); "
+                             "pretraining: see kerasbert pretrain (default: %(default)s)")
     parser.add_argument("--out", default="kerasbert-demo", help="folder for the data and runs (default: %(default)s)")
     parser.add_argument("--epochs", type=int,
                         help=f"epochs (default: {DEMO_TRAINING['epochs']}; "
@@ -286,7 +328,6 @@ DEMO_TEXTS = {"cls": ["这家餐厅的菜非常好吃，服务也很满意", "�
                       {"text": "从北京到上海怎么走", "text_b": "从北京到广州怎么走"},
                       {"text": "银行几点开门", "text_b": "银行几点关门"}]}
 DEMO_ALL = ("cls", "ner")  # what `kerasbert demo` runs by default; seq2seq needs the seq2seq extra
-DEMO_OPTIONS = {"seq2seq": {"target_maxlen": 16, "epochs": 30, "lr": 3e-3}}  # a title needs longer to learn
 
 
 def _demo_files(task: str, out: str, seed: int) -> dict[str, str]:
@@ -298,7 +339,7 @@ def _demo_files(task: str, out: str, seed: int) -> dict[str, str]:
     if task == "seq2seq":
         return write_title_data(os.path.join(out, "data", "seq2seq"), seed=seed)
     if task == "span":
-        return write_span_data(os.path.join(out, "data", "span"), seed=seed)
+        return write_span_data(os.path.join(out, "data", "span"), seed=seed, sentences=SPAN_DEMO_SENTENCES)
     if task == "sim":
         from kerasbert.finetune.paraphrase_data import write_paraphrase_data
 
@@ -318,7 +359,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         settings = {**DEMO_TRAINING, **DEMO_OPTIONS.get(task, {})}
         train(task, data["train"], run, dev=data["dev"], vocab=data["vocab"],
               **{**settings, "epochs": args.epochs or settings["epochs"]}, seed=args.seed, overwrite=True,
-              verbose=0 if args.quiet else 1)
+              verbose=progress_verbosity(args.quiet))
         _print_scores(evaluate(run, data["test"], verbose=0), f"== {task}: test set")
         for row in predict(run, DEMO_TEXTS[task]):
             print(json.dumps(row, ensure_ascii=False))
@@ -346,14 +387,15 @@ COMMANDS: dict[str, Command] = {
     "summary": Command("annotated parameter summary of a model built from a config (no weights loaded)",
                        _summary_arguments, _run_summary),
     "train": Command("fine-tune on a classification, NER, span, similarity or seq2seq dataset into a run folder",
-                     train_arguments, _run_train),
+                     train_arguments, _run_train, check=_check_train),
     "pretrain": Command("continue pretraining a BERT on raw text (whole-word masked LM) into a run folder, a Google "
-                        "checkpoint and a Hugging Face folder", pretrain_arguments, run_pretrain),
-    "evaluate": Command("score a run's model on a labelled file", _evaluate_arguments, _run_evaluate),
+                        "checkpoint and a Hugging Face folder", pretrain_arguments, run_pretrain, check=check_pretrain),
+    "evaluate": Command("score a run's model on a labelled file", _evaluate_arguments, _run_evaluate,
+                        check=_check_evaluate),
     "predict": Command("predict raw texts with a run's model", _predict_arguments, _run_predict,
-                       lambda args: args.model is None),
+                       lambda args: args.model is None, _check_predict),
     "prepare": Command("tokenize a large dataset (a file or a glob) once into TFRecord shards, streaming it",
-                       _prepare_arguments, _run_prepare),
+                       _prepare_arguments, _run_prepare, check=_check_prepare),
     "embed": Command("sentence vectors of texts from a checkpoint, a sentence-transformers folder, a run or an "
                      "export", embed_arguments, run_embed, serve_loads_tensorflow),
     "export": Command("export a run's model for serving: a SavedModel that takes raw text", export_arguments,
@@ -411,17 +453,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit:  # argparse exits on --help and on usage errors
         return int(exit.code or 0)
     command = COMMANDS[args.command]
-    try:
-        if not args.debug:
-            quiet_tensorflow()
-            if command.tensorflow(args):
-                start_tensorflow()
-        return command.run(args)
-    except KerasBertError as error:
-        if args.debug:
-            traceback.print_exc()
-        print(f"kerasbert {args.command}: error: {error}", file=sys.stderr)
-        return 2
+    with contextlib.nullcontext() if args.debug else hidden_startup_notices():  # TensorFlow's notices, all run long
+        try:
+            command.check(args)
+            if not args.debug:
+                quiet_tensorflow()
+                if command.tensorflow(args):
+                    start_tensorflow()
+            return command.run(args)
+        except KerasBertError as error:
+            if args.debug:
+                traceback.print_exc()
+            print(f"kerasbert {args.command}: error: {error}", file=sys.stderr)
+            return 2
+        except TrainingInterrupted as stop:  # its resume state saved
+            print(stop.line(f"kerasbert {args.command}"), file=sys.stderr)
+            return stop.exit_status
+        except KeyboardInterrupt:  # before training started, or a second Ctrl-C: the last state saved stays
+            print(f"kerasbert {args.command}: interrupted", file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":

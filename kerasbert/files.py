@@ -7,20 +7,29 @@ whole folder in, keeping the previous one under a second name between its two re
 half a file, a failed write (a full disk) leaves the previous version in place, and its `OSError` names the
 target. Every temporary name starts with ``.tmp-``; a process killed while writing leaves such entries
 behind, and `remove_temporaries` clears them before the folder is written again.
+
+`json_value` reads the JSON of a file a user gives (a data line, a folder's config) into one kerasbert error naming
+the file (and line) when it is not the JSON expected, too deep a nesting included.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 
-__all__ = ["TEMPORARY", "atomic_path", "copy_file", "publish_folder", "remove_temporaries", "replace_folder",
-           "write_text"]
+from kerasbert.errors import DataError, KerasBertError, fail
+
+__all__ = ["JSON_DEPTH", "TEMPORARY", "atomic_path", "copy_file", "json_value", "publish_folder", "remove_temporaries",
+           "replace_folder", "write_text"]
 
 TEMPORARY = ".tmp-"  # the prefix of every temporary file and folder
+# the deepest nesting `json_value` reads: far beyond any config or data row, and far below the depth at which Python's
+# parser, ``repr`` and ``json.dumps`` stop with a RecursionError
+JSON_DEPTH = 100
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
@@ -194,3 +203,50 @@ def remove_temporaries(folder: str | os.PathLike) -> list[str]:
     for name in names:
         _remove(os.path.join(folder, name))
     return names
+
+
+def json_value(text: str | bytes, where: str, expected: str, error: type[KerasBertError] = DataError,
+               hint: str = ""):
+    """The JSON value of ``text``, read from ``where`` (``file`` or ``file:line``), nested at most `JSON_DEPTH` deep.
+
+    Args:
+        text: str or bytes. the JSON text.
+        where: str. the file, or ``file:line``, named in the error.
+        expected: str. what the text should hold, for the error.
+        error: type. the kerasbert error to raise (a DataError for data, a ConfigError for a config).
+        hint: str. what to do about it.
+
+    Raises:
+        error: the text is not JSON, or nests deeper than `JSON_DEPTH`.
+
+    Example:
+    >>> json_value('{"text": "a"}', "in.jsonl:1", "one JSON object")
+    {'text': 'a'}
+    >>> json_value("[" * 101 + "]" * 101, "in.jsonl:2", "one JSON object")
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.DataError: in.jsonl:2: expected one JSON object, found a value nested more than 100 deep
+    """
+    too_deep = f"a value nested more than {JSON_DEPTH} deep"
+    try:
+        value = json.loads(text)
+    except RecursionError:  # Python's parser recurses once per level
+        raise fail(error, where, expected, too_deep, hint) from None
+    except ValueError as e:
+        raise fail(error, where, expected, f"invalid JSON ({type(e).__name__}: {str(e)[:80]})", hint) from None
+    opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+    if text.count(opening[0]) + text.count(opening[1]) > JSON_DEPTH and _nesting(value) > JSON_DEPTH:
+        raise fail(error, where, expected, too_deep, hint)
+    return value
+
+
+def _nesting(value) -> int:
+    """How deep lists and objects nest in a JSON value (0 for a string or number), counted without recursion, up
+    to one past `JSON_DEPTH`."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= JSON_DEPTH:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest

@@ -6,6 +6,7 @@ import json
 
 from kerasbert.errors import ConfigError, DataError
 from kerasbert.finetune.tasks import get_task
+from kerasbert.text.limits import MAX_TEXT_CHARS
 from kerasbert.text.ner_readers import read_span_jsonl
 from kerasbert.text.readers import read_classification, read_texts
 from kerasbert.text.tokenizer import Tokenizer
@@ -31,6 +32,20 @@ def _jsonl(*rows: dict) -> str:
 
 def _pad_without_maxlen(tmp):
     return Tokenizer(str(tmp / "vocab.txt")).encode_batch(["很好"], padding="max_length")
+
+
+def _decode_a_bool(tmp):
+    return Tokenizer(str(tmp / "vocab.txt")).decode([2, True, 3])
+
+
+def _embed_cli(input_name: str):
+    """``kerasbert embed`` of an input file: the input is read before any model folder is opened."""
+    return lambda tmp: ["embed", str(tmp / "no-model"), "--input", str(tmp / input_name), "--output",
+                        str(tmp / "vectors.npy")]
+
+
+LONG = "好" * (MAX_TEXT_CHARS + 1)
+DEEP = '{"text": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
 
 
 def rows() -> list[Case]:
@@ -85,4 +100,18 @@ def rows() -> list[Case]:
              lambda tmp: read_texts(str(tmp / "in.jsonl")), DataError, ("in.jsonl:2", "'text'", "found null")),
         Case("tokenizer-padding-max_length-without-maxlen", _write("很好\tpos\n"), _pad_without_maxlen, ConfigError,
              ("padding", "max_length", "without maxlen")),
+        Case("data-jsonl-text-too-long", _write(_jsonl(good, {"text": LONG, "label": "neg"}), "train.jsonl"),
+             _read("train.jsonl"), DataError,
+             ("train.jsonl:2", "at most 1,000,000 characters", "found 1,000,001 characters", "Split it"), ("out",),
+             _prep("train.jsonl")),
+        Case("predict-input-line-too-long", _write(f"很好\n{LONG}\n", "in.txt"),
+             lambda tmp: read_texts(str(tmp / "in.txt")), DataError,
+             ("in.txt:2", "at most 1,000,000 characters", "found 1,000,001"), ("vectors.npy",), _embed_cli("in.txt")),
+        Case("predict-input-jsonl-nested-100000-deep", _write(_jsonl({"text": "很好"}) + DEEP, "in.jsonl"),
+             lambda tmp: read_texts(str(tmp / "in.jsonl")), DataError,
+             ("in.jsonl:2", "one JSON object", "nested more than 100 deep"), ("vectors.npy",), _embed_cli("in.jsonl")),
+        Case("data-jsonl-nested-100000-deep", _write(_jsonl(good) + DEEP, "train.jsonl"), _read("train.jsonl"),
+             DataError, ("train.jsonl:2", "nested more than 100 deep"), ("out",), _prep("train.jsonl")),
+        Case("tokenizer-decode-a-bool", _write("很好\tpos\n"), _decode_a_bool, DataError,
+             ("ids", "integer token ids", "the bool True")),
     ]

@@ -8,6 +8,7 @@ import functools
 from pathlib import Path
 
 from kerasbert.errors import ConfigError, DataError
+from kerasbert.text.limits import MAX_TEXT_CHARS
 
 from bad_input_kit import VOCAB, Case, config, text, vocab
 
@@ -52,4 +53,14 @@ def rows() -> list[Case]:
              ("out",), _pretrain_cli("--maxlen", "32", "--mask-rate", "1.5")),
         Case("pretrain-maxlen-below-a-row", _corpus, _pretrain(maxlen=6), ConfigError, ("--maxlen", "6"), ("out",),
              _pretrain_cli("--maxlen", "6")),
+        Case("pretrain-corpus-jsonl-nested-50000-deep",
+             functools.partial(_corpus, content='{"text": "很好"}\n' + '{"a": ' * 50_000 + "1" + "}" * 50_000 + "\n",
+                               name="corpus.jsonl"),
+             _pretrain("corpus.jsonl"), DataError, ("corpus.jsonl:2", "nested more than 100 deep"), ("out",),
+             _pretrain_cli(data="corpus.jsonl")),
+        Case("pretrain-corpus-line-too-long",
+             functools.partial(_corpus, content="很好\n" + "北" * (MAX_TEXT_CHARS + 1) + "\n"), _pretrain(), DataError,
+             ("corpus.txt:2", "at most 1,000,000 characters", "found 1,000,001"), ("out",), _pretrain_cli()),
+        Case("pretrain-data-a-device", _corpus, _pretrain("/dev/zero"), ConfigError,
+             ("--data", "/dev/zero", "not a regular file"), ("out",), _pretrain_cli(data="/dev/zero")),
     ]

@@ -94,6 +94,12 @@ def _evaluate_dev(tmp: Path):
     return evaluate(str(tmp / "run"), verbose=0)
 
 
+def _evaluate_train_file(tmp: Path):
+    from kerasbert import evaluate
+
+    return evaluate(str(tmp / "run"), str(tmp / "train.tsv"), verbose=0)
+
+
 def rows() -> list[Case]:
     state = {"epoch": 1, "step": 0, "global_step": 2, "history": [], "best": None, "best_epoch": None,
              "finished": False}
@@ -145,4 +151,13 @@ def rows() -> list[Case]:
              (), lambda tmp: ["predict", str(tmp / "run"), "--text", "很好", "--stride", "1000"]),
         Case("evaluate-without-data-on-a-run-without-dev", lambda tmp, shared: copy_run(tmp, shared), _evaluate_dev,
              ConfigError, ("--data", "no --dev"), ("run/eval-dev.json",), lambda tmp: ["evaluate", str(tmp / "run")]),
+        Case("evaluate-a-run-that-saved-no-model", lambda tmp, _: fake_run(tmp), _evaluate_train_file, ConfigError,
+             ("run", "model.keras", "not finished an epoch", "--resume"), ("run/eval-train.json",),
+             lambda tmp: ["evaluate", str(tmp / "run"), "--data", str(tmp / "train.tsv")]),
+        Case("train-checkpoint-gone", lambda tmp, _: cls_data(tmp), lambda tmp: train_call(tmp, checkpoint=str(
+             tmp / "gone")), ConfigError, ("--checkpoint", "gone", "Hugging Face weights", "nothing there"), ("out",),
+             lambda tmp: train_cli(tmp, "--checkpoint", str(tmp / "gone"))),
+        Case("train-dev-a-folder", lambda tmp, _: (cls_data(tmp), (tmp / "dev").mkdir()),
+             lambda tmp: train_call(tmp, dev=str(tmp / "dev")), ConfigError, ("--dev", "an existing file", "a folder"),
+             ("out",), lambda tmp: train_cli(tmp, "--dev", str(tmp / "dev"))),
     ]

@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from kerasbert.errors import ConfigError
+from kerasbert.errors import CheckpointError, ConfigError
 
 import helpers
 from bad_input_kit import Case, fake_run, text
@@ -64,7 +64,14 @@ def _export_cls_run(tmp: Path):
     return export(str(tmp / "run"), str(tmp / "out"), pooling="mean")
 
 
+def _embed_output(tmp: Path):
+    from kerasbert.serving.embed import embed_file
+
+    return embed_file(str(tmp / "st"), str(tmp / "in.txt"), str(tmp / "missing" / "sub" / ".." / ".." / "v.npy"))
+
+
 def rows() -> list[Case]:
+    nul = [MODULES[0], {**MODULES[1], "path": "1_Pooling\x00/../../etc"}, MODULES[2]]
     dense = [*MODULES[:2], {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]
     return [
         Case("embed-pooling-unknown", _input, _embed("st", pooling="max"), ConfigError,
@@ -95,4 +102,9 @@ def rows() -> list[Case]:
         Case("export-pooling-of-a-cls-run", lambda tmp, _: fake_run(tmp), _export_cls_run, ConfigError,
              ("--pooling", "sentence vectors", "a cls run"), ("out",),
              lambda tmp: ["export", str(tmp / "run"), str(tmp / "out"), "--pooling", "mean"]),
+        Case("sentence-transformers-modules-path-nul", functools.partial(_sentence_transformers, modules=nul),
+             _embed("st"), CheckpointError, ("modules.json", "Pooling", "NUL"), ("vectors.npy",), _embed_cli("st")),
+        Case("embed-output-through-a-missing-folder", _sentence_transformers, _embed_output, ConfigError,
+             ("--output", "'..' after", "missing, which does not exist"), ("v.npy", "missing"),
+             _embed_cli("st", output="missing/sub/../../v.npy")),
     ]

@@ -148,6 +148,16 @@ def safetensors_rows() -> list[Case]:
     rows = [Case(name, functools.partial(lambda tmp, _, entry: hf_header(tmp, entry), entry=entry),
                  lambda tmp: tiny_load(tmp / "ckpt"), CheckpointError, ("model.safetensors", WORD, *words), ("out",),
                  _convert_cli) for name, entry, words in entries]
+    position = "bert.embeddings.position_embeddings.weight"
+    overlaps = [("safetensors-two-tensors-at-offset-0", [0, 16], [0, 16], "[0, 16]"),
+                ("safetensors-tensors-sharing-half-their-bytes", [0, 16], [8, 24], "[8, 24]")]
+    for name, word, other, found in overlaps:
+        header = {WORD: {"dtype": "F32", "shape": [2, 2], "data_offsets": word},
+                  position: {"dtype": "F32", "shape": [2, 2], "data_offsets": other}}
+        rows.append(Case(name, functools.partial(lambda tmp, _, header: hf_header(tmp, json.dumps(header), bytes(24)),
+                                                 header=header),
+                         lambda tmp: tiny_load(tmp / "ckpt"), CheckpointError,
+                         ("model.safetensors", "do not overlap", WORD, position, found), ("out",), _convert_cli))
     rows.append(Case("safetensors-header-nested-100000-deep", lambda tmp, _: hf_header(tmp, deep),
                      lambda tmp: tiny_load(tmp / "ckpt"), CheckpointError, ("model.safetensors", "not one"), ("out",),
                      _convert_cli))
@@ -265,6 +275,8 @@ def family_rows() -> list[Case]:
               "build the model with model='albert'")),
         Case("config-model-family-that-does-not-exist", lambda tmp, _: None, lambda tmp: _build("tiny", model="gpt5"),
              ModelError, ("model", "bert, albert, albert_unshared, nezha, electra, roformer, roformer_v2", "'gpt5'")),
+        Case("config-model-family-misspelled", lambda tmp, _: None, lambda tmp: _build("tiny", model="albet"),
+             ModelError, ("model: expected one of bert, albert,", "found 'albet'", "did you mean model='albert'?")),
         Case("config-albert-without-embedding_size", lambda tmp, _: config(tmp),
              lambda tmp: _build(str(tmp / "bert_config.json"), model="albert"), ConfigError,
              ("bert_config.json: embedding_size", "every albert config gives", "no embedding_size"), cli=summary),

@@ -114,6 +114,45 @@ def test_help_and_usage_errors_answer_without_tensorflow():
     assert "invalid choice: 'x' (choose from 'cls', 'ner', 'seq2seq', 'span', 'sim', 'mlm')" in done.stderr
 
 
+def test_argument_and_file_errors_answer_without_tensorflow(tmp_path):
+    """Missing files, a folder that holds a run, and a run folder that is not one are found before TensorFlow
+    starts: each error is its one line, and the process never imported tensorflow."""
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n好\n", encoding="utf-8")
+    (tmp_path / "train.tsv").write_text("好\tpos\n", encoding="utf-8")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine", encoding="utf-8")
+    cls = ["train", "--task", "cls", "--vocab", "vocab.txt"]
+    cases = {
+        "--train: expected an existing file, found 'gone.tsv', which does not exist":
+            [*cls, "--train", "gone.tsv", "--out", "run"],
+        "--dev: expected an existing file, found 'full', a folder": [*cls, "--train", "train.tsv", "--dev", "full",
+                                                                       "--out", "run"],
+        "--checkpoint gone: expected a Google checkpoint (prefix or folder) or Hugging Face weights, found nothing":
+            [*cls, "--train", "train.tsv", "--checkpoint", "gone", "--out", "run"],
+        "--out full: expected a new or empty run folder, found a folder with 1 entries":
+            [*cls, "--train", "train.tsv", "--out", "full"],
+        "full: expected a kerasbert run folder with args.json, found no args.json": ["train", "--out", "full",
+                                                                                     "--resume"],
+        "full: expected a kerasbert run folder with args.json": ["evaluate", "full", "--data", "train.tsv"],
+        "--input: expected an existing file, found 'gone.txt', which does not exist": ["predict", "full", "--input",
+                                                                                       "gone.txt"],
+        "--vocab: expected an existing file, found 'gone.txt'": ["prepare", "--task", "cls", "--data", "train.tsv",
+                                                                "--vocab", "gone.txt", "--out", "shards"],
+        "--data: expected a corpus file, a glob or a prepared folder, found 'gone.txt'": ["pretrain", "--data",
+                                                                                          "gone.txt", "--out", "pt"],
+    }
+    code = ("import json, sys; from kerasbert.cli import main; "
+            f"codes = [main(argv) for argv in {list(cases.values())!r}]; "
+            "print(json.dumps([codes, 'tensorflow' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert json.loads(done.stdout.splitlines()[-1]) == [[2] * len(cases), False], done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == len(cases) and all(" error: " in line for line in lines), done.stderr
+    for message, line in zip(cases, lines, strict=True):
+        assert message in line, (message, line)
+    assert sorted(os.listdir(tmp_path)) == ["full", "train.tsv", "vocab.txt"]
+
+
 def test_tensorflow_log_level_is_set_before_it_starts_unless_debug():
     run_summary = "import os; from kerasbert.cli import main; main([{}'summary', 'tiny', '--format', 'json']); "
     show = "print(os.environ.get('TF_CPP_MIN_LOG_LEVEL'))"

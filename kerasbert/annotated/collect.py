@@ -66,17 +66,21 @@ def _output_shape(nodes) -> str:
     return shapes[0] if len(shapes) == 1 else "[" + ", ".join(shapes) + "]"
 
 
-def _reuse_notes(nodes, group: str, block: int | None) -> list[str]:
+def _reuse_notes(nodes, group: str, block: int | None, weighted: bool) -> list[str]:
     """``shared: also called on MLM-Norm -> (None, None, 21128); weights counted once`` for a reused layer;
-    ``shared by 12 layers; weights counted once`` for a layer of ALBERT's one block, called once per layer."""
+    ``shared by 12 layers; weights counted once`` for a layer of ALBERT's one block, called once per layer. A layer
+    without weights shares nothing: ``called in 12 layers; no weights``, ``also called on ...; no weights``."""
     if len(nodes) < 2:
         return []
     if group == "encoder" and block is None:
-        return [f"shared by {len(nodes)} layers; weights counted once"]
+        return [f"shared by {len(nodes)} layers; weights counted once" if weighted
+                else f"called in {len(nodes)} layers; no weights"]
     calls = []
     for node in nodes[1:]:
         parents = ", ".join(p.operation.name for p in node.parent_nodes) or "?"
         calls.append(f"{parents} -> {_output_shape([node])}")
+    if not weighted:
+        return [f"also called on {'; '.join(calls)}; no weights"]
     return [f"shared: also called on {'; '.join(calls)}; weights counted once"]
 
 
@@ -115,7 +119,7 @@ def _make_row(layer, depth: int, owner, symbols: Symbols, seen: dict[int, str]) 
     if source == "generic" and weights:
         notes.append("generic formula from the weight shapes")
     row = Row(layer.name, type(layer).__name__, _output_shape(nodes), params, counted, formula, source, group,
-              block, depth, notes + _reuse_notes(nodes, group, block), weights, calls=len(nodes))
+              block, depth, notes + _reuse_notes(nodes, group, block, bool(weights)), weights, calls=len(nodes))
     if not row.ok:
         row.notes.insert(0, f"MISMATCH: formula gives {formula.value:,}, the layer has {params:,}")
     return row

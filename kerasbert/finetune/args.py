@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import glob
 import os
 from typing import TYPE_CHECKING
 
 from kerasbert.choices import (
     CRF_LR_MULTIPLIER,
+    GENERATE_LIMITS,
     MAXLEN,
     MODEL_FAMILIES,
     SCHEDULES,
@@ -28,6 +30,7 @@ from kerasbert.choices import (
     TARGET_MAXLEN,
     TASK_NAMES,
     XLA_MIN_PARAMS,
+    names_a_file,
 )
 from kerasbert.errors import ConfigError, fail
 
@@ -157,16 +160,21 @@ class TrainArgs(TaskOptions):
 
     def check(self) -> None:
         """One clear error for the first argument out of range or path that does not exist."""
-        from kerasbert.finetune.streaming import is_glob
-
         for name in ("train", "dev", "vocab"):
             path = getattr(self, name)
-            if name == "train" and (is_glob(path) or os.path.isdir(path)):
+            if name == "train" and (glob.has_magic(path) or os.path.isdir(path)):
                 continue  # a glob or a prepared folder, checked when it is read
             if path is not None and not os.path.isfile(path):
-                raise fail(ConfigError, f"--{name}", "an existing file", f"{path!r}, which does not exist")
+                found = "a folder" if os.path.isdir(path) else "which does not exist"
+                raise fail(ConfigError, f"--{name}", "an existing file", f"{path!r}, {found}")
+            if path is not None and not os.access(path, os.R_OK):
+                raise fail(ConfigError, f"--{name}", "a readable file", f"{path!r}, which this user cannot read")
         if self.vocab is None:
             raise fail(ConfigError, "--vocab", "the vocab.txt of the checkpoint (or of your data)", "none")
+        for option, path in self.missing().items():
+            if option in ("--config", "--checkpoint"):
+                raise fail(ConfigError, f"{option} {path}", "a config file or preset" if option == "--config" else
+                           "a Google checkpoint (prefix or folder) or Hugging Face weights", "nothing there")
         positive = {"maxlen": 3, "batch_size": 1, "epochs": 1, "grad_accum": 1}
         for name, low in positive.items():
             if name == "maxlen" and self.maxlen is None:
@@ -178,9 +186,10 @@ class TrainArgs(TaskOptions):
             if not (0 <= value <= 1 and (zero or value > 0)):
                 raise fail(ConfigError, "--" + name.replace("_", "-"), f"a number in {'[' if zero else '('}0, 1]",
                            repr(value))
-        for name in ("target_maxlen", "beams"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise fail(ConfigError, "--" + name.replace("_", "-"), "an int >= 1", repr(getattr(self, name)))
+        for name, most in (("target_maxlen", GENERATE_LIMITS["max_length"]), ("beams", GENERATE_LIMITS["rows"])):
+            if not isinstance(getattr(self, name), int) or not 1 <= getattr(self, name) <= most:
+                raise fail(ConfigError, "--" + name.replace("_", "-"), f"an int from 1 to {most} (the bound of "
+                           "generation)", repr(getattr(self, name)))
         if self.task == "seq2seq" and self.maxlen is not None and self.maxlen <= self.target_maxlen + 2:
             raise fail(ConfigError, "--maxlen", f"more than --target-maxlen + 2 = {self.target_maxlen + 2} word "
                        "pieces: room for the source, [CLS] and [SEP]", repr(self.maxlen))
@@ -228,8 +237,6 @@ class TrainArgs(TaskOptions):
 
     def inputs(self) -> dict[str, str]:
         """The paths this run reads, by option (``--train``, ``--dev``, ...); a preset name is no path."""
-        from kerasbert.modeling.config import names_a_file
-
         found = {f"--{name}": getattr(self, name) for name in PATH_FIELDS if getattr(self, name) is not None}
         if "--config" in found and not names_a_file(found["--config"]):
             del found["--config"]  # a preset name
@@ -292,10 +299,8 @@ class TrainArgs(TaskOptions):
 
 def _exists(path: str) -> bool:
     """Something is at ``path``: a file or folder, a checkpoint prefix's files, or a glob's matches."""
-    import glob
-
-    pattern = any(char in path for char in "*?[")  # `kerasbert.finetune.streaming.is_glob`
-    return os.path.exists(path) or bool(glob.glob(glob.escape(path) + ".*") or (pattern and glob.glob(path)))
+    return os.path.exists(path) or bool(glob.glob(glob.escape(path) + ".*") or (glob.has_magic(path) and
+                                                                                glob.glob(path)))
 
 
 def _found(absolute: str | None, relative: str) -> str | None:

@@ -27,7 +27,13 @@ import re
 from kerasbert.files import write_text
 
 #: how ``kerasbert demo`` trains on this data (the tiny config from scratch); tests and the benchmark reuse it
-DEMO_TRAINING = {"epochs": 8, "batch_size": 32, "lr": 2e-3, "maxlen": 64}
+DEMO_TRAINING = {"epochs": 8, "batch_size": 32, "lr": 2e-3, "maxlen": 64}  # maxlen: the tiny config's positions
+DEMO_OPTIONS = {"seq2seq": {"target_maxlen": 16, "epochs": 30, "lr": 3e-3},  # a title needs longer to learn
+                "span": {"stride": 16}}  # texts of up to SPAN_DEMO_SENTENCES sentences, many longer than maxlen
+SPAN_DEMO_SENTENCES = 8  # so that windows of every position are learnt and a long text's windows are read well
+# a paragraph's room in word pieces (one a character): ``[CLS] paragraph [SEP]`` within maxlen - target_maxlen, so
+# that no demo paragraph is cut, in training (with its title, at most 15 pieces) or in generation
+TITLE_SOURCE_ROOM = DEMO_TRAINING["maxlen"] - DEMO_OPTIONS["seq2seq"]["target_maxlen"] - 2
 
 SUBJECTS = ("这部电影", "这家餐厅", "服务", "这本书", "酒店的房间", "手机", "这款耳机", "快递", "这个景点", "老师的课",
             "这双鞋", "菜的味道", "前台的态度", "这台电脑", "这次旅行")
@@ -214,8 +220,9 @@ NEWS_DETAILS = ("现场来了很多人", "活动持续了一整天", "不少媒�
 
 
 def title_examples(n: int = 600, seed: int = 0) -> list[tuple[str, str]]:
-    """Generate ``(paragraph, title)`` pairs: a paragraph of a news sentence and two to four details, and a
-    title that restates the news sentence's who, what and where in fewer words.
+    """Generate ``(paragraph, title)`` pairs: a paragraph of a news sentence and two to four details (those that
+    fit in `TITLE_SOURCE_ROOM` characters), and a title that restates the news sentence's who, what and where in
+    fewer words.
 
     Example:
     >>> paragraph, title = title_examples(1, seed=3)[0]
@@ -228,8 +235,12 @@ def title_examples(n: int = 600, seed: int = 0) -> list[tuple[str, str]]:
         first, title = rng.choice(NEWS_TEMPLATES)
         values = {"PER": _person(rng), "LOC": rng.choice(LOCATIONS), "ORG": rng.choice(ORGANIZATIONS),
                   "TIME": rng.choice(TIMES), "E": rng.choice(EVENTS)}
-        details = rng.sample(NEWS_DETAILS, rng.randint(2, 4))
-        examples.append(("，".join([first.format(**values), *details]) + "。", title.format(**values)))
+        paragraph = first.format(**values)
+        for detail in rng.sample(NEWS_DETAILS, rng.randint(2, 4)):
+            if len(paragraph) + len(detail) + 2 > TITLE_SOURCE_ROOM:  # with its "，" and the closing "。"
+                break
+            paragraph += "，" + detail
+        examples.append((paragraph + "。", title.format(**values)))
     return examples
 
 
@@ -294,9 +305,15 @@ def _span_sentence(rng: random.Random, template: str) -> tuple[str, list[tuple[i
     return text, sorted(spans)
 
 
-def span_examples(n: int = 600, seed: int = 0) -> list[tuple[str, list[tuple[int, int, str]]]]:
+def span_examples(n: int = 600, seed: int = 0, sentences: int = 1) -> list[tuple[str, list[tuple[int, int, str]]]]:
     """Generate texts with ``PER``, ``LOC`` and ``ORG`` entities that nest: most organizations are named after a
-    city (``北京银行``), whose ``LOC`` lies inside the ``ORG``. About one text in five has no entity.
+    city (``北京银行``), whose ``LOC`` lies inside the ``ORG``. About one sentence in five has no entity.
+
+    Args:
+        n: int. how many texts.
+        seed: int. the random seed.
+        sentences: int. each text is 1 to ``sentences`` sentences (uniformly), joined with "。": above about 4,
+            many are longer than the demo's maxlen, for training with ``--stride``.
 
     Returns:
         list of ``(text, spans)``, each span ``(start, end, label)`` in characters, ``end`` exclusive, sorted.
@@ -306,14 +323,25 @@ def span_examples(n: int = 600, seed: int = 0) -> list[tuple[str, list[tuple[int
     ('朱平伟去年加入了浙江医院', [(0, 3, 'PER'), (8, 10, 'LOC'), (8, 12, 'ORG')])
     """
     rng = random.Random(seed)
-    return [_span_sentence(rng, rng.choice(ENTITY_TEMPLATES + EMPTY_TEMPLATES)) for _ in range(n)]
+    return [_span_text(rng, rng.randint(1, sentences) if sentences > 1 else 1) for _ in range(n)]
+
+
+def _span_text(rng: random.Random, count: int) -> tuple[str, list[tuple[int, int, str]]]:
+    """``count`` span sentences joined with "。", their spans moved to the joined text's offsets."""
+    text, spans = "", []
+    for _ in range(count):
+        sentence, found = _span_sentence(rng, rng.choice(ENTITY_TEMPLATES + EMPTY_TEMPLATES))
+        offset = len(text) + 1 if text else 0
+        text = f"{text}。{sentence}" if text else sentence
+        spans += [(start + offset, end + offset, label) for start, end, label in found]
+    return text, spans
 
 
 def write_span_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int = 150,
-                    n_test: int = 150) -> dict[str, str]:
-    """Write :func:`span_examples` splits as span JSONL (``{"text", "entities": [{"start", "end", "label"}]}``,
-    ``{train,dev,test}.jsonl``) and their ``vocab.txt`` into ``folder``; returns ``train``, ``dev``, ``test`` and
-    ``vocab`` to the paths.
+                    n_test: int = 150, sentences: int = 1) -> dict[str, str]:
+    """Write :func:`span_examples` splits (texts of 1 to ``sentences`` sentences) as span JSONL (``{"text",
+    "entities": [{"start", "end", "label"}]}``, ``{train,dev,test}.jsonl``) and their ``vocab.txt`` into
+    ``folder``; returns ``train``, ``dev``, ``test`` and ``vocab`` to the paths.
 
     Example:
     >>> import tempfile
@@ -326,7 +354,7 @@ def write_span_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int =
     def lines(size: int, split_seed: int):
         return (json.dumps({"text": text, "entities": [{"start": a, "end": b, "label": label}
                                                        for a, b, label in spans]}, ensure_ascii=False) + "\n"
-                for text, spans in span_examples(size, split_seed))
+                for text, spans in span_examples(size, split_seed, sentences))
 
     words = (*SURNAMES, *GIVEN, *LOCATIONS, *ORG_KINDS, *NAMED_ORGANIZATIONS, *TIMES,
              *ENTITY_TEMPLATES, *EMPTY_TEMPLATES)

@@ -40,6 +40,12 @@ def _cluster_tasks() -> int:
     return sum(len(addresses) for name, addresses in cluster.items() if name != "evaluator")
 
 
+def is_multiworker_name(name: str) -> bool:
+    """Whether ``--strategy name`` makes a multi-worker strategy (``auto`` does when ``TF_CONFIG`` names more than
+    one task), told without TensorFlow."""
+    return name == "multiworker" or (name == "auto" and _cluster_tasks() > 1)
+
+
 def make_strategy(name: str = "auto"):
     """The ``tf.distribute`` strategy called ``name`` (see the module docstring).
 

@@ -42,20 +42,53 @@ def _save(fig, path: str) -> None:
         _pyplot().close(fig)
 
 
-def _plot_series(ax, history: Sequence[dict], keys: Sequence[str]) -> None:
-    """Plot each key against the epoch; ``val_`` keys dashed. Epochs missing a key are skipped."""
+def series(history: Sequence[dict], keys: Sequence[str]) -> list[tuple[str, list[tuple[float, float]]]]:
+    """Each key's ``(epoch, value)`` points, once per distinct curve: of two keys of one metric whose points are
+    equal (Keras's ``val_sparse_categorical_accuracy`` and kerasbert's ``val_accuracy`` on the same dev set) only the
+    shorter name is kept, so no curve hides another and no metric shows twice in a legend. Epochs missing a key are
+    skipped, and keys without points dropped.
+
+    Example:
+    >>> series([{"epoch": 1, "val_sparse_categorical_accuracy": 0.5, "val_accuracy": 0.5, "val_f1": 0.5}],
+    ...        ["val_sparse_categorical_accuracy", "val_accuracy", "val_f1"])
+    [('val_accuracy', [(1, 0.5)]), ('val_f1', [(1, 0.5)])]
+    """
+    kept: list[tuple[str, list[tuple[float, float]]]] = []
     for key in keys:
         points = [(row.get("epoch", i + 1), row[key]) for i, row in enumerate(history) if row.get(key) is not None]
-        if points:
-            x, y = zip(*points, strict=True)
-            ax.plot(x, y, "--" if key.startswith("val_") else "-", marker="o", label=key)
+        same = next((i for i, (name, seen) in enumerate(kept) if _metric(name) == _metric(key)
+                     and _equal(seen, points)), None)
+        if same is None and points:
+            kept.append((key, points))
+        elif same is not None and len(key) < len(kept[same][0]):
+            kept[same] = (key, points)
+    return kept
+
+
+def _metric(key: str) -> tuple[bool, str]:
+    """Which metric a history key measures, and whether on dev: every ``...accuracy`` is one metric."""
+    name = key.removeprefix("val_")
+    return key.startswith("val_"), "accuracy" if name.endswith("accuracy") else name
+
+
+def _equal(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> bool:
+    """Whether two curves have the same epochs and values (to the 6 decimals ``history.csv`` keeps)."""
+    return len(a) == len(b) and all(x == u and abs(y - v) <= 5e-7 for (x, y), (u, v) in zip(a, b, strict=True))
+
+
+def _plot_series(ax, history: Sequence[dict], keys: Sequence[str]) -> None:
+    """Plot each distinct curve (`series`) against the epoch; ``val_`` keys dashed."""
+    for key, points in series(history, keys):
+        x, y = zip(*points, strict=True)
+        ax.plot(x, y, "--" if key.startswith("val_") else "-", marker="o", label=key)
 
 
 def plot_curves(history: list[dict], path: str) -> None:
     """Draw loss (left) and every other metric (right) per epoch, and save the figure as PNG.
 
     Train keys are solid lines, ``val_`` keys dashed. The right panel shows every key except
-    ``epoch``, ``loss``, ``val_loss`` and ``learning_rate``, in order of first appearance.
+    ``epoch``, ``loss``, ``val_loss`` and ``learning_rate``, in order of first appearance, one
+    curve for keys of one metric with equal values (`series`).
 
     Args:
         history: list of dict. one dict per epoch, e.g. ``{"epoch": 1, "loss": 0.7,

@@ -43,7 +43,6 @@ import keras
 import numpy as np
 
 from kerasbert import layer_names as ln
-from kerasbert.choices import PRETRAIN_DEFAULTS
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.finetune.task_base import Task
 from kerasbert.log import logger
@@ -293,11 +292,13 @@ def pretrain(data: str, out: str, *, checkpoint: str | None = None, dev: str | N
     Returns:
         dict. `train`'s result, with the paths ``google`` and ``hf``.
     """
+    from kerasbert.finetune.pretrain_cli import check_corpus, pretrain_options
     from kerasbert.finetune.runs import Run
     from kerasbert.finetune.training import train
 
-    options = {key: value for key, value in options.items() if value is not None or key not in PRETRAIN_DEFAULTS}
-    given = {} if resume else {**PRETRAIN_DEFAULTS, **options, "checkpoint": checkpoint, "dev": dev}
+    if not resume:
+        check_corpus(data)
+    given = pretrain_options(resume, {**options, "checkpoint": checkpoint, "dev": dev})
     result = train("mlm", data, out, resume=resume, overwrite=overwrite, verbose=verbose, **given)
     if result.get("chief") is False:
         return result

@@ -4,10 +4,13 @@ module imports no TensorFlow."""
 from __future__ import annotations
 
 import argparse
+import glob
+import os
 
 from kerasbert.choices import PRETRAIN_DEFAULTS
 from kerasbert.errors import ConfigError, fail
 from kerasbert.finetune.args import TrainArgs, encoder_arguments, fit_arguments, run_arguments
+from kerasbert.log import progress_verbosity
 
 
 def pretrain_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,16 +49,47 @@ def pretrain_arguments(parser: argparse.ArgumentParser) -> None:
     run_arguments(parser.add_argument_group("run folder"))
 
 
+def pretrain_options(resume: bool, options: dict) -> dict:
+    """The `TrainArgs` fields of a pretraining run: ``options`` over `PRETRAIN_DEFAULTS` (an option left at None
+    keeps its default); none with ``resume``, which reads the run's own."""
+    given = {key: value for key, value in options.items() if value is not None or key not in PRETRAIN_DEFAULTS}
+    return {} if resume else {**PRETRAIN_DEFAULTS, **given}
+
+
+def _options(args: argparse.Namespace) -> dict:
+    return {key: value for key, value in vars(args).items()
+            if key not in ("command", "debug", "data", "out", "resume", "overwrite", "quiet")}
+
+
+def check_corpus(data: str) -> None:
+    """A ConfigError naming ``--data`` (which `kerasbert.finetune.training.train` reads as its ``--train``) unless
+    ``data`` is a readable file, a glob or a prepared folder."""
+    if glob.has_magic(data) or os.path.isdir(data):
+        return
+    if not os.path.isfile(data):
+        found = "a device or pipe, not a regular file" if os.path.exists(data) else "which does not exist"
+        raise fail(ConfigError, "--data", "a corpus file, a glob or a prepared folder", f"{data!r}, {found}")
+    if not os.access(data, os.R_OK):
+        raise fail(ConfigError, "--data", "a readable file", f"{data!r}, which this user cannot read")
+
+
+def check_pretrain(args: argparse.Namespace) -> None:
+    """The checks of ``kerasbert pretrain``'s arguments and files that need no TensorFlow."""
+    from kerasbert.finetune.runs import train_args
+
+    if not args.resume and args.data is None:
+        raise fail(ConfigError, "--data", "a corpus (or --resume to continue a run)", "none")
+    if not args.resume:
+        check_corpus(args.data)
+    train_args("mlm", args.data, args.out, args.resume, args.overwrite, pretrain_options(args.resume, _options(args)))
+
+
 def run_pretrain(args: argparse.Namespace) -> int:
     """Run ``kerasbert pretrain`` and print the best epoch's held-out scores and the folders written."""
     from kerasbert.finetune.pretrain import pretrain
 
-    if not args.resume and args.data is None:
-        raise fail(ConfigError, "--data", "a corpus (or --resume to continue a run)", "none")
-    options = {key: value for key, value in vars(args).items()
-               if key not in ("command", "debug", "data", "out", "resume", "overwrite", "quiet")}
     result = pretrain(args.data, args.out, resume=args.resume, overwrite=args.overwrite,
-                      verbose=0 if args.quiet else 1, **({} if args.resume else options))
+                      verbose=progress_verbosity(args.quiet), **({} if args.resume else _options(args)))
     if result.get("chief") is False:  # a multi-worker run's other workers: the chief reports
         return 0
     if result.get("dev"):

@@ -48,9 +48,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kerasbert.errors import ConfigError, fail
+from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.files import TEMPORARY, atomic_path, remove_temporaries, replace_folder, write_text
 from kerasbert.finetune.args import TrainArgs
+from kerasbert.finetune.distribute import is_multiworker_name
 from kerasbert.text.readers import LabelSet, read_text
 from kerasbert.text.tokenizer import Tokenizer
 
@@ -59,12 +60,14 @@ if TYPE_CHECKING:
 
     from kerasbert.finetune.tasks import Task
 
-__all__ = ["RUN_FILES", "LoadedRun", "Run", "State", "open_run", "score_file", "with_stride"]
+__all__ = ["RUN_FILES", "LoadedRun", "Run", "State", "finished_run", "open_run", "resumed_args", "score_file",
+           "scored_file", "train_args", "with_stride"]
 
 RUN_FILES = ("args.json", "labels.json", "bert_config.json", "vocab.txt", "model.keras", "history.csv", "curves.png",
              "metrics.json", "confusion.png", "per_type.txt", "state", "state.old", "google", "eval-*.json",
              TEMPORARY + "*")  # what kerasbert writes in a run folder: what --overwrite may remove
 _DAMAGED = "the saved state is damaged: start the run over with --overwrite instead of --resume"
+_NO_MODEL = "the run has not finished an epoch yet; resume it with `kerasbert train --out RUN --resume`"
 
 
 @dataclass
@@ -106,10 +109,16 @@ def _kind_name(kind) -> str:
 
 
 def check_writable(path: str, what: str) -> None:
-    """A ConfigError unless ``path`` can be made or written: its nearest existing ancestor is a writable folder."""
-    ancestor = os.path.abspath(path)
+    """A ConfigError unless ``path`` can be made or written: its nearest existing ancestor is a writable folder, and
+    no ``..`` follows a folder that does not exist (the system resolves ``a/..`` only where ``a`` is a folder)."""
+    ancestor, missing = os.path.join(os.getcwd(), path), []  # as written, not normalized
     while not os.path.exists(ancestor):
-        ancestor = os.path.dirname(ancestor)
+        ancestor, name = os.path.split(ancestor)
+        missing.append(name)
+    if ".." in missing:
+        raise fail(ConfigError, f"{what} {path}", "an existing folder before each '..'",
+                   f"'..' after {os.path.join(ancestor, missing[-1])}, which does not exist",
+                   "create that folder first, or write the path without '..'")
     if not os.path.isdir(ancestor):
         raise fail(ConfigError, f"{what} {path}", "a path under a folder", f"{ancestor}, a file, on the way")
     if not os.access(ancestor, os.W_OK | os.X_OK):
@@ -234,8 +243,7 @@ class Run:
 
         import kerasbert.modeling  # noqa: F401  (registers the layers)
 
-        path = self._require("model.keras", "the run has not finished an epoch yet; resume it with "
-                                            "`kerasbert train --out RUN --resume`")
+        path = self._require("model.keras", _NO_MODEL)
         try:
             return keras.saving.load_model(path, compile=False)
         except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as e:  # cut short or not a .keras file
@@ -307,6 +315,49 @@ class Run:
         return state
 
 
+def train_args(task: str | None, train: str | None, out: str, resume: bool, overwrite: bool,
+               options: dict) -> TrainArgs:
+    """The checked arguments of a `kerasbert.finetune.training.train` call, before TensorFlow starts: the values
+    and paths (`TrainArgs.check`), the run to resume (`resumed_args`) or the folder a new run goes in
+    (`Run.check_new`; left to the chief under ``--strategy multiworker``, whose workers share the folder)."""
+    source = Run(out)
+    if resume:
+        args = resumed_args(source, task, overwrite)
+    else:
+        for name, value in (("task", task), ("train", train)):
+            if value is None:
+                raise fail(ConfigError, f"--{name}", "a value (or --resume to continue a run)", "none")
+        args = TrainArgs(task=task, train=train, out=out, **options)
+    args.check()
+    if not resume and not is_multiworker_name(args.strategy):
+        source.check_new(overwrite, args.inputs())
+    return args
+
+
+def resumed_args(source: Run, task: str | None, overwrite: bool) -> TrainArgs:
+    """The saved arguments of the run to resume, its vocabulary and config the run's own copies (what its model
+    was built with); a clear error now, before reading any data, when there is no state, when ``task`` is not the
+    run's, or with ``overwrite``."""
+    if overwrite:
+        raise fail(ConfigError, "--overwrite", "either --resume or --overwrite", "both",
+                   "--resume continues the run, --overwrite starts it over")
+    args = TrainArgs.saved(source.read_json("args.json"), source.path)
+    if task and task != args.task:
+        raise fail(ConfigError, "--task", f"{args.task}, the task of the run {source.path}", task,
+                   "leave --task out to resume, or train the new task into another --out")
+    for name, file in (("vocab", "vocab.txt"), ("config", "bert_config.json")):
+        if os.path.isfile(source.file(file)):
+            setattr(args, name, source.file(file))
+    missing = args.missing()
+    if missing:
+        option, path = next(iter(missing.items()))
+        raise fail(ConfigError, f"--resume {source.path}", f"the run's {option} at {path} (args.json)",
+                   "nothing there, nor at its path relative to the run folder",
+                   "put it back where it was, or beside the run as it was when the run trained")
+    source.check_state()
+    return args
+
+
 @dataclass(frozen=True)
 class LoadedRun:
     """A finished run folder, opened: what evaluation, prediction and export read of it.
@@ -342,6 +393,29 @@ def open_run(run_dir: str) -> LoadedRun:
     args = TrainArgs.saved(run.read_json("args.json"), run.path)
     return LoadedRun(run, args, args.make_task(), Tokenizer(run.file("vocab.txt"), do_lower_case=args.lowercase),
                      run.labels(), run.load_model())
+
+
+def scored_file(run_dir: str, data: str | None) -> str:
+    """The labelled file `kerasbert.finetune.training.evaluate` scores the run ``run_dir`` on (None: the run's dev
+    file), checked with the run folder (`finished_run`) before TensorFlow starts."""
+    args = finished_run(run_dir)
+    if data is None and args.dev is None:
+        raise fail(ConfigError, "--data", "a labelled file", "none, and the run had no --dev",
+                   f"pass the file to score {run_dir} on")
+    path = args.dev if data is None else data
+    if not os.path.isfile(path):
+        raise fail(DataError, path, "an existing file", "a folder" if os.path.isdir(path) else "nothing at that path")
+    return path
+
+
+def finished_run(run_dir: str) -> TrainArgs:
+    """The arguments of the finished run ``run_dir``, checked before TensorFlow starts: its ``args.json``, and its
+    ``labels.json`` and ``model.keras`` there; a ConfigError naming the file that is not."""
+    run = Run(run_dir)
+    args = TrainArgs.saved(run.read_json("args.json"), run.path)
+    run._require("labels.json")
+    run._require("model.keras", _NO_MODEL)
+    return args
 
 
 def with_stride(loaded: LoadedRun, stride: int | None) -> LoadedRun:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from kerasbert.choices import GENERATE_LIMITS
 from kerasbert.errors import DataError, ModelError, fail
 from kerasbert.finetune import metrics
 from kerasbert.finetune.task_base import Task
@@ -102,11 +103,12 @@ class Seq2SeqTask(Task):
         return heads.loss_and_metrics(model)  # cross-entropy over the labels that are not 0: the target tokens
 
     def predicted_ids(self, model, features: Features, batch_size: int, verbose: int = 0) -> list[list[int]]:
-        """The generated word-piece ids of each source, without the ``[SEP]`` that ends them."""
+        """The generated word-piece ids of each source, without the ``[SEP]`` that ends them; ``batch_size``
+        sources a search, fewer when their beams would pass the bound of rows decoded at once."""
         end = self._decoder().token_to_id("[SEP]")
         found = generate(model, features.prompts, "beam" if self.beams > 1 else "greedy",
                          beams=self.beams if self.beams > 1 else None, end_ids=end, max_length=self.target_maxlen,
-                         batch_size=batch_size)
+                         batch_size=max(1, min(batch_size, GENERATE_LIMITS["rows"] // self.beams)))
         return [ids[:-1] if ids and ids[-1] == end else ids for ids in (g.ids[0] for g in found)]
 
     def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,

@@ -205,7 +205,7 @@ def prepare(task: Task, pattern: str, tokenizer: Tokenizer, maxlen: int, out: st
         labels: LabelSet or None. the label set to use (e.g. a run's labels.json); a label outside it
             is a `DataError`. None reads it from the data.
         chunk: int. examples encoded at once: memory is bounded by this.
-        verbose: int. 1 shows a progress bar.
+        verbose: int. 1 shows a progress bar; 2 a line when it ends (`kerasbert.log.progress_verbosity`).
         shard_size: int. examples per shard at most.
 
     Returns:
@@ -225,7 +225,7 @@ def prepare(task: Task, pattern: str, tokenizer: Tokenizer, maxlen: int, out: st
         given, total = labels is not None, [0]
         if labels is None:
             labels = task.label_set(_counted((e for path in files for e in task.stream(path)), total))
-        bar = keras.utils.Progbar(total[0] or None, unit_name="example") if verbose else None
+        bar = keras.utils.Progbar(total[0] or None, verbose=verbose, unit_name="example") if verbose else None
         shards = _Shards(staging, shard_size)
         counts = _write(task, files, tokenizer, maxlen, labels, given, shards, chunk, bar)
         pipeline.report_truncation(counts["truncated"], counts["count"], maxlen, pattern)

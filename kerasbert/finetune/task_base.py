@@ -49,7 +49,7 @@ def _inference(model, spec):
 def predict_batches(model, dataset, verbose: int = 0) -> list[np.ndarray]:
     """Model outputs of each batch of ``dataset`` (batches differ in length, so no concatenation)."""
     count = int(dataset.cardinality())
-    bar = keras.utils.Progbar(count if count >= 0 else None, unit_name="batch") if verbose else None
+    bar = keras.utils.Progbar(count if count >= 0 else None, verbose=verbose, unit_name="batch") if verbose else None
     spec = dataset.element_spec
     call = _inference(model, spec[0] if isinstance(spec, tuple) else spec)
     outputs = []
@@ -103,6 +103,13 @@ class Task(TaskOptions, abc.ABC):
     def label_set(self, examples: Sequence) -> LabelSet:
         """The label set of the training examples."""
 
+    label_noun = "label"  # what the training log calls one of `labelled`'s labels
+
+    def labelled(self, examples: Sequence) -> Iterator[tuple[str, int]]:
+        """Each label of the examples with the line it is on, which training counts and checks for typos
+        (`kerasbert.text.label_counts`); none for a task without a label set."""
+        return iter(())
+
     @abc.abstractmethod
     def encode(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> Features:
         """Token ids (and label ids, with ``labels``) of the examples."""
@@ -146,6 +153,11 @@ class Task(TaskOptions, abc.ABC):
 class EntityTask(Task, abc.ABC):
     """A task whose predictions are entities as character spans (``ner``, ``span``): scored at the entity level,
     an entity counted where its start, end and type all match, with a per-type table as its report."""
+
+    label_noun = "entity type"
+
+    def labelled(self, examples: Sequence) -> Iterator[tuple[str, int]]:
+        return ((label, example.line) for example in examples for _, _, label in example.spans)
 
     def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:
         gold = [example.spans for example in examples]

@@ -49,6 +49,9 @@ class ClassificationTask(Task):
     def label_set(self, examples: Sequence[ClassificationExample]) -> LabelSet:
         return LabelSet.from_examples(examples)
 
+    def labelled(self, examples: Sequence[ClassificationExample]) -> Iterator[tuple[str, int]]:
+        return ((example.label, example.line) for example in examples)
+
     def encode(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> Features:
         return encode_split(lambda cut: encode_classification(tokenizer, examples, labels, cut, what), maxlen,
                             self.stride, what)

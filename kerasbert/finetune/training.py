@@ -4,9 +4,10 @@
 Google checkpoint with its per-variable log), compiles it with `kerasbert.modeling.optimizers.LayerwiseAdamW` on
 a `kerasbert.modeling.optimizers.WarmupSchedule`, and runs Keras ``fit`` one epoch at a time, so each epoch draws
 its own data order from ``(seed, epoch)``. A callback scores dev after each epoch, keeps the best model,
-writes the history, curves and resume state. ``--resume`` restores every model and optimizer variable (dropout
-RNG included) and skips the batches already trained on, so a killed run ends where an uninterrupted
-one does. The run folder is described in `kerasbert.finetune.runs`.
+writes the history, curves and resume state (`kerasbert.finetune.callbacks`). ``--resume`` restores every model and
+optimizer variable (dropout RNG included) and skips the batches already trained on, so a killed run ends where an
+uninterrupted one does; Ctrl-C first saves the state of the step under way (`kerasbert.finetune.interrupt`). The
+run folder is described in `kerasbert.finetune.runs`.
 
 Example:
 >>> import tempfile
@@ -34,10 +35,12 @@ import keras
 from kerasbert.choices import MAXLEN
 from kerasbert.errors import ConfigError, fail
 from kerasbert.files import copy_file
-from kerasbert.finetune import plots, streaming
+from kerasbert.finetune import streaming
 from kerasbert.finetune.args import TaskOptions, TrainArgs
+from kerasbert.finetune.callbacks import EpochKeeper, OneEpoch
 from kerasbert.finetune.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
-from kerasbert.finetune.runs import Run, State, open_run, score_file, with_stride
+from kerasbert.finetune.interrupt import StopRequest
+from kerasbert.finetune.runs import Run, State, open_run, score_file, scored_file, train_args, with_stride
 from kerasbert.finetune.tasks import Task
 from kerasbert.log import logger
 from kerasbert.modeling import families
@@ -47,6 +50,7 @@ from kerasbert.modeling.models import build_transformer_model
 from kerasbert.modeling.optimizers import LayerwiseAdamW, WarmupSchedule
 from kerasbert.perf.onednn import bf16_pays, bf16_speedup
 from kerasbert.perf.xla import XLA_MIN_PARAMS, xla_pays
+from kerasbert.text.label_counts import report_labels
 from kerasbert.text.pipeline import Features, bucket_lengths, length_buckets, to_dataset
 from kerasbert.text.pre_tokenize import refuse_word_vocabulary
 from kerasbert.text.readers import LabelSet
@@ -92,40 +96,6 @@ def compile_model(model: keras.Model, the_task: Task, args: TrainArgs, total_ste
     return optimizer
 
 
-class EpochKeeper(keras.callbacks.Callback):
-    """Counts steps, saves resume state every ``save_every`` steps and at each epoch's end, scores dev,
-    keeps the best model, and writes history and curves; stops at ``max_steps``."""
-
-    def __init__(self, run: Run, state: State, score_dev, monitor: str, save_every: int | None,
-                 max_steps: int | None):
-        super().__init__()
-        self.run, self.state, self.score_dev, self.monitor = run, state, score_dev, monitor
-        self.save_every, self.max_steps = save_every, max_steps
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.state.step += 1
-        self.state.global_step += 1
-        if self.save_every and self.state.global_step % self.save_every == 0:
-            self.run.save_state(self.state, self.model, self.model.optimizer)
-        if self.max_steps and self.state.global_step >= self.max_steps:
-            self.model.stop_training = True
-
-    def on_epoch_end(self, epoch, logs=None):
-        logs = logs if logs is not None else {}
-        logs.update(self.score_dev())
-        row = {"epoch": epoch + 1, **{key: round(float(value), 6) for key, value in logs.items()}}
-        self.state.history.append(row)
-        value = logs.get(self.monitor)
-        lower = self.monitor.endswith("loss")
-        if value is None or self.state.best is None or (value < self.state.best if lower else value > self.state.best):
-            self.state.best, self.state.best_epoch = (None if value is None else float(value)), epoch + 1
-            self.run.save_model(self.model)
-        self.run.write_history(self.state.history)
-        plots.plot_curves(self.state.history, self.run.file("curves.png"))
-        self.state.epoch, self.state.step = epoch + 1, 0
-        self.run.save_state(self.state, self.model, self.model.optimizer)
-
-
 def _mixed_policy() -> str:
     import tensorflow as tf
 
@@ -143,23 +113,24 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         out: str. the run folder; must be new or empty unless ``resume`` or ``overwrite``.
         resume: bool. continue the run in ``out`` from its saved state, with its saved arguments.
         overwrite: bool. replace the run in ``out`` (only a run folder that holds none of the inputs).
-        verbose: int. 0 silent, 1 progress bars and logs.
+        verbose: int. 0 silent; 1 progress bars and logs; 2 logs, and a line a finished epoch instead of a bar
+            (`kerasbert.log.progress_verbosity`: what the CLI passes when its output is no terminal).
         callbacks: more Keras callbacks for ``fit`` (after kerasbert's own, which saves state and scores dev).
         **options: the other `TrainArgs` fields (``dev``, ``config``, ``model`` (the family), ``checkpoint``,
             ``vocab``, ``epochs``, ``lr``, ``crf``, ...), as the CLI's ``--options``.
 
     Returns:
         dict. ``metrics.json``: the monitor, the best epoch and its dev metrics (train metrics without dev).
+
+    Raises:
+        TrainingInterrupted: SIGINT (Ctrl-C) or SIGTERM came while training; the step under way finished and its
+            resume state was saved, so ``resume=True`` goes on from it (`kerasbert.finetune.interrupt`).
     """
     source = Run(out)  # the run folder: read on every worker, written by the chief only
-    if resume:
-        args = _resumed_args(source, task, overwrite)
-    else:
-        args = TrainArgs(task=task, train=train, out=out, **options)
-    args.check()
+    args = train_args(task, train, out, resume, overwrite, options)
     strategy = make_strategy(args.strategy)  # before any other TensorFlow work (multi-worker configures it)
     chief = is_chief(strategy)
-    if chief and not resume:
+    if chief and not resume and is_multiworker(strategy):
         source.check_new(overwrite, args.inputs())
     # non-chief workers write to a temporary folder, removed at the end (the TF multi-worker guide)
     run = source if chief else Run(_temporary_folder("kerasbert-worker-"))
@@ -176,9 +147,11 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
             source.remove_temporaries()
     elif chief:
         _write_run_files(run, args, inputs)
-    keeper = EpochKeeper(run, state, _dev_scorer(model, the_task, args, inputs, chief), monitor, args.save_every,
-                         args.max_steps)
-    _fit(model, strategy, args, inputs, state, [*the_task.callbacks(), keeper, *callbacks], steps_per_epoch, verbose)
+    with StopRequest() as stop:
+        keeper = EpochKeeper(run, state, _dev_scorer(model, the_task, args, inputs, chief), monitor, args,
+                             steps_per_epoch, stop)
+        _fit(model, strategy, args, inputs, state, [*the_task.callbacks(), keeper, *callbacks], steps_per_epoch,
+             verbose)
     run.save_state(state, model, optimizer)
     if inputs.prepared:
         shutil.rmtree(inputs.prepared, ignore_errors=True)
@@ -186,28 +159,6 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         shutil.rmtree(run.path, ignore_errors=True)
         return {"task": args.task, "steps": state.global_step, "chief": False}
     return _finish(run, args, the_task, inputs, state, monitor)
-
-
-def _resumed_args(source: Run, task: str | None, overwrite: bool) -> TrainArgs:
-    """The saved arguments of the run to resume; a clear error now, before reading any data, when there is no
-    state, when ``task`` is not the run's, or with ``overwrite``."""
-    if overwrite:
-        raise fail(ConfigError, "--overwrite", "either --resume or --overwrite", "both",
-                   "--resume continues the run, --overwrite starts it over")
-    args = TrainArgs.saved(source.read_json("args.json"), source.path)
-    if task and task != args.task:
-        raise fail(ConfigError, "--task", f"{args.task}, the task of the run {source.path}", task,
-                   "leave --task out to resume, or train the new task into another --out")
-    if os.path.isfile(source.file("vocab.txt")):
-        args.vocab = source.file("vocab.txt")  # the run's copy: the vocabulary its model was trained with
-    missing = args.missing()
-    if missing:
-        option, path = next(iter(missing.items()))
-        raise fail(ConfigError, f"--resume {source.path}", f"the run's {option} at {path} (args.json)",
-                   "nothing there, nor at its path relative to the run folder",
-                   "put it back where it was, or beside the run as it was when the run trained")
-    source.check_state()
-    return args
 
 
 @dataclasses.dataclass
@@ -252,8 +203,9 @@ def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbo
     dev_examples = the_task.read(args.dev, labels) if args.dev else None
     dev_features = the_task.encode(tokenizer, dev_examples, labels, args.maxlen, args.dev) if args.dev else None
     if verbose:
-        logger.info("%d training examples from %s%s; %d labels", count, args.train,
-                    f" and {len(dev_examples)} dev examples from {args.dev}" if args.dev else "", len(labels))
+        logger.info("%d training examples from %s%s%s", count, args.train,
+                    f" and {len(dev_examples)} dev examples from {args.dev}" if args.dev else "",
+                    f"; {len(labels)} labels" if len(labels) and _streamed(args.train) else "")  # read: counted
 
     def seen(dataset, epoch: int | None, skip: int = 0):
         return the_task.batches(dataset, tokenizer, args.seed, epoch, skip)
@@ -352,7 +304,7 @@ def _fit(model, strategy, args: TrainArgs, inputs: _Inputs, state: State, callba
     loop = None
     if is_multiworker(strategy):
         loop = keras.callbacks.CallbackList(callbacks, add_progbar=bool(verbose), model=model,
-                                            verbose=1 if verbose else 0, epochs=args.epochs, steps=steps_per_epoch)
+                                            verbose=verbose, epochs=args.epochs, steps=steps_per_epoch)
         train_step = make_train_step(model, strategy)
     global_batch = _global_batch(args, strategy)
     while not state.finished and state.epoch < args.epochs:
@@ -361,16 +313,9 @@ def _fit(model, strategy, args: TrainArgs, inputs: _Inputs, state: State, callba
             fit_epoch(model, strategy, data, loop, state.epoch, train_step)
         else:  # one epoch a call (its own data order), counted "Epoch k/N"
             model.fit(data, epochs=args.epochs, initial_epoch=state.epoch, validation_data=dev_data,
-                      callbacks=[*callbacks, _OneEpoch()], verbose=1 if verbose else 0, shuffle=False)
+                      callbacks=[*callbacks, OneEpoch()], verbose=verbose, shuffle=False)
         state.finished = bool(args.max_steps and state.global_step >= args.max_steps)
     state.finished = True
-
-
-class _OneEpoch(keras.callbacks.Callback):
-    """Ends ``fit`` after the epoch it started, so ``fit(epochs=N, initial_epoch=k)`` trains epoch k alone."""
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.model.stop_training = True
 
 
 def _bucketed(train_data, maxlen: int):
@@ -403,12 +348,13 @@ def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, l
     One file is read and encoded in memory. A folder from ``kerasbert prepare`` is streamed from its
     shards; a glob is first prepared (streamed, tokenized once) into a temporary folder, removed at the end.
     """
-    if args.stride is not None and (os.path.isdir(args.train) or streaming.is_glob(args.train)):
+    if args.stride is not None and _streamed(args.train):
         raise fail(ConfigError, "--stride", "a --train file, read in memory", f"the streamed data {args.train!r}",
                    "prepared shards hold rows already cut at --maxlen: train on the file, or leave --stride out")
-    if not os.path.isdir(args.train) and not streaming.is_glob(args.train):
+    if not _streamed(args.train):
         args.maxlen = _maxlen(args, config)
         examples = the_task.read(args.train, labels)
+        report_labels(the_task.labelled(examples), args.train, the_task.label_noun, verbose)
         labels = labels or the_task.label_set(examples)
         features = the_task.encode(tokenizer, examples, labels, args.maxlen, args.train)
         return labels, len(features) // features.group, lambda batch, epoch, skip: to_dataset(
@@ -428,6 +374,11 @@ def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, l
         raise fail(ConfigError, f"--train {args.train}", f"the run's labels {labels.labels}", str(meta["labels"]))
     return LabelSet(meta["labels"]), meta["count"], lambda batch, epoch, skip: streaming.prepared_dataset(
         folder, batch, seed=args.seed, epoch=epoch, skip_batches=skip), temporary
+
+
+def _streamed(train: str) -> bool:
+    """Whether ``--train`` is streamed (a folder from ``kerasbert prepare`` or a glob) rather than read whole."""
+    return os.path.isdir(train) or streaming.is_glob(train)
 
 
 def _check_prepared(args: TrainArgs, meta: dict, vocab_size: int) -> None:
@@ -470,11 +421,8 @@ def evaluate(run_dir: str, data: str | None = None, batch_size: int | None = Non
         dict. cls: ``accuracy``, ``macro_f1``, ``per_label``, ``confusion``; ner: micro/macro
         ``precision``/``recall``/``f1`` and ``per_type`` (entity level, on character spans).
     """
+    data = scored_file(run_dir, data)
     loaded = with_stride(open_run(run_dir), stride)
-    if data is None and loaded.args.dev is None:
-        raise fail(ConfigError, "--data", "a labelled file", "none, and the run had no --dev",
-                   f"pass the file to score {run_dir} on")
-    data = loaded.args.dev if data is None else data
     scores = score_file(loaded, data, batch_size, verbose)
     loaded.run.write_json(f"eval-{os.path.splitext(os.path.basename(data))[0]}.json", scores)
     return scores

@@ -5,15 +5,19 @@ and values (`kerasbert.generation.cache`), the search rules bert4keras's (`keras
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Sequence
 
 import keras
 import numpy as np
 
+from kerasbert.choices import GENERATE_LIMITS
 from kerasbert.errors import DataError, ModelError, fail
 from kerasbert.generation.cache import CachedModel
 from kerasbert.generation.search import Generated, Rules, beam_search, sample
+from kerasbert.generation.state import check_cache
+from kerasbert.text.token_ids import refuse_bools
 
 METHODS = ("greedy", "beam", "sample")
 _CACHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its CachedModel: one trace per model
@@ -28,7 +32,12 @@ def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = 
     A ``"unilm"`` model reads each input as its source (segment 0, e.g. ``[CLS] ... [SEP]``) and generates the
     target (segment 1) after it; an ``"lm"`` model continues each input (a prompt, segment 0). Inputs of
     different lengths share a batch, each at its own positions. Greedy and beam search give bert4keras's ids
-    (`kerasbert.generation.search` states the rules); sampling draws with its own seeded generator.
+    (`kerasbert.generation.search` states the rules); sampling draws with its own seeded generator. A tiny
+    temperature is greedy: the scores are computed so that dividing by it cannot overflow.
+
+    The bounds of ``GENERATE_LIMITS`` (`kerasbert.choices`) are checked before anything is allocated: at most 2048
+    tokens generated, at most 4096 rows decoded at once (the inputs of a batch times ``beams`` or ``n``), and at
+    most 4 GiB of cached keys and values for a batch (rows × layers × positions × hidden × 4 bytes, twice).
 
     Args:
         model: TransformerModel. from ``build_transformer_model(..., application="unilm" or "lm")``.
@@ -63,6 +72,7 @@ def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = 
     _check_options(method, counts, temperature, topp, lm.vocab_size)
     rules = Rules(_end_ids(end_ids, lm.vocab_size), max_length, min_length, min_ends, float(temperature))
     inputs = _checked_inputs(inputs, lm, max_length)
+    _check_size(lm, inputs, counts["n"] if method == "sample" else counts["beams"], max_length, batch_size)
     rng = np.random.default_rng(seed)
     found: list[Generated] = []
     for start in range(0, len(inputs), batch_size):
@@ -96,12 +106,18 @@ def _checked_inputs(inputs, lm: CachedModel, max_length: int) -> list[list[int]]
                    "for one input pass [token_ids]")
     if not len(inputs):
         raise fail(DataError, "generate: inputs", "at least one input", "an empty batch")
+    for i, ids in enumerate(inputs):
+        refuse_bools(ids, f"generate: input {i}")  # NumPy would read [True, 5] as [1, 5]
     checked = [np.asarray(ids).ravel().tolist() for ids in inputs]
     for i, ids in enumerate(checked):
         if not ids or any(not isinstance(t, int) or not 0 < t < lm.vocab_size for t in ids):
             raise fail(DataError, f"generate: input {i}", f"token ids in [1, {lm.vocab_size}) (0 is padding)",
                        repr(ids[:8]) + (" ..." if len(ids) > 8 else ""))
     longest = max(range(len(checked)), key=lambda i: len(checked[i]))
+    if lm.max_length is not None and max_length >= lm.max_length:
+        raise fail(ModelError, "generate: max_length", f"less than the model's {lm.max_length} positions (each "
+                   "input takes at least one)", f"max_length {max_length}, more than the positions" if max_length >
+                   lm.max_length else f"max_length {max_length}, all of them", "lower max_length")
     if lm.max_length is not None and len(checked[longest]) + max_length > lm.max_length:
         raise fail(ModelError, f"generate: input {longest}", f"at most {lm.max_length - max_length} tokens (the "
                    f"model's {lm.max_length} positions minus max_length {max_length})",
@@ -120,10 +136,26 @@ def _check_options(method, counts: dict, temperature, topp, vocab_size: int) -> 
     for name, value in (("beams", counts["beams"]), ("topk", counts["topk"])):
         if value > vocab_size:
             raise fail(ModelError, f"generate: {name}", f"at most the vocabulary size, {vocab_size}", str(value))
+    if counts["max_length"] > GENERATE_LIMITS["max_length"]:
+        raise fail(DataError, "generate: max_length", f"at most {GENERATE_LIMITS['max_length']} tokens (the bound "
+                   "of generation)", str(counts["max_length"]), "generate in parts, each continuing the last")
     if counts["max_length"] < counts["min_length"]:
         raise fail(DataError, "generate: max_length", f">= min_length ({counts['min_length']})",
                    str(counts["max_length"]))
-    if not isinstance(temperature, int | float) or not temperature > 0 or (
+    if not isinstance(temperature, int | float) or not 0 < temperature < math.inf or (
             topp is not None and (not isinstance(topp, int | float) or not 0 < topp <= 1)):
-        raise fail(DataError, "generate: temperature, topp", "temperature > 0 and topp in (0, 1]",
+        raise fail(DataError, "generate: temperature, topp", "a finite temperature > 0 and topp in (0, 1]",
                    f"temperature={temperature!r}, topp={topp!r}")
+
+
+def _check_size(lm: CachedModel, inputs: list[list[int]], width: int, max_length: int, batch_size: int) -> None:
+    """A DataError when a batch decodes more rows than ``GENERATE_LIMITS["rows"]`` (its inputs times ``width``,
+    the beams or samples of each), a ModelError when its cache of keys and values outgrows the bound."""
+    rows = min(batch_size, len(inputs)) * width
+    if rows > GENERATE_LIMITS["rows"]:
+        raise fail(DataError, "generate: batch_size x (beams or n)", f"at most {GENERATE_LIMITS['rows']} rows "
+                   "decoded at once", f"{min(batch_size, len(inputs))} x {width} = {rows}",
+                   "lower n, beams or batch_size")
+    attention = lm.blocks[0][0].layer
+    check_cache("generate", rows, len(lm.blocks), max(map(len, inputs)) + max_length,
+                attention.num_heads * attention.head_size, "lower batch_size, beams, n or max_length")

@@ -74,12 +74,15 @@ class Rules:
         return ids.shape[1] >= self.min_length
 
     def at_temperature(self, logp: np.ndarray) -> np.ndarray:
-        """The log-probabilities at the temperature (``logp`` at temperature 1, ``[rows, V]``)."""
+        """The log-probabilities at the temperature (``logp`` at temperature 1, ``[rows, V]``), in float64; a tiny
+        temperature keeps each row's likeliest tokens only."""
         if self.temperature == 1:
             return logp
-        scaled = logp / self.temperature
-        top = scaled.max(axis=1, keepdims=True)
-        return scaled - top - np.log(np.exp(scaled - top).sum(axis=1, keepdims=True))
+        # in float64, the largest subtracted before dividing: each row's best scores 0 at any temperature, so a
+        # tiny one gives -inf to the others (greedy) and never inf - inf
+        with np.errstate(over="ignore"):  # overflowing to -inf is the intended limit
+            scaled = (np.asarray(logp, "float64") - logp.max(axis=1, keepdims=True)) / self.temperature
+        return scaled - np.log(np.exp(scaled).sum(axis=1, keepdims=True))
 
 
 @dataclasses.dataclass

@@ -1,4 +1,5 @@
-"""The state a next-token scorer keeps between steps, in NumPy or in tensors: `Cache`, and `padded` sources.
+"""The state a next-token scorer keeps between steps, in NumPy or in tensors: `Cache`, `padded` sources, and
+`check_cache`, the bound on the cache's size checked before a search allocates it.
 
 Nothing here imports TensorFlow or Keras, so a decoder exported to ONNX or OpenVINO
 (`kerasbert.serving.portable_decoder`) searches without them; a `kerasbert.generation.cache.CachedModel` keeps
@@ -11,9 +12,10 @@ import dataclasses
 
 import numpy as np
 
-from kerasbert.errors import ModelError, fail
+from kerasbert.choices import GENERATE_LIMITS
+from kerasbert.errors import KerasBertError, ModelError, fail
 
-__all__ = ["Cache", "padded"]
+__all__ = ["Cache", "cache_bytes", "check_bounds", "check_cache", "padded"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,3 +74,55 @@ def padded(sources: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     for row, source in enumerate(sources):
         token_ids[row, :len(source)] = source
     return token_ids, lengths
+
+
+def cache_bytes(rows: int, layers: int, positions: int, hidden: int) -> int:
+    """The bytes of the keys and values a search keeps: ``rows × layers × positions × hidden`` float32 numbers, for
+    the keys and again for the values (in Python integers, which do not overflow).
+
+    Example:
+    >>> cache_bytes(rows=4, layers=12, positions=512, hidden=768)
+    150994944
+    """
+    return 2 * rows * layers * positions * hidden * 4
+
+
+def check_cache(what: str, rows: int, layers: int, positions: int, hidden: int, hint: str,
+                cls: type[KerasBertError] = ModelError) -> None:
+    """A ``cls`` error, blaming ``what``, when the cache of a search is larger than
+    ``GENERATE_LIMITS["cache_bytes"]`` (`kerasbert.choices`); ``hint`` says what to lower.
+
+    Example:
+    >>> check_cache("generate", rows=64, layers=12, positions=512, hidden=768, hint="lower batch_size")
+    >>> check_cache("generate", rows=10**6, layers=12, positions=512, hidden=768, hint="lower n")
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ModelError: generate: expected a cache of keys and values of at most 4,294,967,296 bytes, \
+found 1000000 rows x 12 layers x 512 positions x 768 hidden x 4 bytes x 2 = 37,748,736,000,000 bytes. lower n
+    """
+    size, limit = cache_bytes(rows, layers, positions, hidden), GENERATE_LIMITS["cache_bytes"]
+    if size > limit:
+        raise fail(cls, what, f"a cache of keys and values of at most {limit:,} bytes",
+                   f"{rows} rows x {layers} layers x {positions} positions x {hidden} hidden x 4 bytes x 2 = "
+                   f"{size:,} bytes", hint)
+
+
+def check_bounds(cls: type[KerasBertError], where: str, lengths: dict[str, object], widths: dict[str, object],
+                 hint: str) -> None:
+    """A ``cls`` error naming ``where`` and the option unless each of ``lengths`` (tokens generated) is a whole
+    number from 1 to ``GENERATE_LIMITS["max_length"]`` and each of ``widths`` (beams or samples of one input) one
+    from 1 to ``GENERATE_LIMITS["rows"]``: the options a saved run or export gives a search.
+
+    Example:
+    >>> check_bounds(ModelError, "export ", {"target_maxlen": 10**6}, {"beams": 4}, "train again")
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ModelError: export target_maxlen: expected a whole number from 1 to 2048 (the bound of \
+generation), found 1000000. train again
+    """
+    bounds = [(name, value, GENERATE_LIMITS["max_length"]) for name, value in lengths.items()]
+    bounds += [(name, value, GENERATE_LIMITS["rows"]) for name, value in widths.items()]
+    for name, value, most in bounds:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 1 <= value <= most:
+            raise fail(cls, where + name, f"a whole number from 1 to {most} (the bound of generation)", repr(value),
+                       hint)

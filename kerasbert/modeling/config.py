@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from kerasbert import layer_names as names
+from kerasbert.choices import names_a_file
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.files import write_text
 from kerasbert.modeling.families import MODEL_TYPES
@@ -272,16 +273,6 @@ def _human_bytes(count: int) -> str:
     if count < 1 << 60:
         return f"{count / (1 << 40):.1f} TiB"
     return f"{_short(count)} bytes"
-
-
-def names_a_file(config: str) -> bool:
-    """Whether a config argument names a file rather than a preset: something is there, or it reads as a path.
-
-    Example:
-    >>> names_a_file("tiny"), names_a_file("models/bert_config.json")
-    (False, True)
-    """
-    return os.path.exists(config) or os.sep in config or config.endswith(".json")
 
 
 def preset_names() -> list[str]:

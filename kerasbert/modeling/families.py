@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 
 from kerasbert.errors import ModelError, fail
 
@@ -77,8 +78,9 @@ def get(name: str) -> Family:
     key = name.lower() if isinstance(name, str) else name
     key = ALIASES.get(key, key)
     if key not in _FAMILIES:
-        raise fail(ModelError, "model", f"one of {', '.join(NAMES)}", repr(name),
-                   "the families bert4keras builds as encoders")
+        close = difflib.get_close_matches(str(key), NAMES, n=1)
+        hint = f"did you mean model={close[0]!r}?" if close else "model= names one of bert4keras's encoder families"
+        raise fail(ModelError, "model", f"one of {', '.join(NAMES)}", repr(name), hint)
     return _FAMILIES[key]
 
 

@@ -95,15 +95,25 @@ def run_export(args: argparse.Namespace) -> int:
         print(f"{args.out}: {describe(info)}")
         return 0
     windows = f", stride {info['stride']}" if info.get("stride") is not None else ""
-    print(f"{args.out}: {info['task']} model, {len(info['labels'])} labels, maxlen {info['maxlen']}{windows}, "
-          f"{kind_of(info)}")
+    labels = f", {len(info['labels'])} labels" if info["labels"] else ""  # seq2seq and sim have none
+    print(f"{args.out}: {info['task']} model{labels}, maxlen {info['maxlen']}{windows}, {kind_of(info)}")
     if info["precision_choice"]["asked"] != info["precision"]:
-        print(f"precision {info['precision']}: {info['precision_choice']['why']}")
+        print(f"precision {computes_in(info)}: {info['precision_choice']['why']}")
     for name, scores in (("export", info["dev"]), ("run", info["dev_run"])):
-        if scores and (info["format"] != "saved_model" or info["precision"] != "f32"):
+        if scores:  # every format and task alike: a float32 SavedModel's score is the run's own
             print(f"dev score of the {name}: " + ", ".join(f"{key} {scores[key]:.4f}" for key in sorted(scores)
                                                             if isinstance(scores[key], float)))
     return 0
+
+
+def computes_in(info: dict) -> str:
+    """What an export computes in, from its ``kerasbert-export.json``: int8 products and ``precision`` elsewhere.
+
+    Example:
+    >>> computes_in({"int8": True, "precision": "f32"}), computes_in({"int8": False, "precision": "bf16"})
+    ('int8 (f32 elsewhere)', 'bf16')
+    """
+    return f"int8 ({info['precision']} elsewhere)" if info.get("int8") else info["precision"]
 
 
 # ------------------------------------------------------------------------------------------- serve

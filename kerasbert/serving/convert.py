@@ -9,12 +9,14 @@ each on the model's ``tf.function``. Int8:
 - OpenVINO: NNCF's post-training quantization for transformers, calibrated on up to ``CALIBRATION`` examples of
   the run's own data, which runs the int8 matrix products of the CPU (VNNI, AMX) where it has them.
 
-Both keep what a pretrained BERT's activation outliers would ruin: ONNX scales each weight column on its own
-(one scale for a whole matrix rounds its small columns away), and OpenVINO leaves in float the matrix products
-of two activations (attention's ``Q·Kᵀ`` and its weighted sum of the values) and skips SmoothQuant, whose
-per-channel rescaling moves activation outliers into the int8 weights. ``benchmarks/serve_accuracy.py`` measures
-each choice on a real pretrained checkpoint. The model is traced in `kerasbert.perf.portable.portable_graph`, where
-its GELU and LayerNorm take the forms the runtimes fuse.
+Both quantize the weights in 8 bits on a CPU with VNNI or AMX and in 7 bits elsewhere (ONNX Runtime's
+``reduce_range``, NNCF's overflow fix), where 8-bit weights can saturate the CPU's int16 sums of int8 products
+(`kerasbert.serving.precision.int8_choice`). Both keep what a pretrained BERT's activation outliers would ruin:
+ONNX scales each weight column on its own (one scale for a whole matrix rounds its small columns away), and
+OpenVINO leaves in float the matrix products of two activations (attention's ``Q·Kᵀ`` and its weighted sum of the
+values) and skips SmoothQuant, whose per-channel rescaling moves activation outliers into the int8 weights.
+``benchmarks/serve_accuracy.py`` measures each choice on a real pretrained checkpoint. The model is traced in
+`kerasbert.perf.portable.portable_graph`, where its GELU and LayerNorm take the forms the runtimes fuse.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from kerasbert.finetune.runs import LoadedRun
 
 __all__ = ["CALIBRATION", "OPSET", "Names", "activation_products", "function_to_onnx", "function_to_openvino",
-           "require", "to_onnx", "to_openvino", "write_portable"]
+           "require", "to_onnx", "to_openvino", "weight_bits_of", "write_portable"]
 
 OPSET = 17
 COLLECT_BYTES = 64 << 20  # float32 weights from which an ONNX conversion frees its copies as it goes (`_tf2onnx`)
@@ -140,7 +142,18 @@ def _without_preprocessing_advice() -> Iterator[None]:
         root.removeFilter(advice)
 
 
-def to_onnx(model, path: str, int8: bool = False) -> None:
+def _weight_bits(weight_bits: int | None) -> int:
+    """``weight_bits`` (7 or 8), or the bits this CPU calls for when None (`int8_choice`)."""
+    from kerasbert.serving.precision import int8_choice
+
+    if weight_bits is None:
+        return int8_choice()["weight_bits"]
+    if weight_bits not in (7, 8):
+        raise fail(ConfigError, "weight_bits", "7 or 8", repr(weight_bits))
+    return weight_bits
+
+
+def to_onnx(model, path: str, int8: bool = False, weight_bits: int | None = None) -> None:
     """Write ``model`` (inputs ``token_ids``, ``segment_ids``, int32 ``[batch, length]``) to the ONNX file ``path``.
 
     Example:
@@ -151,11 +164,12 @@ def to_onnx(model, path: str, int8: bool = False) -> None:
     >>> os.path.getsize(path) > 0
     True
     """
-    function_to_onnx(_function(model), path, int8=int8, collect=model.count_params() * 4 >= COLLECT_BYTES)
+    function_to_onnx(_function(model), path, int8=int8, collect=model.count_params() * 4 >= COLLECT_BYTES,
+                     weight_bits=weight_bits)
 
 
 def function_to_onnx(function, path: str, names: Names | None = None, int8: bool = False,
-                     collect: bool = False) -> None:
+                     collect: bool = False, weight_bits: int | None = None) -> None:
     """Write a ``tf.function`` with an input signature to the ONNX file ``path``.
 
     Args:
@@ -165,6 +179,8 @@ def function_to_onnx(function, path: str, names: Names | None = None, int8: bool
             None keeps TensorFlow's (``token_ids:0``, ``Identity:0``).
         int8: bool. onnxruntime's dynamic int8 quantization of the MatMuls' weights, a scale per column.
         collect: bool. free the converter's copies of the weights as it goes (a model of ``COLLECT_BYTES`` up).
+        weight_bits: int or None. int8: 8, or 7 (``reduce_range``) for a CPU without VNNI; None: as this CPU calls
+            for (`kerasbert.serving.precision.int8_choice`).
     """
     require("tf2onnx", "to write ONNX")
     target = path + ".fp32" if int8 else path
@@ -172,22 +188,26 @@ def function_to_onnx(function, path: str, names: Names | None = None, int8: bool
     if int8:
         quantization = require("onnxruntime.quantization", "to quantize ONNX to int8")
         with _without_preprocessing_advice():
-            quantization.quantize_dynamic(target, path, weight_type=quantization.QuantType.QInt8, per_channel=True)
+            quantization.quantize_dynamic(target, path, weight_type=quantization.QuantType.QInt8, per_channel=True,
+                                          reduce_range=_weight_bits(weight_bits) == 7)
         os.remove(target)
 
 
-def to_openvino(model, path: str, calibration: Sequence[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
+def to_openvino(model, path: str, calibration: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+                weight_bits: int | None = None) -> None:
     """Write ``model`` as OpenVINO IR ``path`` (``.xml``, with its ``.bin``); int8 when ``calibration`` is given.
 
     Args:
         model: keras.Model. inputs ``token_ids``, ``segment_ids``.
         path: str. the ``.xml`` file to write.
         calibration: sequence of ``(token_ids, segment_ids)``, each ``[1, length]``, or None for float32.
+        weight_bits: int or None. int8: 8, or 7 (NNCF's overflow fix) for a CPU without VNNI; None: as this CPU
+            calls for (`kerasbert.serving.precision.int8_choice`).
     """
     openvino = require("openvino", "to write OpenVINO")
     converted = function_to_openvino(_function(model))
     if calibration is not None:
-        converted = _quantize_openvino(converted, calibration)
+        converted = _quantize_openvino(converted, calibration, _weight_bits(weight_bits))
     openvino.save_model(converted, path, compress_to_fp16=False)
 
 
@@ -223,12 +243,17 @@ def activation_products(converted) -> list[str]:
             and not any(port.get_source_output().get_node().get_type_name() == "Constant" for port in op.inputs())]
 
 
-def _quantize_openvino(converted, calibration: Sequence[tuple[np.ndarray, np.ndarray]]):
-    """NNCF's int8 of a converted model: the products of two activations stay float, SmoothQuant off."""
+def _quantize_openvino(converted, calibration: Sequence[tuple[np.ndarray, np.ndarray]], weight_bits: int):
+    """NNCF's int8 of a converted model: the products of two activations stay float, SmoothQuant off, every weight
+    in ``weight_bits`` (7: the overflow fix on every layer; 8: on none)."""
     import logging
 
     nncf = require("nncf", "to quantize OpenVINO to int8")
-    from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, AdvancedSmoothQuantParameters
+    from nncf.quantization.advanced_parameters import (
+        AdvancedQuantizationParameters,
+        AdvancedSmoothQuantParameters,
+        OverflowFix,
+    )
 
     logger.info("quantizing to int8 on %d calibration examples", len(calibration))
     nncf_logger, level = logging.getLogger("nncf"), logging.getLogger("nncf").level
@@ -238,9 +263,15 @@ def _quantize_openvino(converted, calibration: Sequence[tuple[np.ndarray, np.nda
                              subset_size=len(calibration),
                              ignored_scope=nncf.IgnoredScope(names=activation_products(converted), validate=False),
                              advanced_parameters=AdvancedQuantizationParameters(
+                                 overflow_fix=OverflowFix.ENABLE if weight_bits == 7 else OverflowFix.DISABLE,
                                  smooth_quant_alphas=AdvancedSmoothQuantParameters(matmul=-1)))
     finally:
         nncf_logger.setLevel(level)
+
+
+def weight_bits_of(info: dict) -> int | None:
+    """The weight bits an export's ``int8_choice`` records, None when it records none."""
+    return info.get("int8_choice", {}).get("weight_bits")
 
 
 def _calibration(loaded: LoadedRun, info: dict, path: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -279,13 +310,14 @@ def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str 
     if args.task == "seq2seq":  # the decoder's prefill and step, searched in Python
         from kerasbert.serving.portable_decoder import PortableSeq2Seq, write_decoder
 
-        info["decoder"] = {**write_decoder(model, folder, info["format"], info["int8"]), "precision": info["precision"],
-                           "precision_choice": info["precision_choice"]}
+        info["decoder"] = {**write_decoder(model, folder, info["format"], info["int8"], info.get("int8_choice")),
+                           "precision": info["precision"], "precision_choice": info["precision_choice"]}
         served = PortableSeq2Seq
     elif info["format"] == "onnx":
-        to_onnx(model, path, int8=info["int8"])
+        to_onnx(model, path, int8=info["int8"], weight_bits=weight_bits_of(info))
     else:
-        to_openvino(model, path, _calibration(loaded, info, calibration) if info["int8"] else None)
+        to_openvino(model, path, _calibration(loaded, info, calibration) if info["int8"] else None,
+                    weight_bits_of(info))
     if dev is not None:
         examples = the_task.read(dev, labels)
         predictions = served(folder, info).predict_examples(examples)

@@ -31,6 +31,7 @@ from kerasbert import layer_names as names
 from kerasbert.choices import EMBED_MAXLEN, EMBED_POOLING, PREDICT_BATCH_SIZE, SIM_POOLINGS, VECTOR_FILES
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.serving.export import EXPORT_INFO
+from kerasbert.text.coverage import warn_unknown
 from kerasbert.text.tokenizer import Tokenizer, folder_lower_case
 
 __all__ = ["Embedder", "embed", "embed_file", "embedder_of_run", "folder_kind", "open_embedder", "returns_vectors",
@@ -105,7 +106,8 @@ def model_vectors(model, tokenizer: Tokenizer, texts: list[str], maxlen: int, ba
 
     if not texts:
         return np.zeros((0, int(model.outputs[0].shape[-1])), np.float32)
-    token_ids, segment_ids = tokenizer.encode_batch(texts, maxlen=maxlen)
+    token_ids, segment_ids = tokenizer.encode_batch(texts, maxlen=maxlen)  # a long text read only as maxlen needs
+    warn_unknown(tokenizer, token_ids, texts, "texts")
     order = np.argsort([len(ids) for ids in token_ids], kind="stable")
     features = Features([token_ids[i] for i in order], [segment_ids[i] for i in order])
     batches = predict_batches(model, to_dataset(features, batch_size, labels=False),

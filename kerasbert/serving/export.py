@@ -43,7 +43,7 @@ from kerasbert.choices import EXPORT_FORMATS, LOSS_BOUND, MAXLEN, PRECISIONS
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.files import publish_folder
 from kerasbert.log import logger
-from kerasbert.serving.precision import AUTO, BF16_TASKS, choose, fall_back, in_bfloat16
+from kerasbert.serving.precision import AUTO, BF16_TASKS, choose, fall_back, in_bfloat16, int8_record
 
 if TYPE_CHECKING:
     from kerasbert.finetune.runs import LoadedRun
@@ -157,8 +157,8 @@ def vocab_checksum(path: str) -> str:
 def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, precision: tuple[str, dict]) -> dict:
     checksum = vocab_checksum(run.file("vocab.txt"))
     metrics = run.read_json("metrics.json") if os.path.isfile(run.file("metrics.json")) else {}
-    return {"format": fmt, "int8": int8, "precision": precision[0], "precision_choice": precision[1],
-            "task": args.task, "crf": bool(args.crf),
+    return {"format": fmt, "int8": int8, **int8_record(int8), "precision": precision[0],
+            "precision_choice": precision[1], "task": args.task, "crf": bool(args.crf),
             "pairs": args.text_b is not None, "labels": labels, "maxlen": maxlen, "stride": args.stride,
             "lowercase": bool(args.lowercase),
             "vocab_sha256": checksum, "source_run": os.path.abspath(run.path), "dev": metrics.get("dev", {}),

@@ -20,7 +20,7 @@ from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.perf.onednn import bf16_pays
 from kerasbert.serving.export import EXPORT_INFO, vocab_checksum
-from kerasbert.serving.portable_decoder import PortableSeq2Seq
+from kerasbert.serving.portable_decoder import PortableSeq2Seq, decoder_files
 from kerasbert.serving.runtime import MODEL_FILES, PortableExport, check_texts
 from kerasbert.serving.vector_export import VECTOR_TASK, PortableVectors, vector_rows
 from kerasbert.text.predictions import label_row, spans_row
@@ -92,10 +92,10 @@ def _open_portable(path: str, info: dict) -> PortableExport | PortableSeq2Seq:
     if seq2seq and not isinstance(info.get("decoder"), dict):
         raise fail(ConfigError, os.path.join(path, EXPORT_INFO), "a seq2seq export's decoder (its files and names)",
                    "none", "export the run again")
-    models = info["decoder"].get("files", {}).values() if seq2seq else [MODEL_FILES[info["format"]]]
-    for name in (*models, "vocab.txt"):
+    models = decoder_files(path, info["decoder"]).values() if seq2seq else [MODEL_FILES[info["format"]]]
+    for name in (*models, "vocab.txt"):  # the decoder's files: paths checked to lie in the folder
         if not os.path.isfile(os.path.join(path, name)):
-            raise fail(ConfigError, path, f"an {info['format']} export with {name}", "no such file",
+            raise fail(ConfigError, path, f"an {info['format']} export with {os.path.basename(name)}", "no such file",
                        "export the run again")
     checksum = vocab_checksum(os.path.join(path, "vocab.txt"))
     if checksum != info.get("vocab_sha256"):

@@ -12,7 +12,8 @@ The files name their inputs and outputs in that order (`decoder_names`: ``tf.nes
 lists), and the names travel in the dict `write_decoder` returns, which `PortableDecoder` reads. Its cache is a
 `kerasbert.generation.state.Cache` of NumPy arrays, so `beam_search` and `sample` run over it unchanged; the
 graphs run in the runtime, and neither this module nor a search over it imports TensorFlow or Keras. Every family
-that generates converts, in both formats.
+that generates converts, in both formats. The files an export names are read only from inside its folder
+(`decoder_files`), and a search keeps to the bounds of ``GENERATE_LIMITS`` (`kerasbert.choices`).
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kerasbert.choices import PREDICT_BATCH_SIZE
+from kerasbert.choices import GENERATE_LIMITS, PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, fail
+from kerasbert.generation.state import cache_bytes, check_bounds, check_cache
 
 if TYPE_CHECKING:
     from kerasbert.generation.state import Cache
 
-__all__ = ["FORMATS", "GRAPHS", "PortableDecoder", "PortableSeq2Seq", "decoder_names", "write_decoder"]
+__all__ = ["FORMATS", "GRAPHS", "PortableDecoder", "PortableSeq2Seq", "decoder_files", "decoder_names",
+           "write_decoder"]
 
 FORMATS = {"onnx": ".onnx", "openvino": ".xml"}  # format -> the model files' extension
 GRAPHS = ("prefill", "step")
@@ -54,7 +57,7 @@ def decoder_names(layers: int) -> dict[str, dict[str, list[str]]]:
                      "outputs": [*(f"new_{name}" for name in cached), "logp"]}}
 
 
-def write_decoder(model, folder: str, fmt: str, int8: bool = False) -> dict:
+def write_decoder(model, folder: str, fmt: str, int8: bool = False, int8_choice: dict | None = None) -> dict:
     """Write the prefill and the step of an ``"lm"`` or ``"unilm"`` model into ``folder`` as ``prefill.onnx`` and
     ``step.onnx``, or ``prefill.xml`` and ``step.xml`` (each with its ``.bin``).
 
@@ -63,29 +66,62 @@ def write_decoder(model, folder: str, fmt: str, int8: bool = False) -> dict:
         folder: str. where to write (made if missing).
         fmt: str. ``"onnx"`` or ``"openvino"``.
         int8: bool. ONNX only: onnxruntime's dynamic int8 quantization of both graphs' weight MatMuls.
+        int8_choice: dict or None. int8: the weights' bits and why (`kerasbert.serving.precision.int8_choice`);
+            None: as this CPU calls for.
 
     Returns:
-        what `PortableDecoder` reads: ``format``, ``int8``, ``layers``, ``vocab_size``, ``max_length`` (None for
-        NEZHA's and RoFormer's positions), ``files`` and ``names`` (`decoder_names`), a graph each; JSON-ready.
+        what `PortableDecoder` reads: ``format``, ``int8`` (and ``int8_choice`` with it), ``layers``,
+        ``hidden_size`` (of the cached keys and values), ``vocab_size``, ``max_length`` (None for NEZHA's and
+        RoFormer's positions), ``files`` and ``names`` (`decoder_names`), a graph each; JSON-ready.
 
     Example: see `PortableDecoder`.
     """
     from kerasbert.generation.cache import CachedModel
     from kerasbert.serving.convert import COLLECT_BYTES, function_to_onnx, function_to_openvino, require
+    from kerasbert.serving.precision import int8_record
 
     _check_options(fmt, int8)
+    chosen = ({"int8_choice": int8_choice} if int8_choice else int8_record(True)) if int8 else {}
     lm = CachedModel(model)
     names, collect = decoder_names(len(lm.blocks)), model.count_params() * 4 >= COLLECT_BYTES
     os.makedirs(folder, exist_ok=True)
     for graph, function in zip(GRAPHS, lm.functions(), strict=True):
         path, io = os.path.join(folder, graph + FORMATS[fmt]), (names[graph]["inputs"], names[graph]["outputs"])
         if fmt == "onnx":
-            function_to_onnx(function, path, io, int8=int8, collect=collect)
+            function_to_onnx(function, path, io, int8=int8, collect=collect,
+                             weight_bits=chosen["int8_choice"]["weight_bits"] if int8 else None)
         else:
             openvino = require("openvino", "to write OpenVINO")
             openvino.save_model(function_to_openvino(function, io), path, compress_to_fp16=False)
-    return {"format": fmt, "int8": int8, "layers": len(lm.blocks), "vocab_size": lm.vocab_size,
+    attention = lm.blocks[0][0].layer
+    return {"format": fmt, "int8": int8, **chosen, "layers": len(lm.blocks),
+            "hidden_size": attention.num_heads * attention.head_size, "vocab_size": lm.vocab_size,
             "max_length": lm.max_length, "files": {graph: graph + FORMATS[fmt] for graph in GRAPHS}, "names": names}
+
+
+def decoder_files(folder: str, info: dict) -> dict[str, str]:
+    """The path of each graph's file that ``info`` (what `write_decoder` returned) names, each checked to lie inside
+    ``folder`` once links and ``..`` are resolved: an export reads nothing outside its folder.
+
+    Example:
+    >>> decoder_files("/exports/a", {"files": {"prefill": "prefill.onnx", "step": "step.onnx"}})["step"]
+    '/exports/a/step.onnx'
+    >>> decoder_files("/exports/a", {"files": {"prefill": "../b/prefill.onnx", "step": "step.onnx"}})
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ConfigError: kerasbert-export.json decoder.files.prefill: expected a file name inside the \
+export folder /exports/a, found '../b/prefill.onnx'. export the run again
+    """
+    files, root = info.get("files"), os.path.realpath(folder)
+    paths = {}
+    for graph in GRAPHS:
+        name = files.get(graph) if isinstance(files, dict) else None
+        path = os.path.realpath(os.path.join(root, name)) if isinstance(name, str) and name else root
+        if path == root or os.path.commonpath([root, path]) != root:
+            raise fail(ConfigError, f"kerasbert-export.json decoder.files.{graph}", "a file name inside the export "
+                       f"folder {folder}", repr(name), "export the run again")
+        paths[graph] = path
+    return paths
 
 
 def _check_options(fmt: str, int8: bool) -> None:
@@ -118,7 +154,10 @@ class PortableDecoder:
     """
 
     def __init__(self, folder: str, info: dict) -> None:
+        from kerasbert.serving.precision import warn_int8_saturation
+
         self.info, self.layers = info, int(info["layers"])
+        warn_int8_saturation(info, folder)
         self._prefill, self._step = (_runner(folder, info, graph) for graph in GRAPHS)
 
     @property
@@ -167,7 +206,7 @@ def _runner(folder: str, info: dict, graph: str) -> Runner:
     from kerasbert.serving.precision import openvino_config, runs_in
     from kerasbert.serving.runtime import runtime_errors
 
-    fmt, path, outputs = info["format"], os.path.join(folder, info["files"][graph]), info["names"][graph]["outputs"]
+    fmt, path, outputs = info["format"], decoder_files(folder, info)[graph], info["names"][graph]["outputs"]
     with runtime_errors(fmt, path, "write the decoder again"):
         if fmt == "onnx":
             import onnxruntime
@@ -194,7 +233,8 @@ class PortableSeq2Seq:
     Args:
         path: str. the export folder: ``vocab.txt``, the decoder's files, ``kerasbert-export.json``.
         info: dict. its ``kerasbert-export.json``: ``maxlen``, ``target_maxlen``, ``beams``, ``lowercase`` and
-            ``decoder`` (what `write_decoder` returned).
+            ``decoder`` (what `write_decoder` returned), checked against the bounds of ``GENERATE_LIMITS`` before
+            the decoder loads; a search takes as many sources as keep its cache within them.
     """
 
     def __init__(self, path: str, info: dict) -> None:
@@ -204,6 +244,7 @@ class PortableSeq2Seq:
         from kerasbert.text.tokenizer import Tokenizer
 
         self.path, self.info = path, info
+        _check_search(path, info)
         self.tokenizer = Tokenizer(os.path.join(path, "vocab.txt"), do_lower_case=bool(info["lowercase"]))
         self.decoder = PortableDecoder(path, info["decoder"])
         self.end = self.tokenizer.token_to_id("[SEP]")
@@ -228,10 +269,38 @@ class PortableSeq2Seq:
 
         room = int(self.info["maxlen"]) - int(self.info["target_maxlen"])
         sources = [self.tokenizer.encode(text, maxlen=room)[0] for text in texts]
-        found = []
+        found, batch_size = [], self._batch_size(batch_size)
         with self._lock:
             for begin in range(0, len(sources), batch_size):
                 found += beam_search(self.decoder, sources[begin:begin + batch_size], int(self.info["beams"]),
                                      self.rules)
         return [self.tokenizer.decode(ids[:-1] if ids and ids[-1] == self.end else ids)
                 for ids in (one.ids[0] for one in found)]
+
+    def _batch_size(self, batch_size: int) -> int:
+        """``batch_size``, lowered so that a search's rows (sources times beams) and its cache of keys and values
+        keep to ``GENERATE_LIMITS``; at least one source (`_check_search` checked that one fits)."""
+        beams, hidden = int(self.info["beams"]), self.info["decoder"].get("hidden_size")
+        most = GENERATE_LIMITS["rows"] // beams
+        if hidden is not None:
+            one = cache_bytes(beams, self.decoder.layers, int(self.info["maxlen"]), int(hidden))
+            most = min(most, GENERATE_LIMITS["cache_bytes"] // one)
+        return max(1, min(batch_size, most))
+
+
+def _check_search(path: str, info: dict) -> None:
+    """A ConfigError, naming the export's information file, unless its search options keep to the bounds of
+    generation: ``target_maxlen`` and ``beams`` within ``GENERATE_LIMITS``, ``maxlen`` room for a source within the
+    model's positions (twice the length bound without a position table), and one source's cache within bounds."""
+    where, decoder = os.path.join(path, "kerasbert-export.json") + " ", info["decoder"]
+    check_bounds(ConfigError, where, {"target_maxlen": info.get("target_maxlen")}, {"beams": info.get("beams")},
+                 "export the run again")
+    maxlen, target, positions = info.get("maxlen"), info["target_maxlen"], decoder.get("max_length")
+    most = positions if isinstance(positions, int) else 2 * GENERATE_LIMITS["max_length"]
+    if isinstance(maxlen, bool) or not isinstance(maxlen, int) or not target + 2 < maxlen <= most:
+        bound = "the model's positions" if isinstance(positions, int) else "twice the bound of generation"
+        raise fail(ConfigError, where + "maxlen", f"more than target_maxlen + 2 ({target + 2}) and at most {most} "
+                   f"({bound})", repr(maxlen), "export the run again")
+    if decoder.get("hidden_size") is not None:
+        check_cache(where + "decoder", info["beams"], int(decoder["layers"]), maxlen, int(decoder["hidden_size"]),
+                    "export the run again with fewer beams or a lower --maxlen", ConfigError)

@@ -16,6 +16,11 @@ much faster than float32. ``auto`` chooses by the CPU the export is made on and 
   (`kerasbert.perf.onednn.bf16_pays`): the run's model is rebuilt computing in bfloat16, its head in float32
   (`in_bfloat16`).
 
+An int8 export quantizes its weights by the CPU class it is made on (`int8_choice`, recorded as ``int8_choice``): in 8
+bits where VNNI or AMX sums each int8 product in int32, in 7 bits elsewhere, where ``vpmaddubsw`` sums pairs of
+products in int16 and 8-bit weights can saturate it. Served on a CPU without VNNI, an export with 8-bit weights
+answers with a warning (`warn_int8_saturation`).
+
 An export ``auto`` made in bf16 whose dev score falls beyond `kerasbert.choices.LOSS_BOUND` is made again in float32
 (`fall_back`), so the default never fails for a precision it chose itself; moved to a CPU without bfloat16 units,
 such an export runs in float32 there (`runs_in`).
@@ -37,11 +42,13 @@ from kerasbert.choices import EXPORT_PRECISIONS, PRECISIONS
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 
-__all__ = ["AUTO", "BF16_TASKS", "BF16_UNITS", "check_precision", "choose", "cpu_has_bf16", "fall_back", "in_bfloat16",
-           "openvino_bf16_speedup", "openvino_config", "runs_in"]
+__all__ = ["AUTO", "BF16_TASKS", "BF16_UNITS", "INT8_UNITS", "check_precision", "choose", "cpu_has_bf16", "fall_back",
+           "in_bfloat16", "int8_choice", "int8_record", "openvino_bf16_speedup", "openvino_config", "runs_in",
+           "warn_int8_saturation"]
 
 AUTO = EXPORT_PRECISIONS[0]  # ``--precision``'s default: chosen by CPU and format (`choose`)
 BF16_UNITS = frozenset({"amx_bf16", "avx512_bf16"})  # the CPU flags of bfloat16 matrix units
+INT8_UNITS = frozenset({"amx_int8", "avx512_vnni", "avx_vnni"})  # the CPU flags of int8 products summed in int32
 BF16_TASKS = ("cls", "ner", "span")  # the runs a bf16 SavedModel is written for (its head answers in float32)
 _F32_BY_FORMAT = {
     "onnx": "ONNX Runtime's CPU kernels multiply floats in float32",
@@ -167,6 +174,55 @@ def runs_in(info: dict, path: str) -> str:
     logger.warning("%s: exported in bf16 by --precision auto on a CPU with bfloat16 units; this CPU has none, so it "
                    "runs in float32 (export it here again for this CPU's own choice)", path)
     return "f32"
+
+
+def int8_choice() -> dict:
+    """How an int8 export made on this CPU quantizes its weights, and why: ``{"weight_bits": 8 or 7, "why": ...}``.
+
+    Activations are unsigned 8-bit and weights signed. A CPU with VNNI or AMX sums each u8 × s8 product in int32;
+    one without (AVX2, AVX-512 without VNNI) multiplies with ``vpmaddubsw``, which adds each pair of products in
+    int16: 2 · 255 · 128 overflows it, 2 · 255 · 64 does not. So weights take 8 bits with VNNI or AMX and 7 bits
+    elsewhere (ONNX Runtime's ``reduce_range``, NNCF's ``OverflowFix.ENABLE``); 7-bit weights compute alike on
+    every CPU.
+
+    Example:
+        int8_choice()  # {'weight_bits': 8, 'why': 'this CPU has avx512_vnni, ...'} on a CPU with VNNI
+    """
+    from kerasbert.perf.onednn import cpu_flags
+
+    units = sorted(INT8_UNITS & cpu_flags())
+    if units:
+        return {"weight_bits": 8, "why": f"this CPU has {', '.join(units)}: its int8 products sum in int32"}
+    return {"weight_bits": 7, "why": "this CPU has no VNNI or AMX: it adds pairs of int8 products in int16 "
+                                     "(vpmaddubsw), which 8-bit weights can saturate"}
+
+
+def int8_record(int8: bool) -> dict:
+    """``kerasbert-export.json``'s ``int8_choice`` (`int8_choice`) for an int8 export made here, logged; ``{}`` for
+    an export in float.
+
+    Example:
+    >>> int8_record(False)
+    {}
+    """
+    if not int8:
+        return {}
+    choice = int8_choice()
+    logger.info("int8 weights in %d bits: %s", choice["weight_bits"], choice["why"])
+    return {"int8_choice": choice}
+
+
+def warn_int8_saturation(info: dict, path: str) -> None:
+    """Warn when an int8 export (its ``kerasbert-export.json``, or a decoder's record, as ``info``; its folder
+    ``path``) holds 8-bit weights and this CPU has no VNNI or AMX, whose int16 sums they can saturate. An export
+    that records no ``int8_choice`` was written with 8-bit weights."""
+    if not info.get("int8") or info.get("int8_choice", {}).get("weight_bits", 8) == 7:
+        return
+    here = int8_choice()
+    if here["weight_bits"] == 8:
+        return
+    logger.warning("%s: int8 with 8-bit weights, made on a CPU with VNNI or AMX; %s, so its answers can drift from "
+                   "the run's (export it again here for 7-bit weights)", path, here["why"])
 
 
 def fall_back(info: dict, lost: str) -> bool:

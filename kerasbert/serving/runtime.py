@@ -18,7 +18,7 @@ import numpy as np
 
 from kerasbert.choices import PRECISIONS, PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, DataError, fail
-from kerasbert.serving.precision import check_precision, openvino_config, runs_in
+from kerasbert.serving.precision import check_precision, openvino_config, runs_in, warn_int8_saturation
 from kerasbert.text.pipeline import encode_classification, encode_ner, text_example
 from kerasbert.text.predictions import entities_row, label_row, piece_tags
 from kerasbert.text.readers import ClassificationExample, LabelSet
@@ -137,6 +137,7 @@ class PortableExport:
         self.tokenizer = Tokenizer(os.path.join(path, "vocab.txt"), do_lower_case=bool(info["lowercase"]))
         self.run_model = load_runtime(info["format"], os.path.join(path, MODEL_FILES[info["format"]]),
                                       runs_in(info, path))
+        warn_int8_saturation(info, path)
         self.trans = np.asarray(info["crf_transitions"], np.float64) if info.get("crf") else None
         self._lock = threading.Lock()  # an OpenVINO infer request serves one call at a time
 

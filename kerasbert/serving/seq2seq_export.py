@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from kerasbert.errors import ModelError
 from kerasbert.generation.cache import CachedModel
 from kerasbert.generation.graph_search import Found, graph_beam_search
 from kerasbert.generation.search import Rules
+from kerasbert.generation.state import check_bounds
 
 __all__ = ["served_seq2seq"]
 
@@ -32,13 +34,15 @@ def served_seq2seq(model, tokenizer, detokenizer, beams: int, target_maxlen: int
         model: keras.Model. built with ``application="unilm"``, its MLM output next-token probabilities.
         tokenizer: GraphTokenizer. with the run's vocabulary and case; its ``maxlen`` cuts the sources.
         detokenizer: GraphDetokenizer. with the run's vocabulary.
-        beams: int. the beam count (1: greedy search).
-        target_maxlen: int. the most word pieces generated.
+        beams: int. the beam count (1: greedy search), at most ``GENERATE_LIMITS["rows"]`` (`kerasbert.choices`).
+        target_maxlen: int. the most word pieces generated, at most ``GENERATE_LIMITS["max_length"]``.
         end_id: int. the token that ends a sequence, ``[SEP]``.
 
     Returns:
         the module (it tracks the model's weights) and ``{"serving_default": ..., "ids": ...}``.
     """
+    check_bounds(ModelError, "seq2seq export: ", {"target_maxlen": target_maxlen}, {"beams": beams},
+                 "the run's args.json holds them: train with --target-maxlen and --beams within the bounds")
     lm = CachedModel(model)
     rules = Rules((end_id,), target_maxlen)
     module = tf.Module()

@@ -2,20 +2,19 @@
 
 ``POST /v1/models/NAME:predict`` takes ``{"instances": [...]}``, each a string or ``{"text"[, "text_b"]}``, and
 answers ``{"predictions": [...]}``: the rows `kerasbert.predict` gives, without the text sent. ``GET
-/v1/models/NAME`` is TF Serving's model status; ``GET /healthz`` answers ``ok``. Instances of all requests wait in
-one bounded queue; one worker takes what came within ``max_wait_ms`` of the oldest (or ``max_batch`` of them),
-sorts it by length so a batch pads little, and runs the model in a thread while the event loop reads requests.
-Errors answer ``{"error": "..."}``: 400 bad input, 404 unknown model, 413 too large, 429 queue full, 500 the model
-failed, 504 too slow. How long a client may take and how many may be connected is `kerasbert.serving.connections`'
-concern (408 too slow a client, 503 too many connections or a request cut by the shutdown's grace).
+/v1/models/NAME`` is TF Serving's model status; ``GET /healthz`` answers ``ok``. Instances wait in a bounded queue,
+one line per client (its peer address), and `kerasbert.serving.batcher.Batcher` batches them: clients take turns,
+one client's instances are sorted by length so a batch pads little, and the model runs in a thread while the event
+loop reads requests. Errors answer ``{"error": "..."}``: 400 bad input, 404 unknown model, 413 too large, 429 queue
+full, 500 the model failed, 504 too slow. How long a client may take and how many may be connected is
+`kerasbert.serving.connections`' concern (408 too slow a client, 503 too many connections or a request cut by the
+shutdown's grace).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
-import dataclasses
 import json
 import os
 import re
@@ -23,9 +22,7 @@ import signal
 import socket
 import tempfile
 import threading
-import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -36,6 +33,7 @@ from starlette.routing import Route
 from kerasbert.choices import EXPORT_FORMATS, SERVE_DEFAULTS
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
+from kerasbert.serving.batcher import Batcher
 from kerasbert.serving.connections import ConnectionLimits, check_number, make_server
 from kerasbert.serving.export import EXPORT_INFO
 from kerasbert.serving.export import export as export_run
@@ -46,119 +44,8 @@ __all__ = ["Batcher", "make_app", "serve"]
 VERSION = "1"  # an export is one model version, as TF Serving numbers it
 STATUS = {"model_version_status": [{"version": VERSION, "state": "AVAILABLE",
                                     "status": {"error_code": "OK", "error_message": ""}}]}
-WINDOW = 4  # the worker sorts up to this many batches of waiting instances by length at once
 INPUTS = ("text", "text_b")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-@dataclasses.dataclass
-class _Item:
-    """One instance waiting: its row, its length in characters, when it came, and its request's future."""
-
-    row: dict
-    size: int
-    arrived: float
-    future: asyncio.Future
-
-
-class Batcher:
-    """Dynamic micro-batching: instances of many requests share the model's batches.
-
-    Args:
-        predict: callable. a list of rows -> a list of predictions, one per row, in order; it runs in a thread.
-        max_batch: int. the most instances the model runs at once.
-        max_wait_ms: float. how long the oldest waiting instance waits for others before its batch runs.
-        max_queue: int. the most instances waiting; `submit` raises `asyncio.QueueFull` beyond.
-
-    Example:
-    >>> import asyncio
-    >>> batcher = Batcher(lambda rows: [row["text"].upper() for row in rows], max_batch=8, max_wait_ms=5)
-    >>> async def ask(texts):
-    ...     async with batcher.running():
-    ...         return await asyncio.gather(*batcher.submit([{"text": text} for text in texts]))
-    >>> asyncio.run(ask(["a", "bb"]))
-    ['A', 'BB']
-    """
-
-    def __init__(self, predict: Callable[[list[dict]], list], max_batch: int = SERVE_DEFAULTS["max_batch"],
-                 max_wait_ms: float = SERVE_DEFAULTS["max_wait_ms"],
-                 max_queue: int = SERVE_DEFAULTS["max_queue"]) -> None:
-        self.predict, self.max_batch, self.max_queue = predict, max_batch, max_queue
-        self.max_wait = max_wait_ms / 1000
-        self._pending: collections.deque[_Item] = collections.deque()
-        self._arrived: asyncio.Event | None = None
-        self._worker: asyncio.Task | None = None
-        self._thread: ThreadPoolExecutor | None = None
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """Run the worker (and the model's thread) on the running event loop while the block runs."""
-        self._arrived = asyncio.Event()
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="kerasbert-model")
-        self._worker = asyncio.get_running_loop().create_task(self._run())
-        try:
-            yield
-        finally:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
-            self._thread.shutdown(wait=True)
-            for item in self._pending:
-                item.future.cancel()
-            self._pending.clear()
-            self._worker = None
-
-    def submit(self, rows: Sequence[dict]) -> list[asyncio.Future]:
-        """Queue ``rows`` (all or none), on the worker's event loop; returns one future per row."""
-        if self._worker is None or self._worker.done():
-            raise RuntimeError("the batcher is not running: use it inside `async with batcher.running()`")
-        if len(self._pending) + len(rows) > self.max_queue:
-            raise asyncio.QueueFull
-        loop = asyncio.get_running_loop()
-        items = [_Item(row, sum(len(row.get(key, "")) for key in INPUTS), loop.time(), loop.create_future())
-                 for row in rows]
-        self._pending.extend(items)
-        self._arrived.set()
-        return [item.future for item in items]
-
-    async def _run(self) -> None:
-        while True:
-            items = sorted(await self._next(), key=lambda item: item.size)
-            for begin in range(0, len(items), self.max_batch):
-                await self._run_batch(items[begin:begin + self.max_batch])
-
-    async def _next(self) -> list[_Item]:
-        """Wait for an instance, then up to ``max_wait`` after it for ``max_batch``; take a window, oldest first."""
-        while not self._pending:
-            self._arrived.clear()
-            await self._arrived.wait()
-        loop = asyncio.get_running_loop()
-        deadline = self._pending[0].arrived + self.max_wait
-        while len(self._pending) < self.max_batch and loop.time() < deadline:
-            self._arrived.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._arrived.wait(), deadline - loop.time())
-        taken = [self._pending.popleft() for _ in range(min(len(self._pending), self.max_batch * WINDOW))]
-        return [item for item in taken if not item.future.done()]  # a timed-out request's instances are skipped
-
-    async def _run_batch(self, items: list[_Item]) -> None:
-        items = [item for item in items if not item.future.done()]
-        if not items:
-            return
-        start = time.perf_counter()
-        try:
-            results = await asyncio.get_running_loop().run_in_executor(self._thread, self.predict,
-                                                                       [item.row for item in items])
-            if len(results) != len(items):
-                raise RuntimeError(f"{len(items)} rows gave {len(results)} predictions")
-        except Exception as error:  # noqa: BLE001 - its requests answer 500 and the worker goes on
-            logger.error("the model failed on a batch of %d: %s: %s", len(items), type(error).__name__, error)
-            results = [error] * len(items)
-        logger.debug("batch of %d in %.1f ms (%d waiting)", len(items), (time.perf_counter() - start) * 1000,
-                     len(self._pending))
-        for item, result in zip(items, results, strict=True):
-            if not item.future.done():  # done: cancelled, its request timed out
-                (item.future.set_exception if isinstance(result, Exception) else item.future.set_result)(result)
 
 
 # ------------------------------------------------------------------------------------------- requests
@@ -248,7 +135,7 @@ class _Service:
         self._check_model(request)
         rows = _instances(await _body(request, self.max_body_bytes), self.export.info["pairs"], self.max_instances)
         try:
-            futures = self.batcher.submit(rows)
+            futures = self.batcher.submit(rows, request.client.host if request.client else None)
         except asyncio.QueueFull:
             raise HTTPException(429, f"queue: expected room for {len(rows)} instances, found it full "
                                      f"({self.batcher.max_queue}). Retry later") from None

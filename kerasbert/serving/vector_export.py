@@ -33,6 +33,7 @@ from kerasbert.choices import PRECISIONS, PREDICT_BATCH_SIZE, VECTOR_MIN_COSINE
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.serving.export import kind_of, publish_export, vocab_checksum
+from kerasbert.serving.precision import int8_record
 from kerasbert.serving.runtime import MODEL_FILES, PortableExport, check_texts, length_batches
 from kerasbert.text.windows import ONE_WINDOW_VECTORS
 
@@ -190,8 +191,8 @@ def _texts(embedder, calibration: str | None, needed: bool) -> tuple[list[str], 
 
 
 def _info(embedder, fmt: str, int8: bool, precision: tuple[str, dict]) -> dict:
-    return {"format": fmt, "int8": int8, "precision": precision[0], "precision_choice": precision[1],
-            "task": VECTOR_TASK, "crf": False, "pairs": False,
+    return {"format": fmt, "int8": int8, **int8_record(int8), "precision": precision[0],
+            "precision_choice": precision[1], "task": VECTOR_TASK, "crf": False, "pairs": False,
             "labels": [], "pooling": embedder.pooling, "normalize": embedder.normalize,
             "dimension": embedder.dimension, "maxlen": embedder.maxlen, "lowercase": embedder.lowercase,
             "vocab_sha256": vocab_checksum(embedder.vocab), "source": os.path.abspath(embedder.path),
@@ -230,14 +231,15 @@ def _write_portable(folder: str, embedder, info: dict, texts: list[str], where: 
     on ``texts`` (``dev_unscored`` saying why without them)."""
     import shutil
 
-    from kerasbert.serving.convert import to_onnx, to_openvino
+    from kerasbert.serving.convert import to_onnx, to_openvino, weight_bits_of
 
     shutil.copyfile(embedder.vocab, os.path.join(folder, "vocab.txt"))
     path = os.path.join(folder, MODEL_FILES[info["format"]])
     if info["format"] == "onnx":
-        to_onnx(embedder.model, path, int8=info["int8"])
+        to_onnx(embedder.model, path, int8=info["int8"], weight_bits=weight_bits_of(info))
     else:
-        to_openvino(embedder.model, path, _calibration(embedder, texts) if info["int8"] else None)
+        to_openvino(embedder.model, path, _calibration(embedder, texts) if info["int8"] else None,
+                    weight_bits_of(info))
     if not texts:
         info["dev_unscored"] = "no texts to measure it on: pass --calibration FILE"
         return

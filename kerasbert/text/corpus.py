@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import bisect
 import glob
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kerasbert.errors import ConfigError, DataError, fail
+from kerasbert.files import json_value
+from kerasbert.text.limits import check_text
 from kerasbert.text.readers import get_field
 
 __all__ = ["MIN_MAXLEN", "Document", "PackedRow", "Packing", "iter_documents", "pack", "split_sentences"]
@@ -71,7 +72,8 @@ def iter_documents(pattern: str | Sequence[str], text_field: str = "text") -> It
 
     Raises:
         DataError: a file or glob matches no file (now); a file is not UTF-8, a JSONL line is not an object with
-            a string ``text_field``, or the whole corpus holds no text (while iterating).
+            a string ``text_field``, a line or document holds more than `kerasbert.text.limits.MAX_TEXT_CHARS`
+            characters, or the whole corpus holds no text (while iterating).
 
     Example:
     >>> import os, tempfile
@@ -114,7 +116,8 @@ def _expand(pattern: str | Sequence[str]) -> list[str]:
             raise fail(DataError, one, "a file or a glob matching files", "a folder",
                        f"name its files with a glob, e.g. {os.path.join(one, '*.txt')}")
         elif not os.path.isfile(one):
-            raise fail(DataError, one, "an existing file", "nothing at that path")
+            found = "a device or pipe, not a regular file" if os.path.exists(one) else "nothing at that path"
+            raise fail(DataError, one, "an existing file", found)
         else:
             files.append(one)
     return files
@@ -131,7 +134,7 @@ def _plain_documents(path: str) -> Iterator[Document]:
     sentences: list[str] = []
     first = 0
     for number, line in _lines(path):
-        line = line.strip()
+        line = check_text(line.strip(), f"{path}:{number}")
         if line:
             first = first if sentences else number
             sentences.append(line)
@@ -147,11 +150,8 @@ def _jsonl_documents(path: str, text_field: str) -> Iterator[Document]:
         if not line.strip():
             continue
         where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except ValueError as error:
-            raise fail(DataError, where, "one JSON object", f"invalid JSON ({error})",
-                       f'a JSONL corpus has one document a line: {{"{text_field}": "..."}}') from None
+        row = json_value(line, where, "one JSON object", hint=f'a JSONL corpus has one document a line: '
+                         f'{{"{text_field}": "..."}}')
         sentences = split_sentences(get_field(row, text_field, where))
         if sentences:
             yield Document(sentences, where)

@@ -36,6 +36,7 @@ from kerasbert import layer_names as ln
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.log import logger
 from kerasbert.text import schemes
+from kerasbert.text.coverage import warn_unknown
 from kerasbert.text.ner_readers import NerExample
 from kerasbert.text.readers import ClassificationExample, LabelSet
 from kerasbert.text.schemes import Span
@@ -137,13 +138,15 @@ def encode_classification(tokenizer: Tokenizer, examples: Sequence[Classificatio
         raise fail(DataError, f"{what}:{line}", "text pairs in every row, or in none", "a row without text_b")
     seconds = [example.text_b for example in examples] if any(pairs) else None
 
-    def encode(rows):
+    def encode(rows):  # a long text read only as far as its first maxlen + 1 pieces: enough to cut it as a whole
         ids, segments = tokenizer.encode_batch([row.text for row in rows],
-                                               [row.text_b for row in rows] if seconds is not None else None)
+                                               [row.text_b for row in rows] if seconds is not None else None,
+                                               most_pieces=None if maxlen is None else maxlen + 1)
         return list(zip(ids, segments, strict=True))
 
     encoded = _in_chunks(encode, list(examples), what)
     token_ids, segment_ids = [row[0] for row in encoded], [row[1] for row in encoded]
+    warn_unknown(tokenizer, token_ids, [example.text for example in examples], what)
     truncated = 0
     if maxlen is not None:
         for i, row in enumerate(token_ids):
@@ -203,6 +206,7 @@ def encode_ner(tokenizer: Tokenizer, examples: Sequence[NerExample], tags: Label
             features.labels.append(labels + [0])
             if not crf:
                 features.weights.append(weights + [0.0])
+    warn_unknown(tokenizer, features.token_ids, [example.text for example in examples], what)
     report_truncation(features.truncated, len(examples), maxlen, what)
     return features
 

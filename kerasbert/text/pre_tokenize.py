@@ -23,8 +23,11 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import logging
 import unicodedata
 from collections.abc import Callable, Container, Iterable
+from types import ModuleType
 
 from kerasbert.errors import ConfigError, fail
 
@@ -68,12 +71,19 @@ def jieba_words(text: str) -> list[str]:
     >>> jieba_words("我们去北京大学")
     ['我们', '去', '北京大学']
     """
+    return list(_jieba().cut(text, HMM=False))
+
+
+@functools.cache
+def _jieba() -> ModuleType:
+    """The jieba module with its logger at warnings: at info it prints four lines as it builds its dictionary."""
     try:
         import jieba
     except ImportError:
         raise fail(ConfigError, "pre_tokenize", "the jieba package (Chinese word segmentation)", "it is not installed",
                    "pip install 'kerasbert[chinese]' (or pip install jieba)") from None
-    return list(jieba.cut(text, HMM=False))
+    jieba.setLogLevel(logging.WARNING)
+    return jieba
 
 
 def _lowercase_and_normalize(text: str) -> str:

@@ -25,8 +25,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kerasbert.errors import DataError, fail
-from kerasbert.files import write_text
+from kerasbert.files import json_value, write_text
 from kerasbert.log import logger
+from kerasbert.text.limits import check_text
 
 Field = int | str
 
@@ -199,11 +200,10 @@ class LabelSet:
     @classmethod
     def load(cls, path: str) -> LabelSet:
         """Read a set written by :meth:`save`."""
-        text = read_text(path)
-        try:
-            labels = json.loads(text)["labels"]
-        except (ValueError, KeyError, TypeError):
-            raise fail(DataError, path, 'JSON {"labels": [...]}', "something else") from None
+        value = json_value(read_text(path), path, 'JSON {"labels": [...]}')
+        labels = value.get("labels") if isinstance(value, dict) else None
+        if labels is None:
+            raise fail(DataError, path, 'JSON {"labels": [...]}', "something else")
         if not isinstance(labels, list) or len(set(labels)) != len(labels):
             raise fail(DataError, path, "a list of distinct labels", repr(labels))
         return cls([str(label) for label in labels])
@@ -215,10 +215,7 @@ def file_rows(path: str, fmt: str) -> Iterable[tuple[int, list[str] | dict]]:
     if fmt == "jsonl":
         for number, line in enumerate(lines, 1):
             if line.strip():
-                try:
-                    yield number, json.loads(line)
-                except ValueError as error:
-                    raise fail(DataError, f"{path}:{number}", "one JSON object", f"invalid JSON ({error})") from None
+                yield number, json_value(line, f"{path}:{number}", "one JSON object")
         return
     dialect = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {"delimiter": ","}
     reader = csv.reader(lines, **dialect)
@@ -258,7 +255,7 @@ def get_field(row: list | dict, key: Field, where: str, role: str = "text") -> s
             list; a label is never empty.
 
     Returns:
-        str. the field.
+        str. the field; a text of more than `kerasbert.text.limits.MAX_TEXT_CHARS` characters is a DataError.
 
     Example:
     >>> get_field(["很好", "pos"], 1, "train.tsv:1", "label")
@@ -278,7 +275,7 @@ found a list ['pos']. one label a line: the cls task reads one label per example
     if role == "label" and not value.strip():
         what = f"column {key}" if isinstance(key, int) else f"field {key!r}"
         raise fail(DataError, where, f"a label in {what}", "an empty label", "give the example its label or remove it")
-    return value
+    return value if role == "label" else check_text(value, where)
 
 
 def _json_field(value: object, key: Field, where: str, role: str) -> str:
@@ -488,8 +485,9 @@ def read_texts(path: str) -> list[dict]:
     >>> read_texts(path)
     [{'text': '好', 'id': 7}, {'text': 'a', 'text_b': 'b'}]
     """
-    if not path.endswith((".jsonl", ".json")):
-        return [{"text": line} for line in read_text(path).splitlines() if line.strip()]
+    if not path.endswith((".jsonl", ".json")):  # split as str.splitlines splits, numbered by the file's lines
+        return [{"text": check_text(text, f"{path}:{number}")} for number, line in enumerate(read_lines(path), 1)
+                for text in line.splitlines() if text.strip()]
     rows = []
     for number, row in file_rows(path, "jsonl"):
         get_field(row, "text", f"{path}:{number}")  # a clear error for a line without a text

@@ -31,6 +31,7 @@ import numpy as np
 
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.log import logger
+from kerasbert.text.coverage import warn_unknown
 from kerasbert.text.ner_readers import check_span, iter_conll
 from kerasbert.text.pipeline import Features, report_truncation
 from kerasbert.text.predictions import spans_row
@@ -216,6 +217,7 @@ def encode_spans(tokenizer: Tokenizer, examples: Sequence[SpanExample], types: L
         raise fail(ConfigError, "--maxlen", f"a length whose spans of {len(types)} types fit an int32 code",
                    str(maxlen), "lower --maxlen")
     encoded = piece_offsets(tokenizer, [e.text for e in examples])
+    warn_unknown(tokenizer, [ids for ids, _ in encoded], [e.text for e in examples], what)
     rows, windows = _rows(tokenizer, encoded, maxlen, stride, what)
     reason = "maxlen" if stride is None else "windows"
     offsets = [offsets for _, offsets in encoded]

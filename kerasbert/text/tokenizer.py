@@ -19,16 +19,19 @@ import json
 import os
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
+from tokenizers import Encoding
 from tokenizers import Tokenizer as _RustTokenizer
 from tokenizers.models import WordPiece
 from tokenizers.pre_tokenizers import WhitespaceSplit
 
 from kerasbert.errors import ConfigError, fail
+from kerasbert.text import cuts
 from kerasbert.text.decoding import decode_tokens, is_cjk, is_punctuation, is_special
 from kerasbert.text.pre_tokenize import PreTokenized
+from kerasbert.text.token_ids import refuse_bools
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 BATCH_CHUNK = 1024  # texts per Rust call in encode_batch
@@ -279,6 +282,7 @@ class Tokenizer:
         self._token_mask_id = token_dict.get("[MASK]")
         self._rust = _RustTokenizer(WordPiece(token_dict, unk_token="[UNK]", max_input_chars_per_word=WORD_MAXLEN))
         self._rust.pre_tokenizer = WhitespaceSplit()  # the input is `normalize`d: words are between spaces
+        self._parted = pre_tokenize is None  # a text cut as `kerasbert.text.cuts` cuts keeps its pieces
 
     @property
     def vocab_size(self) -> int:
@@ -291,27 +295,28 @@ class Tokenizer:
 
     def id_to_token(self, index: int) -> str:
         """The token of id ``index`` (``KeyError`` outside the vocabulary)."""
-        return self._token_dict_inv[index]
+        return self.ids_to_tokens([index])[0]
 
     def tokens_to_ids(self, tokens: Sequence[str]) -> list[int]:
         """``token_to_id`` of each token."""
         return [self.token_to_id(token) for token in tokens]
 
     def ids_to_tokens(self, ids: Sequence[int]) -> list[str]:
-        """``id_to_token`` of each id."""
+        """``id_to_token`` of each id; a DataError for a bool, which Python would read as the id 0 or 1."""
+        refuse_bools(ids, "ids")
         return [self._token_dict_inv[index] for index in ids]
 
     def tokenize(self, text: str, maxlen: int | None = None) -> list[str]:
         """Word pieces of ``text`` between [CLS] and [SEP], cut to ``maxlen`` before [SEP].
 
         An unknown word stays whole (normalized), as bert4keras keeps it, so that ``rematch`` finds it;
-        ``token_to_id`` maps it to [UNK].
+        ``token_to_id`` maps it to [UNK]. With ``maxlen`` only as much of a long text is read as the cut keeps.
         """
-        text = self._normalized(text)
-        encoding = self._rust.encode(text, add_special_tokens=False)
-        tokens = [text[start:end] if index == self._token_unk_id else token
-                  for token, index, (start, end) in zip(encoding.tokens, encoding.ids, encoding.offsets, strict=True)]
-        tokens = ["[CLS]", *tokens, "[SEP]"]
+        tokens = ["[CLS]"]
+        for normalized, encoding in self._encodings(text, maxlen):
+            tokens += [normalized[start:end] if index == self._token_unk_id else token for token, index, (start, end)
+                       in zip(encoding.tokens, encoding.ids, encoding.offsets, strict=True)]
+        tokens.append("[SEP]")
         return tokens if maxlen is None or len(tokens) <= maxlen else tokens[:max(maxlen - 1, 0)] + tokens[-1:]
 
     def encode(self, first: str | Sequence[str], second: str | Sequence[str] | None = None,
@@ -326,11 +331,13 @@ class Tokenizer:
         Returns:
             ``(token_ids, segment_ids)``, two lists of int.
         """
-        ids = self._full_ids(first)
-        return self._assemble(ids, None if second is None else self._full_ids(second), maxlen)
+        most = None if maxlen is None else maxlen + 1  # enough pieces to cut a row or a pair as whole texts cut
+        ids = self._full_ids(first, most)
+        return self._assemble(ids, None if second is None else self._full_ids(second, most), maxlen)
 
     def encode_batch(self, firsts: Sequence[str], seconds: Sequence[str] | None = None, maxlen: int | None = None,
-                     padding: bool | str = False) -> tuple[list[list[int]], list[list[int]]] | tuple[np.ndarray, ...]:
+                     padding: bool | str = False, most_pieces: int | None = None,
+                     ) -> tuple[list[list[int]], list[list[int]]] | tuple[np.ndarray, ...]:
         """``encode`` of many texts (or pairs) at once with the Rust batch encoder: the fast path.
 
         Args:
@@ -360,11 +367,8 @@ class Tokenizer:
         if seconds is not None and len(seconds) != len(firsts):
             raise fail(ConfigError, "encode_batch: seconds", f"{len(firsts)} texts, as many as firsts",
                        f"{len(seconds)} texts")
-        start, end, texts = [self._token_start_id], [self._token_end_id], [self._normalized(text) for text in texts]
-        pieces = []
-        for i in range(0, len(texts), BATCH_CHUNK):  # bounded chunks: faster than one huge call
-            encodings = self._rust.encode_batch_fast(texts[i:i + BATCH_CHUNK], add_special_tokens=False)
-            pieces.extend(start + encoding.ids + end for encoding in encodings)
+        most = most_pieces if most_pieces is not None or maxlen is None else maxlen + 1
+        pieces = self._batch_ids(texts, most)
         n = len(firsts)
         pairs = zip(pieces[:n], pieces[n:] if seconds is not None else [None] * n, strict=True)
         rows = [self._assemble(first, second, maxlen) for first, second in pairs]
@@ -458,12 +462,36 @@ class Tokenizer:
             mapping.append(positions[start:offset])
         return mapping
 
-    def _full_ids(self, text: str | Sequence[str]) -> list[int]:
-        """Ids of a text between [CLS] and [SEP]; ids of a token list as it is."""
+    def _full_ids(self, text: str | Sequence[str], most: int | None = None) -> list[int]:
+        """Ids of a text between [CLS] and [SEP] (its first ``most`` pieces and more, or all); of tokens as they are."""
         if not isinstance(text, str):
             return self.tokens_to_ids(text)
-        ids = self._rust.encode(self._normalized(text), add_special_tokens=False).ids
+        ids = [index for _, encoding in self._encodings(text, most) for index in encoding.ids]
         return [self._token_start_id, *ids, self._token_end_id]
+
+    def _encodings(self, text: str, most: int | None = None) -> Iterator[tuple[str, Encoding]]:
+        """Each part of ``text`` (`kerasbert.text.cuts.parts`) normalized, with its encoding, until the parts hold
+        more than ``most`` word pieces: the Rust tokenizer reads a long text one part at a time."""
+        found = 0
+        for part in cuts.parts(text, normalize_character, self._do_lower_case) if self._parted else [text]:
+            normalized = self._normalized(part)
+            encoding = self._rust.encode(normalized, add_special_tokens=False)
+            yield normalized, encoding
+            found += len(encoding.ids)
+            if most is not None and found > most:
+                return
+
+    def _batch_ids(self, texts: list[str], most: int | None) -> list[list[int]]:
+        """`_full_ids` of each text: the short ones batched in Rust, in bounded chunks (faster than one huge call)."""
+        rows: list = [None] * len(texts)
+        short = [i for i, text in enumerate(texts) if not self._parted or len(text) <= cuts.PART_CHARS]
+        for begin in range(0, len(short), BATCH_CHUNK):
+            chunk = short[begin:begin + BATCH_CHUNK]
+            encodings = self._rust.encode_batch_fast([self._normalized(texts[i]) for i in chunk],
+                                                     add_special_tokens=False)
+            for i, encoding in zip(chunk, encodings, strict=True):
+                rows[i] = [self._token_start_id, *encoding.ids, self._token_end_id]
+        return [self._full_ids(text, most) if row is None else row for row, text in zip(rows, texts, strict=True)]
 
     @staticmethod
     def _assemble(first: list[int], second: list[int] | None, maxlen: int | None) -> tuple[list[int], list[int]]:

@@ -282,11 +282,28 @@ def _safetensors_header(file: str) -> tuple[dict[str, dict], int]:
         if wrong:
             raise fail(CheckpointError, f"{name} in {file}", "a safetensors entry: a dtype, a shape and "
                        "data_offsets [begin, end]", wrong, "the file is damaged, or written by something else")
+    _check_disjoint(file, tensors)
     end = max((info["data_offsets"][1] for info in tensors.values()), default=0)
     if 8 + length + end > size:
         raise fail(CheckpointError, file, f"{8 + length + end} bytes, as its header declares", f"{size} bytes",
                    "the file is truncated: download it again")
     return tensors, 8 + length
+
+
+def _check_disjoint(file: str, tensors: dict[str, dict]) -> None:
+    """A CheckpointError unless the tensors' data ranges are disjoint: two tensors sharing bytes would load as
+    views of one another's data. An empty tensor holds no bytes and overlaps nothing."""
+    spans = sorted((info["data_offsets"][0], info["data_offsets"][1], name) for name, info in tensors.items()
+                   if info["data_offsets"][0] < info["data_offsets"][1])
+    reach, holder = 0, ""  # the furthest end so far, and whose
+    for begin, end, name in spans:
+        if begin < reach:
+            first = tensors[holder]["data_offsets"]
+            raise fail(CheckpointError, file, "tensors whose data_offsets ranges do not overlap",
+                       f"{holder} at {first} and {name} at [{begin}, {end}] sharing bytes",
+                       "the file is damaged, or written by something else: download it again")
+        if end > reach:
+            reach, holder = end, name
 
 
 _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "swish": "silu"}

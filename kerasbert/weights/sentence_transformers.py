@@ -27,7 +27,8 @@ import dataclasses
 import json
 import os
 
-from kerasbert.errors import ConfigError, fail
+from kerasbert.errors import CheckpointError, ConfigError, fail
+from kerasbert.files import json_value
 
 __all__ = ["MODULES", "POOLING_MODES", "SentenceTransformersFolder", "is_sentence_transformers",
            "read_sentence_transformers"]
@@ -77,11 +78,13 @@ def _json(path: str, expected: str):
     """The JSON in ``path``; a ConfigError naming the file when it is missing or not JSON."""
     if not os.path.isfile(path):
         raise fail(ConfigError, path, expected, "no such file", "download the sentence-transformers folder again")
+    with open(path, "rb") as f:
+        raw = f.read()
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            return json.load(f)
-    except (ValueError, RecursionError) as e:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
         raise fail(ConfigError, path, expected, f"{type(e).__name__}: {str(e)[:80]}") from None
+    return json_value(text, path, expected, ConfigError)
 
 
 def _modules(folder: str) -> dict[str, str]:
@@ -102,6 +105,9 @@ def _modules(folder: str) -> dict[str, str]:
     root = os.path.realpath(folder)
     out = {}
     for module, kind in zip(listed, kinds, strict=True):
+        if "\x00" in module.get("path", ""):  # no file name holds a NUL: the operating system cannot be asked
+            raise fail(CheckpointError, f"{where}: {kind}", "a folder name", f"{module['path']!r}, with a NUL "
+                       "character", "the file is damaged: download the sentence-transformers folder again")
         inside = os.path.realpath(os.path.join(root, module.get("path", "")))
         if os.path.commonpath([root, inside]) != root:
             raise fail(ConfigError, f"{where}: {kind}", "a path inside the folder", repr(module.get("path")),

@@ -91,7 +91,13 @@ def test_albert_shared_block_is_one_set_of_rows_marked_shared():
         "Transformer-MultiHeadSelfAttention-Add", "Transformer-MultiHeadSelfAttention-Norm",
         "Transformer-FeedForward", "Transformer-FeedForward-Dropout", "Transformer-FeedForward-Add",
         "Transformer-FeedForward-Norm"]
-    assert all(row.calls == 3 and row.notes == ["shared by 3 layers; weights counted once"] for row in encoder)
+    weightless = {"Transformer-MultiHeadSelfAttention-Dropout", "Transformer-MultiHeadSelfAttention-Add",
+                  "Transformer-FeedForward-Dropout", "Transformer-FeedForward-Add"}
+    assert all(row.calls == 3 for row in encoder)
+    assert {row.name: row.notes for row in encoder} == {
+        row.name: ["called in 3 layers; no weights"] if row.name in weightless
+        else ["shared by 3 layers; weights counted once"] for row in encoder}
+    assert all(bool(row.weights) == (row.name not in weightless) for row in encoder)
     group = next(g for g in s.groups if g.name == "encoder")
     assert (group.params, group.blocks, group.per_block, group.shared_by) == (8_544, 0, None, 3)
     assert s.total_line() == "Total 12,224 = embeddings 3,680 + encoder 8,544 (1 block shared by 3 layers)"

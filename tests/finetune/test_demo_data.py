@@ -121,3 +121,42 @@ def test_vocab_has_special_tokens_first_and_every_character(tmp_path):
     assert seen <= set(vocab)
     assert set("0123456789abcz，。！？,.!?") <= set(vocab)
     assert os.path.isfile(os.path.join(str(tmp_path), "cls", "dev.tsv"))
+
+
+@pytest.mark.slow  # imports TensorFlow (the tasks' encoders)
+def test_every_demo_task_has_data_that_fits_the_demos_maxlen(tmp_path):
+    from kerasbert.cli import DEMO_TEXTS, _demo_files, build_parser
+    from kerasbert.finetune.demo_data import DEMO_OPTIONS, DEMO_TRAINING
+    from kerasbert.finetune.tasks import get_task
+    from kerasbert.text.tokenizer import Tokenizer
+
+    demo = build_parser()._subparsers._group_actions[0].choices["demo"]
+    offered = next(action.choices for action in demo._actions if action.dest == "task")
+    assert list(offered) == [*DEMO_TEXTS, "all"]  # mlm has no bundled data: not offered
+    for name in DEMO_TEXTS:
+        files = _demo_files(name, str(tmp_path), seed=0)
+        task = get_task(name, **{key: value for key, value in DEMO_OPTIONS.get(name, {}).items()
+                                 if key in ("target_maxlen", "stride")})  # span: windows, none cut
+        tokenizer = Tokenizer(files["vocab"])
+        for split in ("train", "dev", "test"):
+            examples = task.read(files[split])
+            labels = task.label_set(examples)
+            encoded = task.encode(tokenizer, examples, labels, DEMO_TRAINING["maxlen"], files[split])
+            assert (name, split, encoded.truncated) == (name, split, 0)
+            prompts = task.encode(tokenizer, examples, None, DEMO_TRAINING["maxlen"], files[split])
+            assert (name, split, prompts.truncated) == (name, split, 0)
+
+
+def test_span_texts_of_several_sentences_keep_each_entity_where_it_is():
+    texts = demo_data.span_examples(300, seed=4, sentences=8)
+    counts = Counter(text.count("。") + 1 for text, _ in texts)
+    assert set(counts) == set(range(1, 9))  # 1 to 8 sentences, each count drawn
+    assert sum(len(text) > demo_data.DEMO_TRAINING["maxlen"] - 2 for text, _ in texts) > 50  # texts for windows
+    organizations = {*demo_data.NAMED_ORGANIZATIONS, *(city + kind for city in demo_data.LOCATIONS
+                                                      for kind in demo_data.ORG_KINDS)}
+    for text, spans in texts:
+        for start, end, label in spans:
+            name = text[start:end]
+            assert "。" not in name
+            assert {"PER": name[0] in demo_data.SURNAMES and len(name) <= 3, "LOC": name in demo_data.LOCATIONS,
+                    "ORG": name in organizations}[label], (text, name, label)

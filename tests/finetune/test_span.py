@@ -324,3 +324,29 @@ def test_training_with_a_stride_splits_long_documents_and_scores_dev_per_documen
     by_document = entity_metrics([d.spans for d in documents["dev"]],
                                  [[(e["start"], e["end"], e["label"]) for e in row["entities"]] for row in rows])
     assert result["dev"]["f1"] == by_document["f1"] == evaluate(folder, verbose=0)["f1"]
+
+
+def long_span_text(chars: int, seed: int) -> tuple[str, set[tuple[int, int, str]]]:
+    """Demo span sentences joined with "。" until the text is longer than ``chars``, and its gold spans."""
+    text, gold = "", set()
+    for sentence, spans in span_examples(10 * chars, seed=seed):
+        offset = len(text) + 1 if text else 0
+        text = f"{text}。{sentence}" if text else sentence
+        gold |= {(start + offset, end + offset, label) for start, end, label in spans}
+        if len(text) > chars:
+            return text, gold
+    raise AssertionError("not enough sentences")
+
+
+@pytest.mark.slow  # trains the span demo as `kerasbert demo --task span` does
+def test_the_span_demo_reads_a_long_text_through_its_windows(tmp_path, capsys):
+    from kerasbert.cli import main
+
+    assert main(["demo", "--task", "span", "--out", str(tmp_path), "--quiet"]) == 0
+    assert json.load(open(tmp_path / "span" / "args.json", encoding="utf-8"))["stride"] == 16
+    text, gold = long_span_text(3200, seed=123)
+    [row] = predict(str(tmp_path / "span"), [text], stride=16)
+    found = {(entity["start"], entity["end"], entity["label"]) for entity in row["entities"]}
+    assert max(end - start for start, end, _ in found) <= max(end - start for start, end, _ in gold)  # 5: 北京银行…
+    right = len(found & gold)
+    assert right / len(found) >= 0.75 and right / len(gold) >= 0.9, (len(found), len(gold), right)

@@ -225,6 +225,13 @@ def test_predict_and_evaluate_from_the_cli(demo, tmp_path):
     assert main(["evaluate", os.path.join(demo, "cls"), "--data", os.path.join(demo, "data", "cls", "dev.tsv")]) == 0
 
 
+def test_evaluate_into_a_pipe_draws_no_bar(demo):
+    done = _cli("evaluate", os.path.join(demo, "cls"), "--data", os.path.join(demo, "data", "cls", "dev.tsv"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "\r" not in done.stdout and "\x1b[" not in done.stdout and "\b" not in done.stdout, repr(done.stdout)
+    assert done.stdout.splitlines()[-1].startswith("accuracy 1.0000"), done.stdout
+
+
 def test_layerwise_learning_rates(data, tmp_path):
     """One AdamW step moves each weight by about lr·scale (Adam's first step is sign-like)."""
     import keras

@@ -90,6 +90,27 @@ def test_sampling_is_seeded_and_topk_1_tiny_topp_and_a_cold_temperature_are_gree
         assert [one.ids for one in found] == [[ids, ids] for ids in greedy], options
 
 
+@pytest.mark.parametrize("temperature", [1e-300, 5e-324])
+def test_a_tiny_temperature_is_greedy_with_finite_scores(language_model, sources, temperature):
+    """Dividing the log-probabilities by 1e-300 overflows float32 and float64 alike; the best token of each step
+    scores 0 at any temperature, so the sequence is greedy's and its score 0, for sampling and beam search."""
+    model = language_model("nezha", "lm")
+    greedy = [one.ids[0] for one in generate(model, sources, max_length=6)]
+    drawn = generate(model, sources, "sample", n=2, seed=0, max_length=6, temperature=temperature)
+    beam = generate(model, sources, "beam", beams=3, max_length=6, temperature=temperature)
+    assert [one.ids for one in drawn] == [[ids, ids] for ids in greedy]
+    assert [one.ids[0] for one in beam] == greedy
+    assert [one.scores for one in drawn] == [[0.0, 0.0]] * len(sources)
+    assert [one.scores for one in beam] == [[0.0]] * len(sources)
+
+
+def test_rules_at_a_tiny_temperature_keep_the_likeliest_tokens_only():
+    logp = np.log(np.array([[0.1, 0.2, 0.7], [0.4, 0.4, 0.2]], "float32"))
+    for temperature in (1e-300, 5e-324):
+        cold = Rules((), 5, temperature=temperature).at_temperature(logp)
+        assert np.exp(cold).tolist() == [[0.0, 0.0, 1.0], [0.5, 0.5, 0.0]]  # a tie shares the probability
+
+
 @pytest.mark.parametrize("options", [{"topk": 3}, {"topp": 0.5}, {"topk": 5, "topp": 0.6, "temperature": 2.0}])
 def test_each_drawn_token_is_among_its_steps_candidates(language_model, sources, options):
     """Every drawn token, checked against the full model's distribution at its position: among the ``topk``

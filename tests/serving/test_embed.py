@@ -5,6 +5,7 @@ path; the CLI's .npy and .jsonl files; and the errors of bad options."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import types
@@ -168,3 +169,17 @@ def test_a_run_whose_model_answers_vectors_embeds_as_trained(folders, tmp_path):
     assert not returns_vectors(classifier)  # [B, 32] as wide as the encoder, yet probabilities
     with pytest.raises(ConfigError, match="expected a run whose model answers sentence vectors .*, found a cls run"):
         embedder_of_run(classifier)
+
+
+def test_texts_the_vocabulary_does_not_cover_are_warned_about_once(folders, caplog):
+    logger = logging.getLogger("kerasbert")
+    logger.addHandler(caplog.handler)  # the logger does not propagate
+    try:
+        embed(folders["google"], TEXTS)
+        assert not [r for r in caplog.records if "[UNK]" in r.getMessage()]
+        embed(folders["google"], ["a b", "x y z a", "zz"])  # 4 of 7 pieces unknown
+    finally:
+        logger.removeHandler(caplog.handler)
+    warned = [r.getMessage() for r in caplog.records if "[UNK]" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith("texts: 57.1% of the word pieces are [UNK] (more than 5%), e.g. "
+                                                     "in 'x y z a'")

@@ -4,6 +4,7 @@ of `kerasbert serve` answers with the run's predictions too."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
@@ -18,15 +19,17 @@ from kerasbert.serving.export import EXPORT_INFO, export
 from kerasbert.serving.exported import open_export, predict_export
 from kerasbert.serving.server import make_app
 
+from int8_cpus import INT8_CPUS, WEIGHT_BITS, int8_cpu
+
 pytestmark = pytest.mark.slow  # trains two small models and converts them
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEXTS = ["张伟去年加入了华为公司", "这家餐厅的菜非常好吃", "房间很脏，真的让人失望",
          "李娜在北京的阿里巴巴工作。Hello!", "王"]
 RUNS = {"nezha-ner-crf": ("nezha", "ner", {"crf": True}), "albert-cls": ("albert", "cls", {})}
-EXPORTS = {  # (run, format, int8)
+EXPORTS = {  # (run, format, int8): False for float32, else the CPU class (INT8_CPUS) it is made for
     "saved_model": ("nezha-ner-crf", "saved_model", False),
-    "openvino-int8": ("nezha-ner-crf", "openvino", True),
+    **{f"openvino-int8-{cpu}": ("nezha-ner-crf", "openvino", cpu) for cpu in INT8_CPUS},
     "onnx": ("albert-cls", "onnx", False),
 }
 
@@ -57,7 +60,9 @@ def exports(runs, tmp_path_factory) -> Callable[[str], tuple[str, dict]]:
         if kind not in made:
             name, fmt, int8 = EXPORTS[kind]
             folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{kind}")), "export")
-            made[kind] = folder, export(runs[name], folder, fmt, int8=int8, precision="f32", accept_loss=int8)
+            with int8_cpu(int8) if int8 else contextlib.nullcontext():
+                made[kind] = folder, export(runs[name], folder, fmt, int8=bool(int8), precision="f32",
+                                            accept_loss=bool(int8))
         return made[kind]
 
     return made_once
@@ -68,6 +73,7 @@ def test_a_family_export_answers_as_its_run(runs, exports, kind):
     name, fmt, int8 = EXPORTS[kind]
     folder, info = exports(kind)
     assert json.load(open(os.path.join(folder, EXPORT_INFO), encoding="utf-8"))["format"] == fmt
+    assert info.get("int8_choice", {}).get("weight_bits") == (WEIGHT_BITS[int8] if int8 else None)
     got, want = predict_export(folder, TEXTS), predict(runs[name], TEXTS)
     if name.endswith("cls"):
         assert [row["label"] for row in got] == [row["label"] for row in want]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -24,15 +25,17 @@ from kerasbert.serving.exported import open_export, predict_export
 from kerasbert.serving.runtime import LENGTH_STEP, PortableExport, row_chunks
 from kerasbert.serving.server import _open, make_app
 
+from int8_cpus import INT8_CPUS, WEIGHT_BITS, assert_weight_bits, int8_cpu
+
 pytestmark = pytest.mark.slow  # trains two small models and converts them
 
 MAXLEN = 24
 LONG = "中国银行在杭州开了一家分店，周末人比较多，排队等了半小时。张伟和李娜也去了北京的阿里巴巴公司"  # > MAXLEN pieces
 TEXTS = ["张伟去年加入了华为公司", "这家餐厅的菜非常好吃", "房间很脏，真的让人失望",
          "李娜在北京的阿里巴巴工作。Hello, World! 2024", "王", "résumé: 赵敏 (Zhao Min) 在腾讯公司上班!?", LONG]
-# (run, format, int8) of each export the module writes
-EXPORTS = [("cls", "onnx", False), ("cls", "openvino", False), ("cls", "onnx", True), ("cls", "openvino", True),
-           ("ner-crf", "onnx", False), ("ner-crf", "openvino", False), ("ner-crf", "openvino", True)]
+# (run, format) of each float32 export the module writes, and of each int8 one, made for each of INT8_CPUS
+EXPORTS = [("cls", "onnx"), ("cls", "openvino"), ("ner-crf", "onnx"), ("ner-crf", "openvino")]
+INT8_EXPORTS = [("cls", "onnx"), ("cls", "openvino"), ("ner-crf", "openvino")]
 PROBABILITY_INT8 = 0.05  # int8 probabilities stay this close to float32's
 
 
@@ -52,15 +55,20 @@ def runs(tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def exports(runs, tmp_path_factory) -> dict[tuple[str, str, bool], tuple[str, dict]]:
-    """``{(run name, format, int8): (export folder, what export returned)}``."""
+    """``{(run name, format, False): (export folder, what export returned)}``, in float32."""
     out = {}
-    for name, fmt, int8 in EXPORTS:
-        folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{name}-{fmt}-{int8}")), "export")
-        # int8 may lose a little on these 16-example dev sets (one example is 6 points): the bound is tested in
-        # test_export_gate.py, the default int8's scores on the demo tasks in benchmarks/serve_accuracy.py
-        out[name, fmt, int8] = folder, export(runs[name], folder, fmt, int8=int8, precision="f32",
-                                                    accept_loss=int8)
+    for name, fmt in EXPORTS:
+        folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{name}-{fmt}")), "export")
+        out[name, fmt, False] = folder, export(runs[name], folder, fmt, precision="f32")
     return out
+
+
+def _int8_export(run: str, fmt: str, cpu: str, folder: str) -> tuple[str, dict]:
+    """An int8 export of ``run`` into ``folder`` as made on a CPU of class ``cpu`` (`int8_cpus.INT8_CPUS`)."""
+    # int8 may lose a little on these 16-example dev sets (one example is 6 points): the bound is tested in
+    # test_export_gate.py, the default int8's scores on the demo tasks in benchmarks/serve_accuracy.py
+    with int8_cpu(cpu):
+        return folder, export(run, folder, fmt, int8=True, precision="f32", accept_loss=True)
 
 
 @pytest.fixture(scope="module")
@@ -134,11 +142,15 @@ def test_the_openvino_graph_fuses_each_layer_norm_and_the_gelu_into_its_matmul(r
     assert not any("Erf" in names or "Gelu" in names for _, names in ops)
 
 
-@pytest.mark.parametrize(("name", "fmt"), [("cls", "onnx"), ("cls", "openvino"), ("ner-crf", "openvino")])
-def test_int8_exports_stay_close_to_float32(exports, name, fmt):
-    (folder, info), (fp32, _) = exports[name, fmt, True], exports[name, fmt, False]
+@pytest.mark.parametrize("cpu", INT8_CPUS)
+@pytest.mark.parametrize(("name", "fmt"), INT8_EXPORTS)
+def test_int8_exports_stay_close_to_float32(runs, exports, tmp_path, name, fmt, cpu):
+    folder, info = _int8_export(runs[name], fmt, cpu, str(tmp_path / "export"))
+    fp32 = exports[name, fmt, False][0]
     assert info["int8"] is True and info["format"] == fmt
     assert _int8_ops(folder, fmt) and not _int8_ops(fp32, fmt)  # the graph itself is quantized
+    assert info["int8_choice"]["weight_bits"] == WEIGHT_BITS[cpu]
+    assert_weight_bits(os.path.join(folder, "model.onnx" if fmt == "onnx" else "model.xml"), cpu)
     got, want = predict_export(folder, TEXTS), predict_export(fp32, TEXTS)
     if name == "cls":
         assert [row["label"] for row in got] == [row["label"] for row in want]
@@ -206,6 +218,7 @@ def test_export_and_predict_from_the_cli(runs, expected, tmp_path, capsys):
     info = json.load(open(os.path.join(out, EXPORT_INFO), encoding="utf-8"))
     assert (info["format"], info["int8"], info["task"]) == ("onnx", True, "ner")
     assert f"{out}: ner model, {len(info['labels'])} labels, maxlen {MAXLEN}, onnx int8" in printed
+    assert f"precision int8 (f32 elsewhere): {info['precision_choice']['why']}\n" in printed  # as the JSON says
     for name, scores in (("export", info["dev"]), ("run", info["dev_run"])):
         assert f"dev score of the {name}: " in printed and f"f1 {scores['f1']:.4f}" in printed
     assert main(["predict", "--model", out, "--text", TEXTS[0], "--text", TEXTS[3]]) == 0
@@ -227,6 +240,18 @@ def test_the_server_answers_with_a_portable_export(exports):
             answer = client.post("/v1/models/m:predict", json={"instances": instances})
             assert answer.status_code == 200, answer.text
             assert answer.json() == {"predictions": rows}
+
+
+def test_an_export_with_8_bit_weights_warns_where_the_cpu_has_no_vnni(exports, caplog):
+    """The runtime opens an int8 export that records 8-bit weights (made on a CPU with VNNI) with a warning on a CPU
+    without VNNI; one with 7-bit weights opens quietly."""
+    folder, info = exports["cls", "onnx", False]
+    made_with_vnni = {**info, "int8": True, "int8_choice": {"weight_bits": 8, "why": "this CPU has avx512_vnni"}}
+    with int8_cpu("no-vnni"), caplog.at_level(logging.WARNING):
+        PortableExport(folder, {**made_with_vnni, "int8_choice": {"weight_bits": 7, "why": "no VNNI"}})
+        assert caplog.text == ""
+        PortableExport(folder, made_with_vnni)
+    assert f"{folder}: int8 with 8-bit weights, made on a CPU with VNNI or AMX" in caplog.text
 
 
 # ------------------------------------------------------------------------------------------- errors

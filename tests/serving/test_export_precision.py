@@ -19,6 +19,8 @@ from kerasbert.serving.export import EXPORT_INFO, export
 from kerasbert.serving.precision import openvino_config
 from kerasbert.serving.runtime import load_runtime
 
+from int8_cpus import INT8_CPUS, WEIGHT_BITS, int8_cpu
+
 
 @pytest.fixture(scope="module")
 def backbone(tmp_path_factory):
@@ -258,3 +260,27 @@ def test_onnx_int8_scales_each_weight_column(backbone, tmp_path):
     assert len(weights) == 2 * 4  # the fused Q, K, V projection, the attention output and the two feed-forward
     for weight in weights:  # one scale per output column
         assert shapes[weight.removesuffix("_quantized") + "_scale"] == shapes[weight][1:], weight
+
+
+@pytest.mark.parametrize("cpu", INT8_CPUS)
+def test_int8_weights_take_the_bits_of_the_cpu_class_and_8_bits_warn_without_vnni(cpu, caplog):
+    """8-bit weights where the CPU has VNNI or AMX, 7-bit ones elsewhere, recorded with why; an int8 export with
+    8-bit weights (or made before the record) warns when opened on a CPU without VNNI, and nothing else does."""
+    import logging
+
+    with int8_cpu(cpu):
+        choice = precisions.int8_choice()
+        assert choice["weight_bits"] == WEIGHT_BITS[cpu]
+        assert precisions.int8_record(True) == {"int8_choice": choice} and precisions.int8_record(False) == {}
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            for info in ({"int8": True, "int8_choice": {"weight_bits": 7}}, {"int8": False}, {}):
+                precisions.warn_int8_saturation(info, "exports/x")
+            assert caplog.text == ""
+            for info in ({"int8": True, "int8_choice": {"weight_bits": 8}}, {"int8": True}):
+                precisions.warn_int8_saturation(info, "exports/x")
+    if cpu == "vnni":
+        assert "int32" in choice["why"] and caplog.text == ""
+    else:
+        assert "no VNNI or AMX" in choice["why"] and "vpmaddubsw" in choice["why"]
+        assert caplog.text.count("exports/x: int8 with 8-bit weights, made on a CPU with VNNI or AMX") == 2

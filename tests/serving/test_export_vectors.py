@@ -23,12 +23,14 @@ from kerasbert.text.tokenizer import Tokenizer
 
 import helpers
 from helpers import savedmodel_without_kerasbert
+from int8_cpus import INT8_CPUS, WEIGHT_BITS, assert_weight_bits, int8_cpu
 
 ATOL = 1e-5
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghij", *(f"w{i}" for i in range(113))]
 TEXTS = ["a b c d e f g h i j a b c", "w1 w2", "j", "W7 w7 w7 A", "", "c a", "w100 w3 b"]
 CALIBRATION = [" ".join(f"w{(7 * i + k) % 113}" for k in range(1 + i % 9)) for i in range(40)]
-EXPORTS = [("onnx", False), ("onnx", True), ("openvino", True)]
+# (format, int8) of each ONNX or OpenVINO export: False for float32, else the CPU class (INT8_CPUS) it is made for
+EXPORTS = [("onnx", False), *((fmt, cpu) for fmt in ("onnx", "openvino") for cpu in INT8_CPUS)]
 
 
 @pytest.fixture(scope="module")
@@ -50,13 +52,21 @@ def calibration(checkpoint: str) -> str:
 
 @pytest.fixture(scope="module")
 def exports(checkpoint, tmp_path_factory) -> dict:
-    """``{(format, int8): (folder, info)}``: the checkpoint exported with cls pooling, and as a SavedModel."""
+    """``{(format, False): (folder, info)}``: the checkpoint exported with cls pooling in float32, and as a
+    SavedModel."""
     out = {}
-    for fmt, int8 in [("saved_model", False), *EXPORTS]:
-        folder = str(tmp_path_factory.mktemp(f"export-{fmt}-{int8}") / "export")
-        out[fmt, int8] = folder, export(checkpoint, folder, fmt, int8=int8, pooling="cls", accept_loss=int8,
-                                        calibration=None if fmt == "saved_model" else calibration(checkpoint))
+    for fmt in ("saved_model", "onnx"):
+        folder = str(tmp_path_factory.mktemp(f"export-{fmt}") / "export")
+        out[fmt, False] = folder, export(checkpoint, folder, fmt, pooling="cls",
+                                         calibration=None if fmt == "saved_model" else calibration(checkpoint))
     return out
+
+
+def _int8_export(checkpoint: str, fmt: str, cpu: str, folder: str) -> tuple[str, dict]:
+    """An int8 export of the checkpoint (cls pooling) into ``folder``, as made on a CPU of class ``cpu``."""
+    with int8_cpu(cpu):
+        return folder, export(checkpoint, folder, fmt, int8=True, pooling="cls", accept_loss=True,
+                              calibration=calibration(checkpoint))
 
 
 @pytest.fixture(scope="module")
@@ -111,9 +121,12 @@ def _int8_ops(folder: str, fmt: str) -> bool:
 
 
 @pytest.mark.parametrize(("fmt", "int8"), EXPORTS)
-def test_portable_exports_keep_the_cosine_they_record(exports, checkpoint, expected, fmt, int8):
-    folder, info = exports[fmt, int8]
-    assert _int8_ops(folder, fmt) == int8
+def test_portable_exports_keep_the_cosine_they_record(exports, checkpoint, expected, tmp_path, fmt, int8):
+    folder, info = exports[fmt, int8] if not int8 else _int8_export(checkpoint, fmt, int8, str(tmp_path / "export"))
+    assert _int8_ops(folder, fmt) == bool(int8)
+    if int8:
+        assert info["int8_choice"]["weight_bits"] == WEIGHT_BITS[int8]
+        assert_weight_bits(os.path.join(folder, "model.onnx" if fmt == "onnx" else "model.xml"), int8)
     got = np.array([row["vector"] for row in predict_export(folder, TEXTS)])
     if not int8:
         np.testing.assert_allclose(got, expected, atol=ATOL)

@@ -4,6 +4,7 @@ outputs are named in the graphs' flattened order; int8 stays close; what cannot 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -16,7 +17,16 @@ from kerasbert import ConfigError, ModelError, generate
 from kerasbert.generation.cache import CachedModel
 from kerasbert.generation.search import Rules, beam_search, sample
 from kerasbert.generation.state import Cache
-from kerasbert.serving.portable_decoder import GRAPHS, PortableDecoder, decoder_names, write_decoder
+from kerasbert.serving.portable_decoder import (
+    GRAPHS,
+    PortableDecoder,
+    PortableSeq2Seq,
+    decoder_files,
+    decoder_names,
+    write_decoder,
+)
+
+from int8_cpus import INT8_CPUS, WEIGHT_BITS, assert_weight_bits, int8_cpu
 
 # (family, application, format) of each float32 export: the learned positions, RoFormer's rotation, NEZHA's
 # relative positions, both applications, both runtimes
@@ -28,16 +38,18 @@ PROBABILITY_INT8 = 0.05  # int8 next-token probabilities stay this close to floa
 
 @pytest.fixture(scope="module")
 def decoder(language_model, tmp_path_factory):
-    """``decoder(family, application, fmt, int8=False)``: the model, the folder, `write_decoder`'s info and the
-    loaded `PortableDecoder`, written once a module."""
+    """``decoder(family, application, fmt, int8=None)``: the model, the folder, `write_decoder`'s info and the
+    loaded `PortableDecoder`, written once a module; ``int8``: None for float32, else the CPU class
+    (`int8_cpus.INT8_CPUS`) whose int8 it is."""
     written: dict = {}
 
-    def get(family: str, application: str, fmt: str, int8: bool = False):
+    def get(family: str, application: str, fmt: str, int8: str | None = None):
         key = (family, application, fmt, int8)
         if key not in written:
             model, folder = language_model(family, application), str(tmp_path_factory.mktemp("-".join(map(str, key))))
-            info = write_decoder(model, folder, fmt, int8=int8)
-            written[key] = model, folder, info, PortableDecoder(folder, info)
+            with int8_cpu(int8) if int8 else contextlib.nullcontext():
+                info = write_decoder(model, folder, fmt, int8=int8 is not None)
+                written[key] = model, folder, info, PortableDecoder(folder, info)
         return written[key]
 
     return get
@@ -84,15 +96,19 @@ def test_cache_take_keeps_numpy_arrays_numpy():
 @pytest.mark.parametrize("fmt", ["onnx", "openvino"])
 def test_inputs_and_outputs_are_named_in_the_graphs_flattened_order(decoder, fmt):
     _, folder, info, _ = decoder("bert", "unilm", fmt)
-    assert info["layers"] == 2 and info["names"] == decoder_names(2)
+    assert info["layers"] == 2 and info["hidden_size"] == 32 and info["names"] == decoder_names(2)
     assert info["names"]["step"]["inputs"][:4] == ["keys_0", "keys_1", "values_0", "values_1"]
     for graph in GRAPHS:
         assert _file_names(os.path.join(folder, info["files"][graph]), fmt) == info["names"][graph], graph
 
 
-def test_int8_onnx_gives_valid_ids_and_close_probabilities(decoder, sources):
-    model, _, info, portable = decoder("bert", "unilm", "onnx", int8=True)
+@pytest.mark.parametrize("cpu", INT8_CPUS)
+def test_int8_onnx_gives_valid_ids_and_close_probabilities(decoder, sources, cpu):
+    model, folder, info, portable = decoder("bert", "unilm", "onnx", int8=cpu)
     assert info["int8"] and info["files"]["step"] == "step.onnx"
+    assert info["int8_choice"]["weight_bits"] == WEIGHT_BITS[cpu]
+    for graph in GRAPHS:
+        assert_weight_bits(os.path.join(folder, info["files"][graph]), cpu)
     found = beam_search(portable, sources, 1, Rules((), MAX_LENGTH))
     assert all(len(one.ids[0]) == MAX_LENGTH and 0 <= min(one.ids[0]) <= max(one.ids[0]) < 128 for one in found)
     lm = CachedModel(model)
@@ -114,6 +130,33 @@ def test_what_cannot_be_written_says_why(language_model, tmp_path):
             "names": decoder_names(2)}
     with pytest.raises(ConfigError, match="prefill.onnx: expected a readable onnx model"):
         PortableDecoder(str(tmp_path), info)
+
+
+def test_decoder_files_are_read_only_inside_the_export_folder(tmp_path):
+    folder, outside = tmp_path / "export", tmp_path / "outside.onnx"
+    folder.mkdir()
+    outside.write_bytes(b"not the export's")
+    (folder / "step.onnx").symlink_to(outside)  # a link inside the folder that leads out of it
+    (folder / "inner").mkdir()
+    files = {"prefill": "inner/../prefill.onnx", "step": "step.onnx"}
+    with pytest.raises(ConfigError, match=r"decoder.files.step: expected a file name inside the export folder .*, "
+                                          r"found 'step.onnx'"):
+        decoder_files(str(folder), {"files": files})
+    assert decoder_files(str(folder), {"files": {**files, "step": "inner/step.onnx"}}) == {
+        "prefill": str(folder.resolve() / "prefill.onnx"), "step": str(folder.resolve() / "inner" / "step.onnx")}
+    for files in ({"prefill": "prefill.onnx"}, {"prefill": ".", "step": "step.onnx"}, None):
+        with pytest.raises(ConfigError, match="decoder.files"):
+            decoder_files(str(folder), {"files": files})
+
+
+@pytest.mark.parametrize("beams, hidden, expected", [(4, 768, 28), (4, None, 32), (1024, None, 4), (4096, 8, 1)])
+def test_a_seq2seq_export_searches_as_many_sources_as_keep_to_the_bounds(beams, hidden, expected):
+    """A BERT-base's cache with 4 beams over 512 positions: 2 x 4 x 12 x 512 x 768 x 4 = 150,994,944 bytes a
+    source, so 28 sources fit in 4 GiB; without a recorded hidden size only the 4096 rows bound it."""
+    seq2seq = PortableSeq2Seq.__new__(PortableSeq2Seq)
+    seq2seq.info = {"beams": beams, "maxlen": 512, "decoder": {"hidden_size": hidden}}
+    seq2seq.decoder = type("Decoder", (), {"layers": 12})()
+    assert seq2seq._batch_size(32) == expected
 
 
 def test_a_search_over_an_export_runs_without_tensorflow(decoder):

@@ -85,7 +85,20 @@ def test_a_pre_tokenize_that_is_not_a_function(vocab_path):
 def test_without_jieba_the_error_says_how_to_install_it(monkeypatch):
     import sys
 
+    from kerasbert.text.pre_tokenize import _jieba
+
     monkeypatch.setitem(sys.modules, "jieba", None)  # import jieba raises ImportError
+    _jieba.cache_clear()
     with pytest.raises(ConfigError, match=r"pre_tokenize: expected the jieba package .*found it is not installed\. "
                                           r"pip install 'kerasbert\[chinese\]'"):
         jieba_words("北京")
+
+
+@pytest.mark.slow
+def test_jieba_prints_nothing_when_it_builds_its_dictionary():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "from kerasbert.text.pre_tokenize import jieba_words\n"
+                           "print(jieba_words('我们去北京大学'))"], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "['我们', '去', '北京大学']\n", "")
