@@ -15,6 +15,7 @@ import keras
 import numpy as np
 
 from kerasbert.errors import DataError, ModelError, fail
+from kerasbert.generation.search import log_softmax_at
 from kerasbert.modeling.layers import TakeToken
 
 RTYPES = ("probas", "logits")
@@ -30,14 +31,15 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 def _as_probas(scores: np.ndarray, default_rtype: str, temperature: float) -> np.ndarray:
     """Next-token probabilities at ``temperature`` from what ``predict`` returned (logits or probabilities).
 
-    Probabilities at temperature 1 pass unchanged (unnormalized ones too: `random_sample` normalizes).
+    Probabilities at temperature 1 pass unchanged (unnormalized ones too: `random_sample` normalizes). Otherwise
+    probabilities are raised to ``1 / T`` and normalized, as the softmax of their logs at ``T``: computed that way,
+    a tiny temperature keeps the likeliest token (greedy) instead of turning every probability into 0 and NaN.
     """
-    if default_rtype == "logits":
-        return _softmax(scores / temperature)
     if temperature == 1:
-        return scores
-    sharpened = np.power(scores, 1.0 / temperature)  # p ** (1 / T), the softmax of logits / T once normalized
-    return sharpened / sharpened.sum(axis=-1, keepdims=True)
+        return _softmax(scores) if default_rtype == "logits" else scores
+    with np.errstate(divide="ignore"):  # a probability of 0 logs to -inf, and stays 0
+        logits = scores if default_rtype == "logits" else np.log(scores)
+    return np.exp(log_softmax_at(logits, temperature)).astype(np.result_type(scores.dtype, np.float32))
 
 
 def _check_count(what: str, value, hint: str) -> None:

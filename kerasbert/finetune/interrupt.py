@@ -8,9 +8,9 @@ optimizer, epoch, the step within the epoch; the data order follows from the see
 TensorFlow.
 
 Example:
->>> import os, signal
+>>> import signal
 >>> with StopRequest() as stop:
-...     os.kill(os.getpid(), signal.SIGINT)
+...     signal.raise_signal(signal.SIGINT)
 ...     stop.signal == signal.SIGINT
 True
 """

@@ -76,13 +76,25 @@ class Rules:
     def at_temperature(self, logp: np.ndarray) -> np.ndarray:
         """The log-probabilities at the temperature (``logp`` at temperature 1, ``[rows, V]``), in float64; a tiny
         temperature keeps each row's likeliest tokens only."""
-        if self.temperature == 1:
-            return logp
-        # in float64, the largest subtracted before dividing: each row's best scores 0 at any temperature, so a
-        # tiny one gives -inf to the others (greedy) and never inf - inf
-        with np.errstate(over="ignore"):  # overflowing to -inf is the intended limit
-            scaled = (np.asarray(logp, "float64") - logp.max(axis=1, keepdims=True)) / self.temperature
-        return scaled - np.log(np.exp(scaled).sum(axis=1, keepdims=True))
+        return logp if self.temperature == 1 else log_softmax_at(logp, self.temperature)
+
+
+def log_softmax_at(scores: np.ndarray, temperature: float) -> np.ndarray:
+    """``log_softmax(scores / temperature)`` over the last axis, in float64, finite for any temperature > 0.
+
+    The largest score is subtracted before dividing: each row's best scores 0 at any temperature, so a tiny one
+    gives -inf to the others (greedy) and never inf - inf. ``scores`` may hold -inf (a probability of 0, logged).
+
+    Example:
+    >>> np.exp(log_softmax_at(np.array([[1.0, 3.0, 2.0]]), 1e-300)).tolist()
+    [[0.0, 1.0, 0.0]]
+    >>> np.exp(log_softmax_at(np.log([[0.2, 0.8]]), 0.5)).round(4).tolist()  # p ** 2, normalized
+    [[0.0588, 0.9412]]
+    """
+    scores = np.asarray(scores, "float64")
+    with np.errstate(over="ignore", invalid="ignore"):  # overflowing to -inf is the intended limit
+        scaled = (scores - scores.max(axis=-1, keepdims=True)) / temperature
+    return scaled - np.log(np.exp(scaled).sum(axis=-1, keepdims=True))
 
 
 @dataclasses.dataclass

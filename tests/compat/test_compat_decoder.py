@@ -109,6 +109,19 @@ def test_wraps_applies_temperature_and_rtype():
     assert stateful.predict(inputs, output_ids, 4)[1] == 5
 
 
+def test_a_tiny_temperature_is_greedy_and_finite():
+    inputs, output_ids = [np.array([[3, 4]])], np.array([[1, 5]])
+    best = int(np.argmax(toy_decoder.toy_logits(inputs, output_ids)))
+    for rtype in ("logits", "probas"):
+        decoder = toy_decoder.decoder_class(AutoRegressiveDecoder, rtype)(1, 2, 5)
+        for temperature in (1e-300, 5e-324):
+            probas, _ = decoder.predict(inputs, output_ids, None, temperature, "probas")
+            assert np.isfinite(probas).all() and probas.ravel().tolist() == [float(i == best) for i in
+                                                                             range(probas.size)]
+        ids = decoder.beam_search([np.array([3, 4])], topk=2, temperature=1e-300)
+        assert np.isfinite(ids).all() and ids.size > 0
+
+
 def _tiny_lm(vocab: int = 11) -> keras.Model:
     token_ids = keras.Input((None,), dtype="int32")
     hidden = keras.layers.Embedding(vocab, 8, mask_zero=True)(token_ids)  # the output carries a Keras mask
