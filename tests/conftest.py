@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import io
+import logging
 import os
 import sys
 
@@ -106,3 +108,13 @@ def _free_models_between_modules():
     import keras
 
     keras.backend.clear_session(free_memory=False)  # collected before the next file
+
+
+@pytest.fixture
+def log_lines():
+    """Lines the kerasbert logger prints during the test."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logging.getLogger("kerasbert").addHandler(handler)
+    yield lambda: stream.getvalue().splitlines()
+    logging.getLogger("kerasbert").removeHandler(handler)

@@ -3,22 +3,9 @@ file and lines it is on; the tasks' labels as training counts them."""
 
 from __future__ import annotations
 
-import io
-import logging
-
 import pytest
 
 from kerasbert.text.label_counts import RARE_RATIO, count_labels, rare_labels, report_labels
-
-
-@pytest.fixture
-def log_lines():
-    """Lines the kerasbert logger prints during the test."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    logging.getLogger("kerasbert").addHandler(handler)
-    yield lambda: stream.getvalue().splitlines()
-    logging.getLogger("kerasbert").removeHandler(handler)
 
 
 def _lines(**counts: int) -> dict[str, list[int]]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import logging
 import os
 
 import numpy as np
@@ -14,16 +12,6 @@ from kerasbert import CheckpointError, build_transformer_model, load_google_chec
 from kerasbert.weights.google import resolve_checkpoint
 
 import helpers
-
-
-@pytest.fixture
-def log_lines():
-    """Lines the kerasbert logger prints during the test."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    logging.getLogger("kerasbert").addHandler(handler)
-    yield lambda: stream.getvalue().splitlines()
-    logging.getLogger("kerasbert").removeHandler(handler)
 
 
 def tiny(**kwargs):
