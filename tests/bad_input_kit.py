@@ -49,6 +49,15 @@ def text(path: Path, content: str | bytes) -> Path:
     return path
 
 
+def long_line(path: Path, first: str, size: int) -> Path:
+    """A file of ``first``'s line, then one line of ``size`` NUL bytes without a line break, written sparsely (the
+    file takes no disk for it)."""
+    head = text(path, first + "\n").stat().st_size
+    with open(path, "r+b") as handle:
+        handle.truncate(head + size)
+    return path
+
+
 def config(tmp: Path, name: str = "bert_config.json", drop: tuple[str, ...] = (), raw: str | None = None,
            **changes) -> Path:
     values = {key: value for key, value in {**helpers.TINY, **changes}.items() if key not in drop}

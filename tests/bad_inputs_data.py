@@ -7,15 +7,21 @@ import json
 from kerasbert.errors import ConfigError, DataError
 from kerasbert.finetune.tasks import get_task
 from kerasbert.text.limits import MAX_TEXT_CHARS
+from kerasbert.text.lines import MAX_LINE_BYTES
 from kerasbert.text.ner_readers import read_span_jsonl
 from kerasbert.text.readers import read_classification, read_texts
 from kerasbert.text.tokenizer import Tokenizer
 
-from bad_input_kit import Case, cls_data, prepare_cli, train_cli
+from bad_input_kit import Case, cls_data, long_line, prepare_cli, train_cli
 
 
 def _write(content: str, name: str = "train.tsv"):
     return lambda tmp, _: cls_data(tmp, content, name)
+
+
+def _write_long(lines: str, name: str):
+    """``lines``, then a line one byte past `MAX_LINE_BYTES`, written sparsely; the vocabulary beside them."""
+    return lambda tmp, _: long_line(cls_data(tmp, "", name), lines, MAX_LINE_BYTES + 1)
 
 
 def _read(name: str):
@@ -107,6 +113,13 @@ def rows() -> list[Case]:
         Case("predict-input-line-too-long", _write(f"很好\n{LONG}\n", "in.txt"),
              lambda tmp: read_texts(str(tmp / "in.txt")), DataError,
              ("in.txt:2", "at most 1,000,000 characters", "found 1,000,001"), ("vectors.npy",), _embed_cli("in.txt")),
+        Case("predict-input-line-past-the-byte-bound", _write_long("很好", "in.txt"),
+             lambda tmp: read_texts(str(tmp / "in.txt")), DataError,
+             ("in.txt:2", "a line of at most 32,000,000 bytes", "more than 32,000,000 bytes from byte offset 7"),
+             ("vectors.npy",), _embed_cli("in.txt")),
+        Case("data-tsv-line-past-the-byte-bound", _write_long("很好\tpos\n很差\tneg", "train.tsv"), _read("train.tsv"),
+             DataError, ("train.tsv:3", "a line of at most 32,000,000 bytes"), ("out",),
+             _prep("train.tsv")),
         Case("predict-input-jsonl-nested-100000-deep", _write(_jsonl({"text": "很好"}) + DEEP, "in.jsonl"),
              lambda tmp: read_texts(str(tmp / "in.jsonl")), DataError,
              ("in.jsonl:2", "one JSON object", "nested more than 100 deep"), ("vectors.npy",), _embed_cli("in.jsonl")),

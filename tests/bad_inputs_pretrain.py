@@ -9,8 +9,9 @@ from pathlib import Path
 
 from kerasbert.errors import ConfigError, DataError
 from kerasbert.text.limits import MAX_TEXT_CHARS
+from kerasbert.text.lines import MAX_LINE_BYTES
 
-from bad_input_kit import VOCAB, Case, config, text, vocab
+from bad_input_kit import VOCAB, Case, config, long_line, text, vocab
 
 
 def _corpus(tmp: Path, _shared=None, content: str | bytes = "很好\n北京\n\n张三\n", name: str = "corpus.txt",
@@ -61,6 +62,10 @@ def rows() -> list[Case]:
         Case("pretrain-corpus-line-too-long",
              functools.partial(_corpus, content="很好\n" + "北" * (MAX_TEXT_CHARS + 1) + "\n"), _pretrain(), DataError,
              ("corpus.txt:2", "at most 1,000,000 characters", "found 1,000,001"), ("out",), _pretrain_cli()),
+        Case("pretrain-corpus-line-past-the-byte-bound",
+             lambda tmp, _: (_corpus(tmp), long_line(tmp / "corpus.txt", "很好\n\n北京", MAX_LINE_BYTES + 1)),
+             _pretrain(), DataError, ("corpus.txt:4", "a line of at most 32,000,000 bytes", "byte offset 15"),
+             ("out",), _pretrain_cli()),
         Case("pretrain-data-a-device", _corpus, _pretrain("/dev/zero"), ConfigError,
              ("--data", "/dev/zero", "not a regular file"), ("out",), _pretrain_cli(data="/dev/zero")),
     ]

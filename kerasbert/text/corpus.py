@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.files import json_value
 from kerasbert.text.limits import check_text
+from kerasbert.text.lines import raw_lines
 from kerasbert.text.readers import get_field
 
 __all__ = ["MIN_MAXLEN", "Document", "PackedRow", "Packing", "iter_documents", "pack", "split_sentences"]
@@ -73,7 +74,8 @@ def iter_documents(pattern: str | Sequence[str], text_field: str = "text") -> It
     Raises:
         DataError: a file or glob matches no file (now); a file is not UTF-8, a JSONL line is not an object with
             a string ``text_field``, a line or document holds more than `kerasbert.text.limits.MAX_TEXT_CHARS`
-            characters, or the whole corpus holds no text (while iterating).
+            characters or a line more than `kerasbert.text.lines.MAX_LINE_BYTES` bytes, or the whole corpus holds
+            no text (while iterating).
 
     Example:
     >>> import os, tempfile
@@ -188,12 +190,9 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _lines(path: str) -> Iterator[tuple[int, str]]:
-    """``(number, line)`` of a UTF-8 file, read one line at a time."""
-    offset = 0
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            yield number, _decode(raw, path, number, offset)
-            offset += len(raw)
+    """``(number, line)`` of a UTF-8 file, read one line at a time (`kerasbert.text.lines.raw_lines`)."""
+    for number, offset, raw in raw_lines(path):
+        yield number, _decode(raw, path, number, offset)
 
 
 def _decode(raw: bytes, path: str, number: int, offset: int) -> str:

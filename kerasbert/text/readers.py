@@ -1,7 +1,8 @@
 """Data readers: text files and classification TSV/CSV/JSONL (NER files: `kerasbert.text.ner_readers`).
 
-Every reader returns a list of small dataclass examples and raises one :class:`DataError`
-naming the file and line for bad input. Each has an ``iter_*`` twin that yields the same examples
+Every reader returns a list of small dataclass examples and raises one :class:`DataError` naming the file and
+line for bad input; the lines come from `kerasbert.text.lines` (`read_lines` and `read_text`, re-exported here),
+which bounds each line's bytes as it reads. Each has an ``iter_*`` twin that yields the same examples
 while reading the file line by line, so files larger than memory stream (`kerasbert.finetune.streaming`);
 the list reader is ``list()`` of it, one parsing code path. Writers write to a temporary name and rename, so a
 failed write never leaves a partial file. Tag schemes live in :mod:`kerasbert.text.schemes`.
@@ -28,97 +29,9 @@ from kerasbert.errors import DataError, fail
 from kerasbert.files import json_value, write_text
 from kerasbert.log import logger
 from kerasbert.text.limits import check_text
+from kerasbert.text.lines import read_lines, read_text
 
 Field = int | str
-
-
-# ---------------------------------------------------------------------------- files
-
-
-def read_text(path: str) -> str:
-    """Read a whole UTF-8 file (a BOM is dropped), failing clearly when it cannot be used.
-
-    Args:
-        path: str. the file.
-
-    Returns:
-        str. its text.
-
-    Raises:
-        DataError: the file does not exist, is empty, or is not UTF-8 (with the byte offset).
-
-    Example:
-    >>> read_text("/no/such/file.tsv")
-    Traceback (most recent call last):
-    ...
-    kerasbert.errors.DataError: /no/such/file.tsv: expected an existing file, found nothing at that path
-    """
-    _check_exists(path)
-    with open(path, "rb") as handle:
-        text = _decode(handle.read(), path)
-    if not text.strip():
-        raise _empty(path)
-    return text
-
-
-_LINE_BREAK = re.compile(r"\r\n?|\n")  # a line break in a data file; `read_lines`
-
-
-def read_lines(path: str) -> Iterator[str]:
-    """Yield a UTF-8 file's lines one at a time, split at ``\\n``, ``\\r\\n`` and ``\\r`` only.
-
-    The other breaks ``str.splitlines`` knows (U+2028, U+0085, form feed, ...) stay inside their line: a JSON
-    string or a text may hold them. The file is read line by line, never whole, so memory does not grow with its
-    size. The errors are those of :func:`read_text`; an empty file is reported once all of it is read.
-
-    Args:
-        path: str. the file.
-
-    Yields:
-        str. each line, without its line break.
-
-    Example:
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "a.txt")
-    >>> _ = open(path, "wb").write(b"\\xef\\xbb\\xbfone\\r\\ntwo")
-    >>> list(read_lines(path))
-    ['one', 'two']
-    >>> _ = open(path, "w", encoding="utf-8", newline="").write("a\\u2028b\\rc\\n")
-    >>> list(read_lines(path))
-    ['a\\u2028b', 'c']
-    """
-    _check_exists(path)
-    blank, offset = True, 0
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            text = _decode(raw, path, number, offset)
-            offset += len(raw)
-            blank = blank and not text.strip()
-            lines = _LINE_BREAK.split(text)
-            yield from lines[:-1] if lines[-1] == "" else lines
-    if blank:
-        raise _empty(path)
-
-
-def _check_exists(path: str) -> None:
-    if not os.path.isfile(path):
-        raise fail(DataError, path, "an existing file", "nothing at that path")
-
-
-def _empty(path: str) -> DataError:
-    return fail(DataError, path, "at least one example", "an empty file")
-
-
-def _decode(raw: bytes, path: str, line: int = 1, offset: int = 0) -> str:
-    """UTF-8 ``raw`` (a BOM dropped at the file's start), found at ``line`` and byte ``offset`` of ``path``."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line += raw.count(b"\n", 0, error.start)
-        raise fail(DataError, f"{path}:{line}", "UTF-8 text",
-                   f"byte {raw[error.start]:#04x} at byte offset {offset + error.start} that is not UTF-8",
-                   "convert the file to UTF-8 (e.g. iconv -f GBK -t UTF-8)") from None
-    return text[1:] if offset == 0 and text.startswith("\ufeff") else text
 
 
 # ---------------------------------------------------------------------------- classification

@@ -2,10 +2,10 @@
 
 :class:`Tokenizer` gives the ids bert4keras 0.11.5's ``Tokenizer`` gives (``tests/text/test_tokenizer.py`` checks
 this against bert4keras itself): Chinese characters one per token, accents stripped when lower-casing, control
-characters dropped, unknown words ``[UNK]``, and a pair truncated from the end of the longer sequence. `normalize`
-prepares the text with Python's own Unicode tables, as bert4keras does (the Rust library's normalizer drops
-private-use and unassigned characters and has tables of another Unicode version); the Rust ``WordPiece`` model
-splits the words. ``encode_batch`` runs its batch encoder, the fast path.
+characters dropped, unknown words ``[UNK]``, and a pair truncated from the end of the longer sequence.
+`kerasbert.text.normalization.normalize` (re-exported here, with `normalize_character`) prepares the text with
+Python's own Unicode tables, as bert4keras does; the Rust ``WordPiece`` model splits the words. ``encode_batch``
+runs its batch encoder, the fast path.
 
 ``load_vocab`` reads a BERT ``vocab.txt`` and can shrink it the way bert4keras does: drop the multi-character
 pieces that hold a CJK character or a punctuation mark (the BERT tokenizer splits those characters apart, so such
@@ -18,7 +18,6 @@ import functools
 import json
 import os
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -30,6 +29,7 @@ from tokenizers.pre_tokenizers import WhitespaceSplit
 from kerasbert.errors import ConfigError, fail
 from kerasbert.text import cuts
 from kerasbert.text.decoding import decode_tokens, is_cjk, is_punctuation, is_special
+from kerasbert.text.normalization import normalize, normalize_character, rematch_character
 from kerasbert.text.pre_tokenize import PreTokenized
 from kerasbert.text.token_ids import refuse_bools
 
@@ -109,74 +109,6 @@ def _read_vocab(path: str) -> dict[str, int]:
     if not token_dict:
         raise fail(ConfigError, path, "one token a line", "an empty file", "pass the vocab.txt of the checkpoint")
     return token_dict
-
-
-def _decomposed(text: str, lowercase: bool) -> str:
-    """``text`` lower-cased and decomposed (NFD) with ``lowercase``, else as it is."""
-    return unicodedata.normalize("NFD", text.lower()) if lowercase else text
-
-
-def _is_dropped(ch: str, strip_marks: bool) -> bool:
-    """A character the tokenizer drops (unless it counts as a space first): NUL, U+FFFD, a control or format
-    character, and with ``strip_marks`` a nonspacing mark (an accent after NFD)."""
-    category = unicodedata.category(ch)
-    return ch in "\x00\ufffd" or category in ("Cc", "Cf") or strip_marks and category == "Mn"
-
-
-def _spaced(ch: str, strip_marks: bool) -> str:
-    """One character of a text that `normalize` has lower-cased and decomposed: a punctuation mark or CJK character
-    between spaces (a word of its own), a space one space, a dropped character (`_is_dropped`) nothing, anything
-    else itself."""
-    if is_punctuation(ch) or is_cjk(ch):
-        return f" {ch} "
-    if ch in " \t\n\r" or unicodedata.category(ch) == "Zs":
-        return " "
-    if _is_dropped(ch, strip_marks):
-        return ""
-    return " " if ch.isspace() else ch  # a line or paragraph separator: str.split() breaks words there too
-
-
-class _CharTable(dict):
-    """A ``str.translate`` table of `_spaced`, filled as characters are first met."""
-
-    def __init__(self, strip_marks: bool) -> None:
-        super().__init__()
-        self.strip_marks = strip_marks
-
-    def __missing__(self, code: int) -> str:
-        self[code] = out = _spaced(chr(code), self.strip_marks)
-        return out
-
-
-_TABLES = {True: _CharTable(strip_marks=True), False: _CharTable(strip_marks=False)}
-
-
-def normalize(text: str, lowercase: bool) -> str:
-    """``text`` as BERT's tokenizer sees it before word pieces: with ``lowercase`` lower-cased, decomposed (NFD)
-    and stripped of nonspacing marks; control characters dropped; each punctuation mark and CJK character
-    between spaces. The words are then what lies between spaces. Python's Unicode tables, as bert4keras's.
-
-    Example:
-    >>> normalize("Héllo, 北京!", lowercase=True).split()
-    ['hello', ',', '北', '京', '!']
-    """
-    return _decomposed(text, lowercase).translate(_TABLES[lowercase])
-
-
-def normalize_character(ch: str, lowercase: bool) -> str:
-    """`normalize` of one character alone, not kept in the shared tables (to probe every character at once).
-
-    Example:
-    >>> normalize_character("É", lowercase=True), normalize_character("，", lowercase=False)
-    ('e', ' ， ')
-    """
-    return "".join(_spaced(c, lowercase) for c in _decomposed(ch, lowercase))
-
-
-def _normalize_char(ch: str, lower: bool) -> str:
-    """One character as `rematch` sees it: lower-cased and accent-stripped, control characters dropped (spaces and
-    punctuation stay as they are, unlike `normalize_character`)."""
-    return "".join(c for c in _decomposed(ch, lower) if not _is_dropped(c, lower))
 
 
 def _pair_lengths(first: int, second: int, budget: int) -> tuple[int, int]:
@@ -448,7 +380,7 @@ class Tokenizer:
             text = text.lower()
         normalized, positions = [], []
         for i, ch in enumerate(text):
-            ch = _normalize_char(ch, self._do_lower_case)
+            ch = rematch_character(ch, self._do_lower_case)
             normalized.append(ch)
             positions.extend([i] * len(ch))
         normalized_text, mapping, offset = "".join(normalized), [], 0
