@@ -1,12 +1,13 @@
 """Fine-tune an NER tagger, score it on a test split (entity-level F1) and tag new sentences, offline.
 
 By default it writes the bundled generated Chinese NER data (``kerasbert.finetune.demo_data``: PER, LOC,
-ORG) to a temporary folder, removed at the end, and trains the tiny config from scratch on it as
-``kerasbert demo`` does (8 epochs: from scratch, fewer find few entities): test micro-F1 0.83.
+ORG; texts of one to six sentences, many read in windows with ``stride``) to a temporary folder, removed at the
+end, and trains the tiny config from scratch on it as ``kerasbert demo`` does (8 epochs: from scratch, fewer find
+few entities): test micro-F1 0.78.
 
     python examples/finetune_ner.py [--out RUN_FOLDER] [--epochs 8] [--crf]
 
-For a real model, set TRAIN, DEV, TEST, VOCAB, CONFIG, CHECKPOINT, LR and MAXLEN below to your files
+For a real model, set TRAIN, DEV, TEST, VOCAB, CONFIG, CHECKPOINT, LR, MAXLEN and STRIDE below to your files
 (CoNLL: ``char tag`` a line, a blank line between sentences) and a Google checkpoint, or run the
 same from the command line:
 
@@ -19,7 +20,7 @@ import argparse
 import json
 import tempfile
 
-from kerasbert.finetune.demo_data import DEMO_TRAINING, write_demo_data
+from kerasbert.finetune.demo_data import DEMO_OPTIONS, DEMO_SENTENCES, DEMO_TRAINING, write_demo_data
 from kerasbert.finetune.metrics import per_type_table
 from kerasbert.finetune.training import evaluate, predict, train
 
@@ -32,15 +33,17 @@ args = parser.parse_args()
 
 with tempfile.TemporaryDirectory(prefix="kerasbert-data-") as scratch:
     # The bundled demo data; for a real model set these to your files and the checkpoint's folder,
-    # with CONFIG = ".../bert_config.json", CHECKPOINT = ".../bert_model.ckpt", LR = 2e-5, MAXLEN = 128.
-    demo = write_demo_data(scratch)
+    # with CONFIG = ".../bert_config.json", CHECKPOINT = ".../bert_model.ckpt", LR = 2e-5, MAXLEN = 128 and
+    # STRIDE = None where every text fits in MAXLEN word pieces.
+    demo = write_demo_data(scratch, sentences=DEMO_SENTENCES["ner"])
     TRAIN, DEV, TEST, VOCAB = demo["ner_train"], demo["ner_dev"], demo["ner_test"], demo["vocab"]
     CONFIG, CHECKPOINT = "tiny", None
-    LR, MAXLEN, BATCH_SIZE = DEMO_TRAINING["lr"], DEMO_TRAINING["maxlen"], DEMO_TRAINING["batch_size"]
+    LR, MAXLEN = DEMO_TRAINING["lr"], DEMO_TRAINING["maxlen"]
+    STRIDE, BATCH_SIZE = DEMO_OPTIONS["ner"]["stride"], DEMO_OPTIONS["ner"]["batch_size"]
     run = args.out or tempfile.mkdtemp(prefix="kerasbert-ner-")
 
     result = train("ner", TRAIN, run, dev=DEV, vocab=VOCAB, config=CONFIG, checkpoint=CHECKPOINT,
-                   crf=args.crf, epochs=args.epochs, lr=LR, maxlen=MAXLEN, batch_size=BATCH_SIZE,
+                   crf=args.crf, epochs=args.epochs, lr=LR, maxlen=MAXLEN, stride=STRIDE, batch_size=BATCH_SIZE,
                    overwrite=args.overwrite, verbose=0)
     if result.get("dev"):
         print(f"dev, best epoch {result['best_epoch']}: micro-F1 {result['dev']['f1']:.4f}")

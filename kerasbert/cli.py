@@ -44,11 +44,14 @@ from kerasbert.finetune.args import (
     task_argument,
     train_arguments,
 )
-from kerasbert.finetune.demo_data import DEMO_OPTIONS, DEMO_TRAINING, SPAN_DEMO_SENTENCES
+from kerasbert.finetune.demo_data import DEMO_OPTIONS, DEMO_SENTENCES, DEMO_TRAINING
 from kerasbert.finetune.interrupt import TrainingInterrupted
 from kerasbert.finetune.pretrain_cli import check_pretrain, pretrain_arguments, run_pretrain
 from kerasbert.log import hidden_startup_notices, progress_verbosity, start_tensorflow
 from kerasbert.serving.commands import (
+    check_embed,
+    check_export,
+    check_serve,
     embed_arguments,
     export_arguments,
     run_embed,
@@ -216,15 +219,8 @@ def _check_output(path: str) -> None:
     check_writable(path, "--output")
 
 
-def _existing_file(path: str | None, option: str) -> None:
-    """A ConfigError unless ``path`` (when given) is a file, before TensorFlow starts."""
-    if path is not None and not os.path.isfile(path):
-        raise fail(ConfigError, option, "an existing file", f"{path!r}, " + ("a folder" if os.path.isdir(path) else
-                                                                           "which does not exist"))
-
-
 def _check_predict(args: argparse.Namespace) -> None:
-    from kerasbert.finetune.runs import finished_run
+    from kerasbert.finetune.runs import check_existing, finished_run
 
     if bool(args.text) == bool(args.input):
         raise fail(ConfigError, "predict", "--text or --input (one of them)",
@@ -237,7 +233,7 @@ def _check_predict(args: argparse.Namespace) -> None:
                    f"--model {args.model}", "export the run again with --stride, or predict with the run folder")
     if args.output:
         _check_output(args.output)
-    _existing_file(args.input, "--input")
+    check_existing(args.input, "--input")
     if args.run:
         finished_run(args.run)
 
@@ -283,10 +279,12 @@ def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_prepare(args: argparse.Namespace) -> None:
-    _existing_file(args.vocab, "--vocab")
-    _existing_file(args.labels, "--labels")
+    from kerasbert.finetune.runs import check_existing
+
+    check_existing(args.vocab, "--vocab")
+    check_existing(args.labels, "--labels")
     if not glob.has_magic(args.data):
-        _existing_file(args.data, "--data")
+        check_existing(args.data, "--data")
 
 
 def _run_prepare(args: argparse.Namespace) -> int:
@@ -339,12 +337,12 @@ def _demo_files(task: str, out: str, seed: int) -> dict[str, str]:
     if task == "seq2seq":
         return write_title_data(os.path.join(out, "data", "seq2seq"), seed=seed)
     if task == "span":
-        return write_span_data(os.path.join(out, "data", "span"), seed=seed, sentences=SPAN_DEMO_SENTENCES)
+        return write_span_data(os.path.join(out, "data", "span"), seed=seed, sentences=DEMO_SENTENCES["span"])
     if task == "sim":
         from kerasbert.finetune.paraphrase_data import write_paraphrase_data
 
         return write_paraphrase_data(os.path.join(out, "data", "sim"), seed=seed)
-    data = write_demo_data(os.path.join(out, "data"), seed=seed)
+    data = write_demo_data(os.path.join(out, "data"), seed=seed, sentences=DEMO_SENTENCES["ner"])
     return {split: data[f"{task}_{split}"] for split in ("train", "dev", "test")} | {"vocab": data["vocab"]}
 
 
@@ -397,11 +395,11 @@ COMMANDS: dict[str, Command] = {
     "prepare": Command("tokenize a large dataset (a file or a glob) once into TFRecord shards, streaming it",
                        _prepare_arguments, _run_prepare, check=_check_prepare),
     "embed": Command("sentence vectors of texts from a checkpoint, a sentence-transformers folder, a run or an "
-                     "export", embed_arguments, run_embed, serve_loads_tensorflow),
+                     "export", embed_arguments, run_embed, serve_loads_tensorflow, check_embed),
     "export": Command("export a run's model for serving: a SavedModel that takes raw text", export_arguments,
-                      run_export),
+                      run_export, check=check_export),
     "serve": Command("serve an export (or a run) over HTTP with TF Serving's REST API, batching requests",
-                     serve_arguments, run_serve, serve_loads_tensorflow),
+                     serve_arguments, run_serve, serve_loads_tensorflow, check_serve),
     "convert": Command("convert a BERT checkpoint between Google's TF1 format and Hugging Face's",
                        _convert_arguments, _run_convert),
     "demo": Command("train, evaluate and predict on bundled data with the tiny config, offline",

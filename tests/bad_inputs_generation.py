@@ -78,6 +78,16 @@ def _portable_seq2seq(tmp, _, files: dict | None = None, **changes) -> None:
     text(folder / EXPORT_INFO, json.dumps(info))
 
 
+def _saved_seq2seq(tmp, _, **decoder) -> None:
+    """A seq2seq SavedModel export's information file, all that is read before the SavedModel loads: a BERT-base's
+    search with 4096 beams over 512 positions."""
+    from kerasbert.serving.export import EXPORT_INFO
+
+    info = {"format": "saved_model", "task": "seq2seq", "labels": [], "pairs": False, "maxlen": 512,
+            "target_maxlen": 32, "beams": 4096, "decoder": decoder}
+    text(tmp / "export" / EXPORT_INFO, json.dumps(info))
+
+
 def _predict_ids(tmp):
     from kerasbert.serving.exported import predict_export
 
@@ -157,6 +167,15 @@ def rows() -> list[Case]:
              functools.partial(_portable_seq2seq, target_maxlen=100), _predict_text, ConfigError,
              ("kerasbert-export.json maxlen", "more than target_maxlen + 2 (102)", "at most 64 (the model's "
               "positions)", "found 32")),
+        Case("seq2seq-savedmodel-cache-of-one-source-beyond-the-bound",
+             functools.partial(_saved_seq2seq, layers=12, hidden_size=768, max_length=512), _predict_text,
+             ConfigError, ("kerasbert-export.json decoder", "at most 4,294,967,296 bytes",
+                           "4096 rows x 12 layers x 512 positions x 768 hidden x 4 bytes x 2 = 154,618,822,656 bytes",
+                           "fewer beams or a lower --maxlen"), (), _predict_cli),
+        Case("seq2seq-savedmodel-hidden-size-not-a-number",
+             functools.partial(_saved_seq2seq, layers=12, hidden_size="768"), _predict_text, ConfigError,
+             ("kerasbert-export.json decoder", "layers and hidden_size, whole numbers >= 1", "12 and '768'"), (),
+             _predict_cli),
         Case("seq2seq-export-given-ids", _seq2seq_export, _predict_ids, DataError,
              ("row 1 text", "a string (the export tokenizes it)", "a list [2, 45, 3]")),
     ]

@@ -70,6 +70,15 @@ def _embed_output(tmp: Path):
     return embed_file(str(tmp / "st"), str(tmp / "in.txt"), str(tmp / "missing" / "sub" / ".." / ".." / "v.npy"))
 
 
+def _export_st(out: str, **options):
+    def call(tmp: Path):
+        from kerasbert.serving.export import export
+
+        return export(str(tmp / "st"), str(tmp / out), **options)
+
+    return call
+
+
 def rows() -> list[Case]:
     nul = [MODULES[0], {**MODULES[1], "path": "1_Pooling\x00/../../etc"}, MODULES[2]]
     dense = [*MODULES[:2], {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]
@@ -107,4 +116,13 @@ def rows() -> list[Case]:
         Case("embed-output-through-a-missing-folder", _sentence_transformers, _embed_output, ConfigError,
              ("--output", "'..' after", "missing, which does not exist"), ("v.npy", "missing"),
              _embed_cli("st", output="missing/sub/../../v.npy")),
+        Case("embed-a-run-that-saved-no-model", lambda tmp, _: (fake_run(tmp), _input(tmp, _)), _embed("run"),
+             ConfigError, ("run", "a kerasbert run folder with model.keras", "no model.keras", "--resume"),
+             ("vectors.npy",), _embed_cli("run")),
+        Case("export-out-under-a-file", _sentence_transformers, _export_st("in.txt/out"), ConfigError,
+             ("out", "in.txt/out", "a path under a folder", "a file, on the way"), (),
+             lambda tmp: ["export", str(tmp / "st"), str(tmp / "in.txt" / "out")]),
+        Case("export-bf16-onnx", _sentence_transformers, _export_st("out", format="onnx", precision="bf16"),
+             ConfigError, ("--precision bf16", "--format openvino or saved_model", "--format onnx"), ("out",),
+             lambda tmp: ["export", str(tmp / "st"), str(tmp / "out"), "--format", "onnx", "--precision", "bf16"]),
     ]

@@ -141,16 +141,74 @@ def test_argument_and_file_errors_answer_without_tensorflow(tmp_path):
         "--data: expected a corpus file, a glob or a prepared folder, found 'gone.txt'": ["pretrain", "--data",
                                                                                           "gone.txt", "--out", "pt"],
     }
+    _answered_without_tensorflow(cases, tmp_path)
+    assert sorted(os.listdir(tmp_path)) == ["full", "train.tsv", "vocab.txt"]
+
+
+def _answered_without_tensorflow(cases: dict[str, list[str]], folder) -> None:
+    """Run each case's arguments through `main` in one fresh process in ``folder``: each exits 2 with its one line on
+    stderr, holding the case's message, and the process never imported tensorflow."""
     code = ("import json, sys; from kerasbert.cli import main; "
             f"codes = [main(argv) for argv in {list(cases.values())!r}]; "
             "print(json.dumps([codes, 'tensorflow' in sys.modules]))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=folder)
     assert json.loads(done.stdout.splitlines()[-1]) == [[2] * len(cases), False], done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == len(cases) and all(" error: " in line for line in lines), done.stderr
     for message, line in zip(cases, lines, strict=True):
         assert message in line, (message, line)
-    assert sorted(os.listdir(tmp_path)) == ["full", "train.tsv", "vocab.txt"]
+
+
+def test_embed_export_and_serve_errors_answer_without_tensorflow(tmp_path):
+    """A missing model folder or input, an output that cannot be written, an export folder already there and
+    options that do not go together are found before TensorFlow starts, and nothing is written."""
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "bert_config.json").write_text("{}", encoding="utf-8")  # told a checkpoint by its name
+    (tmp_path / "texts.txt").write_text("好\n", encoding="utf-8")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine", encoding="utf-8")
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "kerasbert-export.json").write_text(json.dumps(
+        {"task": "cls", "labels": ["neg", "pos"], "pairs": False, "format": "onnx"}), encoding="utf-8")
+    embed = ["embed", "ckpt", "--input", "texts.txt", "--output"]
+    cases = {
+        "gone: expected a checkpoint folder (bert_config.json or config.json, weights, vocab.txt), a "
+        "sentence-transformers folder": ["embed", "gone", "--input", "texts.txt", "--output", "v.npy"],
+        "--input: expected an existing file, found 'gone.txt', which does not exist": ["embed", "ckpt", "--input",
+                                                                                       "gone.txt", "--output", "v.npy"],
+        "--output texts.txt/v.npy: expected a path under a folder, found": [*embed, "texts.txt/v.npy"],
+        "--output v.csv: expected a .npy or .jsonl file, found the suffix '.csv'": [*embed, "v.csv"],
+        "--pooling: expected first_last_avg, mean, cls, pooler or linear, found 'max'": [*embed, "v.npy", "--pooling",
+                                                                                        "max"],
+        "--batch-size: expected an integer >= 1, found 0": [*embed, "v.npy", "--batch-size", "0"],
+        "full: expected a checkpoint folder": ["embed", "full", "--input", "texts.txt", "--output", "v.npy"],
+        "gone: expected a checkpoint folder": ["export", "gone", "out"],
+        "full: expected a new export folder, found something already there": ["export", "ckpt", "full"],
+        "out texts.txt/out: expected a path under a folder": ["export", "ckpt", "texts.txt/out"],
+        "--int8: expected --format onnx or openvino, found --format saved_model": ["export", "ckpt", "out", "--int8"],
+        "--precision bf16: expected --format openvino or saved_model, found --format onnx": [
+            "export", "ckpt", "out", "--format", "onnx", "--precision", "bf16"],
+        "--calibration: expected an existing file, found 'gone.txt'": ["export", "ckpt", "out", "--calibration",
+                                                                       "gone.txt"],
+        "--stride: expected a run of --task cls, ner or span, found the sentence-vector model of ckpt": [
+            "export", "ckpt", "out", "--stride", "8"],
+        "export: expected a checkpoint, sentence-transformers or run folder to export, found an export folder": [
+            "export", "export", "out"],
+        "gone: expected an export folder (kerasbert-export.json) or a run folder (args.json), found no such folder": [
+            "serve", "gone"],
+        "full: expected an export folder (kerasbert-export.json) or a run folder (args.json), found neither": [
+            "serve", "full"],
+        "--stride: expected a run folder (an export windows as it was exported)": ["serve", "export", "--stride", "4"],
+        "--backend: expected the format of the export export, 'onnx', found 'saved_model'": [
+            "serve", "export", "--backend", "saved_model"],
+        "max_batch: expected an integer > 0, found 0": ["serve", "export", "--max-batch", "0"],
+        "port: expected an integer from 0 to 65535 (0: a free one), found 70000": ["serve", "export", "--port",
+                                                                                   "70000"],
+    }
+    _answered_without_tensorflow(cases, tmp_path)
+    assert sorted(os.listdir(tmp_path)) == ["ckpt", "export", "full", "texts.txt"]
+    assert [sorted(os.listdir(tmp_path / name)) for name in ("ckpt", "export", "full")] == [
+        ["bert_config.json"], ["kerasbert-export.json"], ["notes.txt"]]
 
 
 def test_tensorflow_log_level_is_set_before_it_starts_unless_debug():

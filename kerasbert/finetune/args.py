@@ -160,6 +160,21 @@ class TrainArgs(TaskOptions):
 
     def check(self) -> None:
         """One clear error for the first argument out of range or path that does not exist."""
+        self._check_files()
+        self._check_numbers()
+        if self.crf and self.task != "ner":
+            raise fail(ConfigError, "--crf", "--task ner", f"--task {self.task}")
+        if self.schedule not in SCHEDULES:
+            raise fail(ConfigError, "--schedule", " or ".join(SCHEDULES), repr(self.schedule))
+        if self.model is not None and str(self.model).lower() not in MODEL_FAMILIES:
+            raise fail(ConfigError, "--model", f"a family: {', '.join(MODEL_FAMILIES)}", repr(self.model))
+        if not (isinstance(self.crf_lr_multiplier, (int, float)) and self.crf_lr_multiplier > 0):
+            raise fail(ConfigError, "--crf-lr-multiplier", "a number > 0", repr(self.crf_lr_multiplier))
+        self.check_stride()
+        self._check_sim_options()
+
+    def _check_files(self) -> None:
+        """A ConfigError for the first data file, vocabulary, config or checkpoint that is not there."""
         for name in ("train", "dev", "vocab"):
             path = getattr(self, name)
             if name == "train" and (glob.has_magic(path) or os.path.isdir(path)):
@@ -175,6 +190,9 @@ class TrainArgs(TaskOptions):
             if option in ("--config", "--checkpoint"):
                 raise fail(ConfigError, f"{option} {path}", "a config file or preset" if option == "--config" else
                            "a Google checkpoint (prefix or folder) or Hugging Face weights", "nothing there")
+
+    def _check_numbers(self) -> None:
+        """A ConfigError for the first number out of its range."""
         positive = {"maxlen": 3, "batch_size": 1, "epochs": 1, "grad_accum": 1}
         for name, low in positive.items():
             if name == "maxlen" and self.maxlen is None:
@@ -197,16 +215,6 @@ class TrainArgs(TaskOptions):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise fail(ConfigError, "--" + name.replace("_", "-"), "an int >= 1", repr(value))
-        if self.crf and self.task != "ner":
-            raise fail(ConfigError, "--crf", "--task ner", f"--task {self.task}")
-        if self.schedule not in SCHEDULES:
-            raise fail(ConfigError, "--schedule", " or ".join(SCHEDULES), repr(self.schedule))
-        if self.model is not None and str(self.model).lower() not in MODEL_FAMILIES:
-            raise fail(ConfigError, "--model", f"a family: {', '.join(MODEL_FAMILIES)}", repr(self.model))
-        if not (isinstance(self.crf_lr_multiplier, (int, float)) and self.crf_lr_multiplier > 0):
-            raise fail(ConfigError, "--crf-lr-multiplier", "a number > 0", repr(self.crf_lr_multiplier))
-        self.check_stride()
-        self._check_sim_options()
 
     def check_stride(self) -> None:
         """A ConfigError for a ``stride`` this run cannot use: out of range for ``maxlen`` (when known), with a

@@ -1,7 +1,7 @@
 """Small Chinese demo datasets, generated offline and deterministically from templates.
 
-``kerasbert demo`` trains a tiny BERT from scratch in a couple of minutes on a laptop CPU; it
-needs data that is small, free of downloads, and learnable. This module builds it from word
+``kerasbert demo`` trains a tiny BERT from scratch on a CPU; it needs data that is small, free
+of downloads, and learnable. This module builds it from word
 lists and sentence templates with a local ``random.Random(seed)``, so the same seed always gives
 the same bytes:
 
@@ -23,14 +23,19 @@ from __future__ import annotations
 import os
 import random
 import re
+from collections.abc import Callable
 
 from kerasbert.files import write_text
+from kerasbert.text.schemes import spans_to_tags
 
 #: how ``kerasbert demo`` trains on this data (the tiny config from scratch); tests and the benchmark reuse it
 DEMO_TRAINING = {"epochs": 8, "batch_size": 32, "lr": 2e-3, "maxlen": 64}  # maxlen: the tiny config's positions
 DEMO_OPTIONS = {"seq2seq": {"target_maxlen": 16, "epochs": 30, "lr": 3e-3},  # a title needs longer to learn
-                "span": {"stride": 16}}  # texts of up to SPAN_DEMO_SENTENCES sentences, many longer than maxlen
-SPAN_DEMO_SENTENCES = 8  # so that windows of every position are learnt and a long text's windows are read well
+                "ner": {"stride": 16, "batch_size": 16},  # texts of many windows tag best in more, smaller batches
+                "span": {"stride": 16}}
+# the most sentences of a demo text of the tasks read with ``--stride`` (texts of 1 to that many): many are longer than
+# maxlen, so that windows of every position are learnt and a long text's windows are read well
+DEMO_SENTENCES = {"ner": 6, "span": 8}
 # a paragraph's room in word pieces (one a character): ``[CLS] paragraph [SEP]`` within maxlen - target_maxlen, so
 # that no demo paragraph is cut, in training (with its title, at most 15 pieces) or in generation
 TITLE_SOURCE_ROOM = DEMO_TRAINING["maxlen"] - DEMO_OPTIONS["seq2seq"]["target_maxlen"] - 2
@@ -58,6 +63,7 @@ ENTITY_TEMPLATES = ("{PER}在{LOC}工作", "{PER}去年加入了{ORG}", "{ORG}�
                     "听说{PER}在{ORG}上班", "{TIME}{PER}从{LOC}回来了", "{ORG}{TIME}发布了新消息")
 EMPTY_TEMPLATES = ("{TIME}大家都在家休息", "{TIME}我去超市买了水果", "{TIME}的会议推迟了", "他说{TIME}会下雨")
 ENTITY_TYPES = ("PER", "LOC", "ORG")
+Labelled = tuple[str, list[tuple[int, int, str]]]  # a text and its entities' (start, end, label), in characters
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 TYPABLE = "0123456789abcdefghijklmnopqrstuvwxyz，。！？,.!?"
 SPLITS = ("train", "dev", "test")
@@ -120,30 +126,44 @@ def _person(rng: random.Random) -> str:
     return rng.choice(SURNAMES) + "".join(rng.choice(GIVEN) for _ in range(rng.randint(1, 2)))
 
 
-def _ner_sentence(rng: random.Random, template: str) -> tuple[list[str], list[str]]:
-    """Fill ``template``'s slots: entity slots are tagged ``B-``/``I-``, everything else ``O``."""
+def _joined_texts(n: int, seed: int, sentences: int,
+                  sentence: Callable[[random.Random, str], Labelled]) -> list[Labelled]:
+    """``n`` texts of 1 to ``sentences`` sentences of ``sentence(rng, template)`` (uniformly; exactly one, with the
+    random draws of one, when ``sentences`` is 1), joined with "。", their spans moved to the joined text's offsets."""
+    rng, texts = random.Random(seed), []
+    for _ in range(n):
+        text, spans = "", []
+        for _ in range(rng.randint(1, sentences) if sentences > 1 else 1):
+            part, found = sentence(rng, rng.choice(ENTITY_TEMPLATES + EMPTY_TEMPLATES))
+            offset = len(text) + 1 if text else 0
+            text = f"{text}。{part}" if text else part
+            spans += [(start + offset, end + offset, label) for start, end, label in found]
+        texts.append((text, spans))
+    return texts
+
+
+def _ner_sentence(rng: random.Random, template: str) -> Labelled:
+    """Fill ``template``'s slots; each entity slot's character span (``TIME`` is no entity)."""
     fillers = {"PER": lambda: _person(rng), "LOC": lambda: rng.choice(LOCATIONS),
                "ORG": lambda: rng.choice(ORGANIZATIONS), "TIME": lambda: rng.choice(TIMES)}
-    chars: list[str] = []
-    tags: list[str] = []
+    text, spans = "", []
     for i, piece in enumerate(re.split(r"\{(\w+)\}", template)):
-        surface = fillers[piece]() if i % 2 else piece  # odd pieces are slot names
-        chars.extend(surface)
+        start = len(text)
+        text += fillers[piece]() if i % 2 else piece  # odd pieces are slot names
         if i % 2 and piece in ENTITY_TYPES:
-            tags.extend([f"B-{piece}"] + [f"I-{piece}"] * (len(surface) - 1))
-        else:
-            tags.extend(["O"] * len(surface))
-    return chars, tags
+            spans.append((start, len(text), piece))
+    return text, spans
 
 
-def ner_examples(n: int = 600, seed: int = 0) -> list[tuple[list[str], list[str]]]:
-    """Generate character-level NER sentences with BIO tags for ``PER``, ``LOC`` and ``ORG``.
+def ner_examples(n: int = 600, seed: int = 0, sentences: int = 1) -> list[tuple[list[str], list[str]]]:
+    """Generate character-level NER texts with BIO tags for ``PER``, ``LOC`` and ``ORG``.
 
     About one sentence in five has no entity.
 
     Args:
-        n: int. how many sentences.
-        seed: int. the random seed; the same seed gives the same sentences.
+        n: int. how many texts.
+        seed: int. the random seed; the same seed gives the same texts.
+        sentences: int. each text is 1 to ``sentences`` sentences, joined with "。" (as `span_examples`).
 
     Returns:
         list of ``(chars, tags)``: single characters and one tag per character.
@@ -153,12 +173,12 @@ def ner_examples(n: int = 600, seed: int = 0) -> list[tuple[list[str], list[str]
     >>> len(chars) == len(tags), all(len(char) == 1 for char in chars)
     (True, True)
     """
-    rng = random.Random(seed)
-    return [_ner_sentence(rng, rng.choice(ENTITY_TEMPLATES + EMPTY_TEMPLATES)) for _ in range(n)]
+    return [(list(text), spans_to_tags(spans, len(text)))
+            for text, spans in _joined_texts(n, seed, sentences, _ner_sentence)]
 
 
 def write_demo_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int = 150,
-                    n_test: int = 150) -> dict[str, str]:
+                    n_test: int = 150, sentences: int = 1) -> dict[str, str]:
     """Write the sentiment and NER splits and their vocabulary into ``folder`` (created if needed).
 
     Each split is drawn with its own seed, derived from ``seed``, so dev and test follow the
@@ -173,6 +193,7 @@ def write_demo_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int =
         n_train: int. examples in each training split.
         n_dev: int. examples in each dev split.
         n_test: int. examples in each test split.
+        sentences: int. each NER text is 1 to ``sentences`` sentences (`ner_examples`); the sentiment texts are one.
 
     Returns:
         dict from ``cls_train``, ``cls_dev``, ``cls_test``, ``ner_train``, ``ner_dev``, ``ner_test``
@@ -193,7 +214,7 @@ def write_demo_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int =
     characters: set[str] = set()
     for split in SPLITS:
         sentiment = sentiment_examples(sizes[split], seeds[split])
-        ner = ner_examples(sizes[split], seeds[split] + 1)
+        ner = ner_examples(sizes[split], seeds[split] + 1, sentences)
         characters.update(char for text, _ in sentiment for char in text)
         characters.update(char for chars, _ in ner for char in chars)
         paths[f"cls_{split}"] = os.path.join(folder, "cls", f"{split}.tsv")
@@ -201,8 +222,9 @@ def write_demo_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int =
         paths[f"ner_{split}"] = os.path.join(folder, "ner", f"{split}.txt")
         blocks = ("".join(f"{char} {tag}\n" for char, tag in zip(chars, tags, strict=True)) for chars, tags in ner)
         write_text(paths[f"ner_{split}"], "\n".join(blocks))
-    ordered = sorted(characters)
-    vocab = list(SPECIAL_TOKENS) + ordered + [char for char in TYPABLE if char not in characters]
+    # the "。" that joins NER sentences keeps its place among TYPABLE's: the same vocabulary for any ``sentences``
+    ordered = sorted(characters - {"。"})
+    vocab = list(SPECIAL_TOKENS) + ordered + [char for char in TYPABLE if char not in ordered]
     paths["vocab"] = os.path.join(folder, "vocab.txt")
     write_text(paths["vocab"], "".join(f"{token}\n" for token in vocab))
     return paths
@@ -287,7 +309,7 @@ ORG_KINDS = ("大学", "银行", "医院", "电视台")
 NAMED_ORGANIZATIONS = ("清华大学", "华为公司", "腾讯公司", "新华社", "中国移动", "小米公司")
 
 
-def _span_sentence(rng: random.Random, template: str) -> tuple[str, list[tuple[int, int, str]]]:
+def _span_sentence(rng: random.Random, template: str) -> Labelled:
     """Fill ``template``'s slots; each entity slot's character span, and a city's inside an ORG named after it."""
     fillers = {"PER": lambda: _person(rng), "LOC": lambda: rng.choice(LOCATIONS), "TIME": lambda: rng.choice(TIMES),
                "ORG": lambda: rng.choice(NAMED_ORGANIZATIONS)}
@@ -305,7 +327,7 @@ def _span_sentence(rng: random.Random, template: str) -> tuple[str, list[tuple[i
     return text, sorted(spans)
 
 
-def span_examples(n: int = 600, seed: int = 0, sentences: int = 1) -> list[tuple[str, list[tuple[int, int, str]]]]:
+def span_examples(n: int = 600, seed: int = 0, sentences: int = 1) -> list[Labelled]:
     """Generate texts with ``PER``, ``LOC`` and ``ORG`` entities that nest: most organizations are named after a
     city (``北京银行``), whose ``LOC`` lies inside the ``ORG``. About one sentence in five has no entity.
 
@@ -322,19 +344,7 @@ def span_examples(n: int = 600, seed: int = 0, sentences: int = 1) -> list[tuple
     >>> span_examples(1, seed=10)[0]
     ('朱平伟去年加入了浙江医院', [(0, 3, 'PER'), (8, 10, 'LOC'), (8, 12, 'ORG')])
     """
-    rng = random.Random(seed)
-    return [_span_text(rng, rng.randint(1, sentences) if sentences > 1 else 1) for _ in range(n)]
-
-
-def _span_text(rng: random.Random, count: int) -> tuple[str, list[tuple[int, int, str]]]:
-    """``count`` span sentences joined with "。", their spans moved to the joined text's offsets."""
-    text, spans = "", []
-    for _ in range(count):
-        sentence, found = _span_sentence(rng, rng.choice(ENTITY_TEMPLATES + EMPTY_TEMPLATES))
-        offset = len(text) + 1 if text else 0
-        text = f"{text}。{sentence}" if text else sentence
-        spans += [(start + offset, end + offset, label) for start, end, label in found]
-    return text, spans
+    return _joined_texts(n, seed, sentences, _span_sentence)
 
 
 def write_span_data(folder: str, seed: int = 0, n_train: int = 600, n_dev: int = 150,

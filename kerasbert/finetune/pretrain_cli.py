@@ -74,14 +74,19 @@ def check_corpus(data: str) -> None:
 
 
 def check_pretrain(args: argparse.Namespace) -> None:
-    """The checks of ``kerasbert pretrain``'s arguments and files that need no TensorFlow."""
+    """The checks of ``kerasbert pretrain``'s arguments and files that need no TensorFlow, and jieba for whole-word
+    masking (the run's own choice with ``--resume``)."""
     from kerasbert.finetune.runs import train_args
+    from kerasbert.text.masking import require_segmenter
 
     if not args.resume and args.data is None:
         raise fail(ConfigError, "--data", "a corpus (or --resume to continue a run)", "none")
     if not args.resume:
         check_corpus(args.data)
-    train_args("mlm", args.data, args.out, args.resume, args.overwrite, pretrain_options(args.resume, _options(args)))
+    checked = train_args("mlm", args.data, args.out, args.resume, args.overwrite,
+                         pretrain_options(args.resume, _options(args)))
+    if checked.whole_word:
+        require_segmenter()
 
 
 def run_pretrain(args: argparse.Namespace) -> int:

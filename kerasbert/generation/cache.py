@@ -80,6 +80,14 @@ class CachedModel:
         position = self.layers.get(names.EMBEDDING_POSITION)
         return None if position is None else position.max_length
 
+    @property
+    def cache_shape(self) -> dict[str, int | None]:
+        """What sizes a search's cache (`kerasbert.generation.state.cache_bytes`), as an export records it:
+        ``layers`` (each with its keys and values), ``hidden_size`` (heads x head size) and ``max_length``."""
+        attention = self.blocks[0][0].layer
+        return {"layers": len(self.blocks), "hidden_size": attention.num_heads * attention.head_size,
+                "max_length": self.max_length}
+
     def start(self, sources: list[list[int]], max_length: int) -> tuple[Cache, np.ndarray]:
         """Run ``sources`` (ragged token ids, segment 0), keeping room for ``max_length`` target tokens a row.
 

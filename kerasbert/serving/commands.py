@@ -1,5 +1,7 @@
-"""The ``kerasbert`` subcommands that serve a model: ``embed``, ``export`` and ``serve``, each an argument function
-and a run function as `kerasbert.cli`'s ``COMMANDS`` lists them; importing this module imports no TensorFlow."""
+"""The ``kerasbert`` subcommands that serve a model: ``embed``, ``export`` and ``serve``, each an argument function,
+a check function and a run function as `kerasbert.cli`'s ``COMMANDS`` lists them; importing this module imports no
+TensorFlow. The check functions find a missing folder or file, an output that cannot be written and options that do
+not go together before TensorFlow starts, through the same checks the library calls make before a model loads."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from kerasbert.choices import (
 )
 from kerasbert.errors import ConfigError, fail
 from kerasbert.finetune.args import STRIDE_HELP, stride_argument
+from kerasbert.log import progress_verbosity
 
 
 # ------------------------------------------------------------------------------------------- embed
@@ -47,11 +50,23 @@ def embed_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def check_embed(args: argparse.Namespace) -> None:
+    """``kerasbert embed``'s checks that need no TensorFlow: the model folder, ``--input``, ``--output`` and the
+    options."""
+    from kerasbert.finetune.runs import check_existing
+    from kerasbert.serving.embed import check_batch_size, check_output, check_source
+
+    check_source(args.path, args.pooling, args.normalize, args.maxlen)
+    check_existing(args.input, "--input")
+    check_output(args.output)
+    check_batch_size(args.batch_size)
+
+
 def run_embed(args: argparse.Namespace) -> int:
     from kerasbert.serving.embed import embed_file
 
     vectors = embed_file(args.path, args.input, args.output, args.pooling, args.normalize, args.maxlen,
-                         args.batch_size, verbose=0 if args.quiet else 1)
+                         args.batch_size, verbose=progress_verbosity(args.quiet))
     print(f"{len(vectors)} vectors of {vectors.shape[1]} written to {args.output}")
     return 0
 
@@ -81,6 +96,20 @@ def export_arguments(parser: argparse.ArgumentParser) -> None:
                              "kept at OUT.rejected")
     stride_argument(parser, STRIDE_HELP + "; recorded in kerasbert-export.json")
     _vector_arguments(parser)
+
+
+def check_export(args: argparse.Namespace) -> None:
+    """``kerasbert export``'s checks that need no TensorFlow: ``OUT`` new and writable, the options, ``--calibration``
+    and the folder to export with the options it takes."""
+    from kerasbert.finetune.runs import check_existing
+    from kerasbert.serving.export import check_arguments
+    from kerasbert.serving.precision import check_asked
+    from kerasbert.serving.vector_export import exported_kind
+
+    check_arguments(args.out, args.format, args.int8)
+    check_asked(args.precision, args.format)
+    check_existing(args.calibration, "--calibration")
+    exported_kind(args.run, args.pooling, args.normalize, args.stride)
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -161,14 +190,29 @@ def serve_loads_tensorflow(args: argparse.Namespace) -> bool:
         return True
 
 
-def run_serve(args: argparse.Namespace) -> int:
+def _server():
+    """`kerasbert.serving.server`, or a ConfigError naming the ``serve`` extra where starlette or uvicorn is missing."""
     try:
-        from kerasbert.serving.server import serve
+        from kerasbert.serving import server
     except ImportError as e:
         raise fail(ConfigError, "serve", "starlette and uvicorn", f"{type(e).__name__}: {e}",
                    'pip install "kerasbert[serve]"') from None
-    options = ["host", "port", "name", "backend", "stride"] + [flag[2:].replace("-", "_") for flag, *_ in SERVE_LIMITS]
-    serve(args.path, **{option: getattr(args, option) for option in options})
+    return server
+
+
+def _settings(args: argparse.Namespace) -> dict:
+    """The ``SERVE_LIMITS`` options' values by `kerasbert.serving.server.serve`'s names."""
+    return {key: getattr(args, key) for key in (flag[2:].replace("-", "_") for flag, *_ in SERVE_LIMITS)}
+
+
+def check_serve(args: argparse.Namespace) -> None:
+    """``kerasbert serve``'s checks that need no TensorFlow (`kerasbert.serving.server.check_serve`)."""
+    _server().check_serve(args.path, args.name, args.port, _settings(args), args.backend, args.stride)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    _server().serve(args.path, host=args.host, port=args.port, name=args.name, backend=args.backend,
+                    stride=args.stride, **_settings(args))
     return 0
 
 

@@ -80,11 +80,16 @@ class Embedder:
     def __call__(self, texts: Sequence[str], batch_size: int = PREDICT_BATCH_SIZE, verbose: int = 0) -> np.ndarray:
         """float32 vectors ``[len(texts), H]`` of the texts, in their order; ``verbose`` shows progress."""
         texts = _checked_texts(texts)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise fail(ConfigError, "batch_size", "an integer >= 1", repr(batch_size))
+        check_batch_size(batch_size, "batch_size")
         if self.served is not None:
             return _export_vectors(self.served, texts, batch_size, verbose)
         return model_vectors(self.model, self.tokenizer, texts, self.maxlen, batch_size, verbose)
+
+
+def check_batch_size(batch_size: int, name: str = "--batch-size") -> None:
+    """A ConfigError naming ``name`` unless ``batch_size`` is an integer >= 1."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise fail(ConfigError, name, "an integer >= 1", repr(batch_size))
 
 
 def _checked_texts(texts) -> list[str]:
@@ -263,15 +268,25 @@ def _run(path: str, pooling: str | None, normalize: bool | None, maxlen: int | N
     return embedder_of_run(open_run(path), pooling, normalize, maxlen)
 
 
+def _vector_export_info(path: str) -> dict:
+    """The ``kerasbert-export.json`` of an export of a vector model, read before its model loads; a ConfigError for an
+    export of another model."""
+    from kerasbert.serving.exported import read_info
+    from kerasbert.serving.vector_export import VECTOR_TASK
+
+    info = read_info(path)
+    if info["task"] != VECTOR_TASK:
+        raise fail(ConfigError, path, "an export of a sentence-vector model (`kerasbert export CHECKPOINT OUT`)",
+                   f"an export of a {info['task']} model", "predict with it: kerasbert predict --model")
+    return info
+
+
 def _export(path: str, pooling: str | None, normalize: bool | None, maxlen: int | None) -> Embedder:
     """An export folder of a vector model (`kerasbert.serving.vector_export`), run by its own runtime."""
     from kerasbert.serving.exported import open_export
-    from kerasbert.serving.vector_export import VECTOR_TASK
 
+    _vector_export_info(path)
     served = open_export(path)
-    if served.info["task"] != VECTOR_TASK:
-        raise fail(ConfigError, path, "an export of a sentence-vector model (`kerasbert export CHECKPOINT OUT`)",
-                   f"an export of a {served.info['task']} model", "predict with it: kerasbert predict --model")
     info = served.info
     where = os.path.join(path, EXPORT_INFO)
     _check_same("pooling", pooling, info.get("pooling"), where)
@@ -304,12 +319,33 @@ def open_embedder(path: str | os.PathLike, pooling: str | None = None, normalize
     Returns:
         An `Embedder`.
     """
+    path = os.fspath(path)
+    return OPENERS[check_source(path, pooling, normalize, maxlen)](path, pooling, normalize, maxlen)
+
+
+def check_source(path: str, pooling: str | None = None, normalize: bool | None = None,
+                 maxlen: int | None = None) -> str:
+    """What `open_embedder` checks before a model loads (so before TensorFlow starts): the options, the folder's kind
+    (`folder_kind`), a run's files (`kerasbert.finetune.runs.finished_run`) and an export's task. Returns the kind.
+
+    Example:
+    >>> check_source("/no/such/folder", pooling="mean")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ConfigError: /no/such/folder: expected a checkpoint folder ..., found no such folder
+    """
+    from kerasbert.finetune.runs import finished_run
+
     check_pooling(pooling)
     _check_maxlen(maxlen, None)
     if normalize is not None and not isinstance(normalize, bool):
         raise fail(ConfigError, "normalize", "True, False or None", repr(normalize))
-    path = os.fspath(path)
-    return OPENERS[folder_kind(path)](path, pooling, normalize, maxlen)
+    kind = folder_kind(path)
+    if kind == "run":
+        finished_run(path)
+    elif kind == "export":
+        _vector_export_info(path)
+    return kind
 
 
 def embed(model: str | os.PathLike | Embedder, texts: Sequence[str], pooling: str | None = None,

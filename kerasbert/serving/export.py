@@ -166,7 +166,11 @@ def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, preci
             **({"target_maxlen": args.target_maxlen, "beams": args.beams} if args.task == "seq2seq" else {})}
 
 
-def _check_arguments(out: str, format: str, int8: bool) -> None:
+def check_arguments(out: str, format: str, int8: bool) -> None:
+    """A ConfigError for an unknown format, int8 for a SavedModel, or an ``out`` already there or that cannot be
+    written; before a model loads."""
+    from kerasbert.finetune.runs import check_writable
+
     if format not in EXPORT_FORMATS:
         raise fail(ConfigError, "--format", " or ".join(EXPORT_FORMATS), repr(format))
     if int8 and format == "saved_model":
@@ -174,6 +178,7 @@ def _check_arguments(out: str, format: str, int8: bool) -> None:
                    "int8 models are written for ONNX Runtime and OpenVINO")
     if os.path.exists(out):
         raise fail(ConfigError, out, "a new export folder", "something already there", "pick another path")
+    check_writable(out, "out")
 
 
 def kind_of(info: dict) -> str:
@@ -269,7 +274,7 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     from kerasbert.text.windows import check_stride
 
     out = os.fspath(out)
-    _check_arguments(out, format, int8)
+    check_arguments(out, format, int8)
     chosen = choose(precision, format, int8)
     vectors = vector_source(os.fspath(run_dir), pooling, normalize, stride)  # None: a run of labels or text
     if vectors is not None:
@@ -384,12 +389,14 @@ def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int, info: dict) 
             info["dev_unscored"] = unscored_why(args)
     vocab = list(load_vocab(loaded.run.file("vocab.txt")))
     if args.task == "seq2seq":
+        from kerasbert.generation.cache import CachedModel
         from kerasbert.serving.graph_decode import GraphDetokenizer
         from kerasbert.serving.seq2seq_export import served_seq2seq
 
         tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen - args.target_maxlen)
         module, signatures = served_seq2seq(loaded.model, tokenizer, GraphDetokenizer(vocab), args.beams,
                                             args.target_maxlen, vocab.index("[SEP]"))
+        info["decoder"] = CachedModel(loaded.model).cache_shape  # what bounds a batch's cache when served
     elif args.task == "span":
         from kerasbert.serving.span_export import served_spans
 

@@ -20,12 +20,12 @@ from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.perf.onednn import bf16_pays
 from kerasbert.serving.export import EXPORT_INFO, vocab_checksum
-from kerasbert.serving.portable_decoder import PortableSeq2Seq, decoder_files
+from kerasbert.serving.portable_decoder import PortableSeq2Seq, check_search, decoder_files, search_batch
 from kerasbert.serving.runtime import MODEL_FILES, PortableExport, check_texts
 from kerasbert.serving.vector_export import VECTOR_TASK, PortableVectors, vector_rows
 from kerasbert.text.predictions import label_row, spans_row
 
-__all__ = ["Export", "Served", "open_export", "predict_export"]
+__all__ = ["Export", "Served", "open_export", "predict_export", "read_info"]
 
 
 class Export:
@@ -39,6 +39,8 @@ class Export:
         import tensorflow as tf
 
         check_texts(rows, self.info["pairs"])
+        if self.info["task"] == "seq2seq":  # sources times beams, and their cache, within the bounds of generation
+            batch_size = search_batch(self.info, batch_size)
         out = []
         for begin in range(0, len(rows), batch_size):
             batch = rows[begin:begin + batch_size]
@@ -68,7 +70,7 @@ class Export:
 Served = Export | PortableExport | PortableSeq2Seq  # what `open_export` gives: each has info, path, predict
 
 
-def _read_info(path: str, task: str | None) -> dict:
+def read_info(path: str, task: str | None = None) -> dict:
     """``kerasbert-export.json`` of ``path``, checked: a named error for a folder that is no export."""
     info_path = os.path.join(path, EXPORT_INFO)
     if not os.path.isfile(info_path):
@@ -151,7 +153,7 @@ def open_export(path: str | os.PathLike, task: str | None = None) -> Served:
     returned, and its labels must be as many as its model's scores.
     """
     path = os.fspath(path)
-    info = _read_info(path, task)
+    info = read_info(path, task)
     portable = info.get("format", "saved_model") in MODEL_FILES
     served = _open_portable(path, info) if portable else _open_saved_model(path, info)
     _check_answers(served)
@@ -159,7 +161,10 @@ def open_export(path: str | os.PathLike, task: str | None = None) -> Served:
 
 
 def _open_saved_model(path: str, info: dict) -> Export:
-    """A SavedModel export with its ``serving_default`` signature; TensorFlow and tensorflow-text are imported here."""
+    """A SavedModel export with its ``serving_default`` signature, a seq2seq one's search checked against the bounds
+    of generation first (`check_search`); TensorFlow and tensorflow-text are imported here."""
+    if info["task"] == "seq2seq":
+        check_search(path, info)
     import tensorflow as tf
 
     try:

@@ -32,8 +32,8 @@ from kerasbert.generation.state import cache_bytes, check_bounds, check_cache
 if TYPE_CHECKING:
     from kerasbert.generation.state import Cache
 
-__all__ = ["FORMATS", "GRAPHS", "PortableDecoder", "PortableSeq2Seq", "decoder_files", "decoder_names",
-           "write_decoder"]
+__all__ = ["FORMATS", "GRAPHS", "PortableDecoder", "PortableSeq2Seq", "check_search", "decoder_files",
+           "decoder_names", "search_batch", "write_decoder"]
 
 FORMATS = {"onnx": ".onnx", "openvino": ".xml"}  # format -> the model files' extension
 GRAPHS = ("prefill", "step")
@@ -93,10 +93,8 @@ def write_decoder(model, folder: str, fmt: str, int8: bool = False, int8_choice:
         else:
             openvino = require("openvino", "to write OpenVINO")
             openvino.save_model(function_to_openvino(function, io), path, compress_to_fp16=False)
-    attention = lm.blocks[0][0].layer
-    return {"format": fmt, "int8": int8, **chosen, "layers": len(lm.blocks),
-            "hidden_size": attention.num_heads * attention.head_size, "vocab_size": lm.vocab_size,
-            "max_length": lm.max_length, "files": {graph: graph + FORMATS[fmt] for graph in GRAPHS}, "names": names}
+    return {"format": fmt, "int8": int8, **chosen, **lm.cache_shape, "vocab_size": lm.vocab_size,
+            "files": {graph: graph + FORMATS[fmt] for graph in GRAPHS}, "names": names}
 
 
 def decoder_files(folder: str, info: dict) -> dict[str, str]:
@@ -244,7 +242,7 @@ class PortableSeq2Seq:
         from kerasbert.text.tokenizer import Tokenizer
 
         self.path, self.info = path, info
-        _check_search(path, info)
+        check_search(path, info)
         self.tokenizer = Tokenizer(os.path.join(path, "vocab.txt"), do_lower_case=bool(info["lowercase"]))
         self.decoder = PortableDecoder(path, info["decoder"])
         self.end = self.tokenizer.token_to_id("[SEP]")
@@ -269,7 +267,7 @@ class PortableSeq2Seq:
 
         room = int(self.info["maxlen"]) - int(self.info["target_maxlen"])
         sources = [self.tokenizer.encode(text, maxlen=room)[0] for text in texts]
-        found, batch_size = [], self._batch_size(batch_size)
+        found, batch_size = [], search_batch(self.info, batch_size)
         with self._lock:
             for begin in range(0, len(sources), batch_size):
                 found += beam_search(self.decoder, sources[begin:begin + batch_size], int(self.info["beams"]),
@@ -277,22 +275,46 @@ class PortableSeq2Seq:
         return [self.tokenizer.decode(ids[:-1] if ids and ids[-1] == self.end else ids)
                 for ids in (one.ids[0] for one in found)]
 
-    def _batch_size(self, batch_size: int) -> int:
-        """``batch_size``, lowered so that a search's rows (sources times beams) and its cache of keys and values
-        keep to ``GENERATE_LIMITS``; at least one source (`_check_search` checked that one fits)."""
-        beams, hidden = int(self.info["beams"]), self.info["decoder"].get("hidden_size")
-        most = GENERATE_LIMITS["rows"] // beams
-        if hidden is not None:
-            one = cache_bytes(beams, self.decoder.layers, int(self.info["maxlen"]), int(hidden))
-            most = min(most, GENERATE_LIMITS["cache_bytes"] // one)
-        return max(1, min(batch_size, most))
+
+def search_batch(info: dict, batch_size: int) -> int:
+    """``batch_size``, lowered so that a search's rows (sources times beams) and its cache of keys and values keep to
+    ``GENERATE_LIMITS``; at least one source (`check_search` checked that one fits).
+
+    Args:
+        info: dict. a seq2seq export's ``kerasbert-export.json``: ``beams``, ``maxlen`` and, where the export records
+            them, ``decoder``'s ``layers`` and ``hidden_size`` (without them only the rows bound the batch).
+        batch_size: int. the sources asked for at once (``--batch-size``, ``--max-batch``).
+
+    Example:
+    >>> search_batch({"beams": 4, "maxlen": 512, "decoder": {"layers": 12, "hidden_size": 768}}, 32)
+    28
+    """
+    beams, shape = int(info["beams"]), _cache_shape("kerasbert-export.json decoder", info)
+    most = GENERATE_LIMITS["rows"] // beams
+    if shape is not None:
+        most = min(most, GENERATE_LIMITS["cache_bytes"] // cache_bytes(beams, shape[0], int(info["maxlen"]), shape[1]))
+    return max(1, min(batch_size, most))
 
 
-def _check_search(path: str, info: dict) -> None:
+def _cache_shape(where: str, info: dict) -> tuple[int, int] | None:
+    """The ``layers`` and ``hidden_size`` an export's ``decoder`` records (None without ``hidden_size``, as in the
+    exports written before it was recorded); a ConfigError for values that are not whole numbers >= 1."""
+    decoder = info.get("decoder") or {}
+    values = [decoder.get(key) for key in ("layers", "hidden_size")]
+    if values[1] is None:
+        return None
+    if not all(isinstance(value, int) and not isinstance(value, bool) and value >= 1 for value in values):
+        raise fail(ConfigError, where, "layers and hidden_size, whole numbers >= 1", f"{values[0]!r} and "
+                   f"{values[1]!r}", "export the run again")
+    return values[0], values[1]
+
+
+def check_search(path: str, info: dict) -> None:
     """A ConfigError, naming the export's information file, unless its search options keep to the bounds of
     generation: ``target_maxlen`` and ``beams`` within ``GENERATE_LIMITS``, ``maxlen`` room for a source within the
-    model's positions (twice the length bound without a position table), and one source's cache within bounds."""
-    where, decoder = os.path.join(path, "kerasbert-export.json") + " ", info["decoder"]
+    model's positions (twice the length bound where no position table is recorded), and one source's cache within
+    bounds (where ``decoder`` records its ``layers`` and ``hidden_size``)."""
+    where, decoder = os.path.join(path, "kerasbert-export.json") + " ", info.get("decoder") or {}
     check_bounds(ConfigError, where, {"target_maxlen": info.get("target_maxlen")}, {"beams": info.get("beams")},
                  "export the run again")
     maxlen, target, positions = info.get("maxlen"), info["target_maxlen"], decoder.get("max_length")
@@ -301,6 +323,7 @@ def _check_search(path: str, info: dict) -> None:
         bound = "the model's positions" if isinstance(positions, int) else "twice the bound of generation"
         raise fail(ConfigError, where + "maxlen", f"more than target_maxlen + 2 ({target + 2}) and at most {most} "
                    f"({bound})", repr(maxlen), "export the run again")
-    if decoder.get("hidden_size") is not None:
-        check_cache(where + "decoder", info["beams"], int(decoder["layers"]), maxlen, int(decoder["hidden_size"]),
+    shape = _cache_shape(where + "decoder", info)
+    if shape is not None:
+        check_cache(where + "decoder", info["beams"], shape[0], maxlen, shape[1],
                     "export the run again with fewer beams or a lower --maxlen", ConfigError)

@@ -92,11 +92,8 @@ def choose(asked: str, format: str, int8: bool) -> tuple[str, dict]:
     if asked == AUTO:
         precision, why = _automatic(format, int8)
         return precision, {"asked": AUTO, "why": why}
-    what = f"--precision {asked}" if asked in PRECISIONS else "--precision"
-    if asked not in PRECISIONS:
-        raise fail(ConfigError, what, " or ".join(EXPORT_PRECISIONS), repr(asked))
-    if asked == "bf16" and format == "onnx":
-        raise fail(ConfigError, what, "--format openvino or saved_model", "--format onnx", _F32_BY_FORMAT["onnx"])
+    check_asked(asked, format)
+    what = f"--precision {asked}"
     if asked == "bf16" and format == "saved_model":
         _check_tensorflow_bf16(what)
     elif asked == "bf16":
@@ -105,6 +102,25 @@ def choose(asked: str, format: str, int8: bool) -> tuple[str, dict]:
         require("openvino", "to run bf16")
         check_precision(what, asked, "use --precision f32")
     return asked, {"asked": asked, "why": "asked for"}
+
+
+def check_asked(asked: str, format: str) -> None:
+    """A ConfigError for a precision that is not one of `EXPORT_PRECISIONS`, or bf16 for ONNX: what `choose` refuses
+    without looking at the CPU or a runtime.
+
+    Example:
+    >>> check_asked("bf16", "onnx")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ConfigError: --precision bf16: expected --format openvino or saved_model, found --format onnx...
+    """
+    if asked == AUTO:
+        return
+    what = f"--precision {asked}" if asked in PRECISIONS else "--precision"
+    if asked not in PRECISIONS:
+        raise fail(ConfigError, what, " or ".join(EXPORT_PRECISIONS), repr(asked))
+    if asked == "bf16" and format == "onnx":
+        raise fail(ConfigError, what, "--format openvino or saved_model", "--format onnx", _F32_BY_FORMAT["onnx"])
 
 
 def _automatic(format: str, int8: bool) -> tuple[str, str]:

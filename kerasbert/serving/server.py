@@ -37,15 +37,16 @@ from kerasbert.serving.batcher import Batcher
 from kerasbert.serving.connections import ConnectionLimits, check_number, make_server
 from kerasbert.serving.export import EXPORT_INFO
 from kerasbert.serving.export import export as export_run
-from kerasbert.serving.exported import Served, open_export
+from kerasbert.serving.exported import Served, open_export, read_info
 
-__all__ = ["Batcher", "make_app", "serve"]
+__all__ = ["Batcher", "check_serve", "make_app", "serve"]
 
 VERSION = "1"  # an export is one model version, as TF Serving numbers it
 STATUS = {"model_version_status": [{"version": VERSION, "state": "AVAILABLE",
                                     "status": {"error_code": "OK", "error_message": ""}}]}
 INPUTS = ("text", "text_b")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+APP_LIMITS = ("max_batch", "max_wait_ms", "max_queue", "max_instances", "max_body_bytes", "timeout_s")  # make_app's
 
 
 # ------------------------------------------------------------------------------------------- requests
@@ -204,27 +205,44 @@ def make_app(export: Served, name: str, max_batch: int = SERVE_DEFAULTS["max_bat
 
 
 # ------------------------------------------------------------------------------------------- serve
-def _open(path: str, stack: contextlib.ExitStack, backend: str | None = None, stride: int | None = None) -> Served:
-    """An export folder, or a run folder exported into a temporary folder (with ``stride``, when given: see
-    `kerasbert.serving.export.export`); checked and warmed up before serving."""
+def _source(path: str, backend: str | None = None, stride: int | None = None) -> str:
+    """``"export"`` or ``"run"``: what `_open` serves from ``path``, checked before any model loads (so before
+    TensorFlow starts): the folder, a run's files (`kerasbert.finetune.runs.finished_run`), an export's
+    ``kerasbert-export.json``, and ``backend`` and ``stride`` against it."""
+    from kerasbert.finetune.runs import finished_run
+
     if backend is not None and backend not in EXPORT_FORMATS:
         raise fail(ConfigError, "--backend", " or ".join(EXPORT_FORMATS), repr(backend))
     if not os.path.isfile(os.path.join(path, EXPORT_INFO)) and os.path.isfile(os.path.join(path, "args.json")):
+        finished_run(path)
+        return "run"
+    if not os.path.isfile(os.path.join(path, EXPORT_INFO)):
+        raise fail(ConfigError, path, f"an export folder ({EXPORT_INFO}) or a run folder (args.json)",
+                   "neither" if os.path.isdir(path) else "no such folder")
+    if stride is not None:
+        raise fail(ConfigError, "--stride", "a run folder (an export windows as it was exported)",
+                   f"the export folder {path}", "export the run again with --stride, or serve the run folder")
+    info = read_info(path)
+    if backend is not None and info.get("format", "saved_model") != backend:
+        raise fail(ConfigError, "--backend", f"the format of the export {path}, {info.get('format')!r}",
+                   repr(backend), "leave --backend out to serve an export as it was written")
+    return "export"
+
+
+def _open(path: str, stack: contextlib.ExitStack, backend: str | None = None, stride: int | None = None) -> Served:
+    """An export folder, or a run folder exported into a temporary folder (with ``stride``, when given: see
+    `kerasbert.serving.export.export`); checked (`_source`) and warmed up before serving."""
+    if _source(path, backend, stride) == "run":
         folder = os.path.join(stack.enter_context(tempfile.TemporaryDirectory(prefix="kerasbert-serve-")), "export")
         logger.info("exporting the run %s into %s for serving", path, folder)
         export_run(path, folder, backend or "saved_model", stride=stride)
         path = folder
-    elif not os.path.isfile(os.path.join(path, EXPORT_INFO)):
-        raise fail(ConfigError, path, f"an export folder ({EXPORT_INFO}) or a run folder (args.json)",
-                   "neither" if os.path.isdir(path) else "no such folder")
-    elif stride is not None:
-        raise fail(ConfigError, "--stride", "a run folder (an export windows as it was exported)",
-                   f"the export folder {path}", "export the run again with --stride, or serve the run folder")
-    served = open_export(path)  # checked there: its labels fit its model, and it answers a text
-    if backend is not None and served.info.get("format", "saved_model") != backend:
-        raise fail(ConfigError, "--backend", f"the format of the export {path}, {served.info.get('format')!r}",
-                   repr(backend), "leave --backend out to serve an export as it was written")
-    return served
+    return open_export(path)  # checked there: its labels fit its model, and it answers a text
+
+
+def _check_port(port: int) -> None:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise fail(ConfigError, "port", "an integer from 0 to 65535 (0: a free one)", repr(port))
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -233,8 +251,7 @@ def _bind(host: str, port: int) -> socket.socket:
     It is made with TCP as its protocol: asyncio turns Nagle's algorithm off only on connections of such a socket,
     and with it on, each answer on a kept-alive connection waits for the client's delayed ACK.
     """
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise fail(ConfigError, "port", "an integer from 0 to 65535 (0: a free one)", repr(port))
+    _check_port(port)
     try:
         family, kind, protocol = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][:3]
         sock = socket.socket(family, kind, protocol or socket.IPPROTO_TCP)
@@ -247,6 +264,26 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise fail(ConfigError, f"--host {host} --port {port}", "an address to listen on", str(e)) from None
     return sock
+
+
+def check_serve(path: str, name: str | None = None, port: int = SERVE_DEFAULTS["port"],
+                settings: dict | None = None, backend: str | None = None,
+                stride: int | None = None) -> tuple[str, dict, ConnectionLimits]:
+    """What `serve` checks before it binds an address or loads a model, none of it needing TensorFlow: the model name,
+    the ``settings`` (`make_app`'s limits and `ConnectionLimits`' fields, their defaults where left out), the port,
+    and the folder with ``backend`` and ``stride`` (`_source`).
+
+    Returns:
+        The model name (default: the folder's name), `make_app`'s limits, and the `ConnectionLimits`.
+    """
+    name = name or os.path.basename(os.path.abspath(path))
+    settings = {**{key: SERVE_DEFAULTS[key] for key in APP_LIMITS}, **(settings or {})}
+    limits = {key: settings.pop(key) for key in APP_LIMITS}
+    _check(name, **limits)
+    connections = ConnectionLimits(**settings)  # the rest: a misspelled setting is a TypeError
+    _check_port(port)
+    _source(path, backend, stride)
+    return name, limits, connections
 
 
 def serve(path: str, host: str = SERVE_DEFAULTS["host"], port: int = SERVE_DEFAULTS["port"], name: str | None = None,
@@ -278,11 +315,11 @@ def serve(path: str, host: str = SERVE_DEFAULTS["host"], port: int = SERVE_DEFAU
             run was trained); an export windows as it was exported.
     """
     path = os.fspath(path)
-    name = name or os.path.basename(os.path.abspath(path))
-    limits = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "max_queue": max_queue,
-              "max_instances": max_instances, "max_body_bytes": max_body_bytes, "timeout_s": timeout_s}
-    _check(name, **limits)  # before the slow load
-    connections = ConnectionLimits(header_timeout_s, body_timeout_s, keep_alive_s, max_connections, grace_s)
+    settings = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "max_queue": max_queue,
+                "max_instances": max_instances, "max_body_bytes": max_body_bytes, "timeout_s": timeout_s,
+                "header_timeout_s": header_timeout_s, "body_timeout_s": body_timeout_s, "keep_alive_s": keep_alive_s,
+                "max_connections": max_connections, "grace_s": grace_s}
+    name, limits, connections = check_serve(path, name, port, settings, backend, stride)  # before the slow load
     with contextlib.ExitStack() as stack:
         sock = stack.enter_context(_bind(host, port))
         served = _open(path, stack, backend, stride)

@@ -38,7 +38,7 @@ from kerasbert.serving.runtime import MODEL_FILES, PortableExport, check_texts, 
 from kerasbert.text.windows import ONE_WINDOW_VECTORS
 
 __all__ = ["VECTOR_TASK", "PortableVectors", "cosine_below_bound", "cosines", "describe", "export_vectors",
-           "vector_rows", "vector_source"]
+           "exported_kind", "vector_rows", "vector_source"]
 
 VECTOR_TASK = "embedding"  # the task kerasbert-export.json records for every export that answers vectors
 
@@ -125,10 +125,20 @@ def vector_source(path: str, pooling: str | None = None, normalize: bool | None 
                   stride: int | None = None):
     """The `kerasbert.serving.embed.Embedder` a folder exports when its export answers vectors: a checkpoint or
     sentence-transformers folder, or a run of a task whose answers are neither labels nor text (``--task sim``),
-    told from its ``args.json`` before its model loads; None for a run of another task. ``pooling``,
-    ``normalize`` and ``stride`` are checked against the folder."""
+    told from its ``args.json`` before its model loads (`exported_kind`); None for a run of another task."""
+    from kerasbert.serving.embed import open_embedder
+
+    return None if exported_kind(path, pooling, normalize, stride) is None else open_embedder(path, pooling, normalize)
+
+
+def exported_kind(path: str, pooling: str | None = None, normalize: bool | None = None,
+                  stride: int | None = None) -> str | None:
+    """What ``kerasbert export`` exports from ``path``, checked before any model loads (so before TensorFlow starts):
+    the folder's kind (`kerasbert.serving.embed.check_source`) when its export answers vectors, None for a run of
+    labels or text; ``pooling``, ``normalize`` and ``stride`` are checked against the folder."""
     from kerasbert.choices import LOSS_BOUND
-    from kerasbert.serving.embed import folder_kind, open_embedder
+    from kerasbert.finetune.runs import finished_run
+    from kerasbert.serving.embed import check_source, folder_kind
 
     kind = folder_kind(path)
     if kind == "run" and _run_task(path) == "mlm":
@@ -140,6 +150,7 @@ def vector_source(path: str, pooling: str | None = None, normalize: bool | None 
             raise fail(ConfigError, "--pooling" if pooling is not None else "--no-normalize", "a checkpoint, a "
                        "sentence-transformers folder or a run whose model answers sentence vectors (--task sim)",
                        f"a {_run_task(path)} run", "leave the option out to export the run's own answers")
+        finished_run(path)
         return None
     if kind == "export":
         raise fail(ConfigError, path, "a checkpoint, sentence-transformers or run folder to export",
@@ -147,7 +158,7 @@ def vector_source(path: str, pooling: str | None = None, normalize: bool | None 
     if stride is not None:
         raise fail(ConfigError, "--stride", "a run of --task cls, ner or span", f"the sentence-vector model of {path}",
                    ONE_WINDOW_VECTORS)
-    return open_embedder(path, pooling, normalize)
+    return check_source(path, pooling, normalize)
 
 
 def _run_task(path: str) -> str | None:

@@ -29,11 +29,20 @@ import numpy as np
 
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.text.decoding import is_cjk
-from kerasbert.text.pre_tokenize import jieba_words
+from kerasbert.text.pre_tokenize import jieba_words, require_jieba
 from kerasbert.text.tokenizer import Tokenizer
 
 Segment = Callable[[str], Sequence[str]]  # text -> its words in order (jieba_words)
 _is_cjk = functools.cache(is_cjk)  # per character, as jieba's words and the pieces are read
+WHOLE_WORD_NEEDS = ("whole-word masking", 'pip install -e ".[chinese]" (or pip install jieba), or pass '
+                    "--no-whole-word (whole_word=False) to mask single characters")  # where jieba is missing
+_whole_words = functools.partial(jieba_words, needs=WHOLE_WORD_NEEDS)
+
+
+def require_segmenter() -> None:
+    """A ConfigError naming whole-word masking and its way out unless jieba, which cuts its Chinese words, is there;
+    checked before a corpus is read."""
+    require_jieba(*WHOLE_WORD_NEEDS)
 
 
 def _cjk_groups(text: str, words: Sequence[str]) -> list[int]:
@@ -80,7 +89,7 @@ def word_pieces(tokenizer: Tokenizer, text: str, segment: Segment | None = None)
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 8]
     """
     tokens = tokenizer.tokenize(text)[1:-1]
-    groups = _cjk_groups(text, (jieba_words if segment is None else segment)(text))
+    groups = _cjk_groups(text, (_whole_words if segment is None else segment)(text))
     word_ids: list[int] = []
     cursor, previous, words = 0, -1, 0
     for token in tokens:

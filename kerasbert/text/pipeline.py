@@ -34,7 +34,7 @@ import numpy as np
 
 from kerasbert import layer_names as ln
 from kerasbert.errors import ConfigError, DataError, fail
-from kerasbert.log import logger
+from kerasbert.log import logger, progress_verbosity
 from kerasbert.text import schemes
 from kerasbert.text.coverage import warn_unknown
 from kerasbert.text.ner_readers import NerExample
@@ -89,13 +89,14 @@ PROGRESS_CHUNK = 20_000  # rows per progress-bar update when encoding a large fi
 
 
 def _in_chunks(encode, rows: list, what: str):
-    """``encode(rows)`` in chunks, with a progress bar when there is more than one chunk."""
+    """``encode(rows)`` in chunks, with a progress bar when there is more than one chunk (redrawn on a terminal, one
+    line at its end elsewhere: `kerasbert.log.progress_verbosity`)."""
     if len(rows) <= PROGRESS_CHUNK:
         return encode(rows)
     import keras
 
     logger.info("%s: encoding %d examples into word pieces", what, len(rows))
-    bar, out = keras.utils.Progbar(len(rows), unit_name="example"), []
+    bar, out = keras.utils.Progbar(len(rows), verbose=progress_verbosity(), unit_name="example"), []
     for i in range(0, len(rows), PROGRESS_CHUNK):
         out.extend(encode(rows[i:i + PROGRESS_CHUNK]))
         bar.update(min(i + PROGRESS_CHUNK, len(rows)))

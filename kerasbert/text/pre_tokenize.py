@@ -35,6 +35,7 @@ PreTokenize = Callable[[str], Iterable[str]]  # text -> its words, in order (jie
 # whole words of two or more CJK characters beyond which a vocabulary is a word vocabulary (BERT's Chinese
 # vocabularies hold single characters; RoFormer's holds tens of thousands of words)
 WORD_VOCABULARY = 1000
+PRE_TOKENIZE_NEEDS = ("pre_tokenize", "pip install 'kerasbert[chinese]' (or pip install jieba)")  # who, the way out
 
 
 def _cjk(ch: str) -> bool:
@@ -61,27 +62,34 @@ Python with Tokenizer(vocab, pre_tokenize=jieba_words)
                    "Python with Tokenizer(vocab, pre_tokenize=jieba_words)")
 
 
-def jieba_words(text: str) -> list[str]:
+def jieba_words(text: str, needs: tuple[str, str] = PRE_TOKENIZE_NEEDS) -> list[str]:
     """The words of ``text`` as jieba cuts them with its HMM off (``jieba.cut(text, HMM=False)``): only words of
     jieba's dictionary, no guessed new ones, as bert4keras's RoFormer examples cut their text.
 
-    Needs the ``jieba`` package (``pip install 'kerasbert[chinese]'``); a ConfigError says so where it is missing.
+    Needs the ``jieba`` package (``pip install 'kerasbert[chinese]'``); where it is missing, a ConfigError names
+    ``needs``: what needs it and the way out (`require_jieba`), ``pre_tokenize`` unless a caller says otherwise.
 
     Example:
     >>> jieba_words("我们去北京大学")
     ['我们', '去', '北京大学']
     """
-    return list(_jieba().cut(text, HMM=False))
+    return list(require_jieba(*needs).cut(text, HMM=False))
 
 
 @functools.cache
-def _jieba() -> ModuleType:
-    """The jieba module with its logger at warnings: at info it prints four lines as it builds its dictionary."""
+def require_jieba(needed_by: str, hint: str) -> ModuleType:
+    """The jieba module with its logger at warnings (at info it prints four lines as it builds its dictionary); a
+    ConfigError naming ``needed_by``, what needs it, with ``hint`` where it is not installed.
+
+    Example:
+    >>> require_jieba("whole-word masking", "pip install jieba, or pass --no-whole-word").__name__
+    'jieba'
+    """
     try:
         import jieba
     except ImportError:
-        raise fail(ConfigError, "pre_tokenize", "the jieba package (Chinese word segmentation)", "it is not installed",
-                   "pip install 'kerasbert[chinese]' (or pip install jieba)") from None
+        raise fail(ConfigError, needed_by, "the jieba package (Chinese word segmentation)", "it is not installed",
+                   hint) from None
     jieba.setLogLevel(logging.WARNING)
     return jieba
 

@@ -66,11 +66,15 @@ def test_sentiment_words_are_read_by_longest_match():
     assert sentiment_words("服务很满意，价格一般") == ["满意"]
 
 
-def test_ner_tags_are_bio_and_entities_come_from_the_lists():
+@pytest.mark.parametrize("sentences", [1, 6])
+def test_ner_tags_are_bio_and_entities_come_from_the_lists(sentences):
     surfaces = {"LOC": set(demo_data.LOCATIONS), "ORG": set(demo_data.ORGANIZATIONS)}
     types = Counter()
-    for chars, tags in ner_examples(600, seed=0):
+    texts = ner_examples(600, seed=0, sentences=sentences)
+    assert set(Counter(chars.count("。") + 1 for chars, _ in texts)) == set(range(1, sentences + 1))  # each drawn
+    for chars, tags in texts:
         assert len(chars) == len(tags) and all(len(char) == 1 for char in chars)
+        assert all(tag == "O" for char, tag in zip(chars, tags, strict=True) if char == "。")  # between sentences
         assert all(tag == "O" or tag[:2] in ("B-", "I-") and tag[2:] in demo_data.ENTITY_TYPES for tag in tags)
         for i, tag in enumerate(tags):
             if tag.startswith("I-"):
@@ -136,7 +140,7 @@ def test_every_demo_task_has_data_that_fits_the_demos_maxlen(tmp_path):
     for name in DEMO_TEXTS:
         files = _demo_files(name, str(tmp_path), seed=0)
         task = get_task(name, **{key: value for key, value in DEMO_OPTIONS.get(name, {}).items()
-                                 if key in ("target_maxlen", "stride")})  # span: windows, none cut
+                                 if key in ("target_maxlen", "stride")})  # ner, span: windows, none cut
         tokenizer = Tokenizer(files["vocab"])
         for split in ("train", "dev", "test"):
             examples = task.read(files[split])
@@ -145,6 +149,17 @@ def test_every_demo_task_has_data_that_fits_the_demos_maxlen(tmp_path):
             assert (name, split, encoded.truncated) == (name, split, 0)
             prompts = task.encode(tokenizer, examples, None, DEMO_TRAINING["maxlen"], files[split])
             assert (name, split, prompts.truncated) == (name, split, 0)
+
+
+def test_ner_texts_of_several_sentences_are_single_sentences_joined():
+    texts = ner_examples(300, seed=4, sentences=demo_data.DEMO_SENTENCES["ner"])
+    assert sum(len(chars) > demo_data.DEMO_TRAINING["maxlen"] - 2 for chars, _ in texts) > 20  # texts for windows
+    for chars, tags in texts:
+        parts = "".join(chars).split("。")
+        starts = [sum(len(part) + 1 for part in parts[:k]) for k in range(len(parts))]
+        for part, start in zip(parts, starts, strict=True):  # each sentence tagged as it would be alone
+            assert tags_to_spans(tags[start:start + len(part)], strict=True) == [
+                (a - start, b - start, label) for a, b, label in tags_to_spans(tags) if start <= a < start + len(part)]
 
 
 def test_span_texts_of_several_sentences_keep_each_entity_where_it_is():

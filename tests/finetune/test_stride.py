@@ -225,3 +225,16 @@ def test_a_stride_a_window_cannot_hold_or_a_task_that_cannot_merge_is_refused(da
     assert main(["train", "--task", "seq2seq", "--train", data["cls_train"], "--out", str(tmp_path / "cli"),
                  "--vocab", data["vocab"], "--stride", "4"]) == 2
     assert "--stride: expected --task cls, ner or span, found --task seq2seq" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # trains the NER demo as `kerasbert demo --task ner` does
+def test_the_ner_demo_reads_a_long_text_through_its_windows(tmp_path, capsys):
+    assert main(["demo", "--task", "ner", "--out", str(tmp_path), "--quiet"]) == 0
+    assert json.load(open(tmp_path / "ner" / "args.json", encoding="utf-8"))["stride"] == 16
+    document = joined(sentences(300, seed=123))
+    gold = set(document.spans)
+    assert len(document.text) > 3200 and max(start for start, _, _ in gold) > len(document.text) - 30
+    found = spans_of(predict(str(tmp_path / "ner"), [document.text], stride=16)[0])
+    assert max(end - start for start, end, _ in found) <= max(end - start for start, end, _ in gold)  # 5: 中央电视台
+    right = len(found & gold)
+    assert right / len(found) >= 0.62 and right / len(gold) >= 0.75, (len(found), len(gold), right)  # 0.71, 0.82

@@ -118,6 +118,21 @@ def test_the_cli_writes_npy_and_jsonl(folders, tmp_path, capsys):
     np.testing.assert_allclose(np.load(npy), embed(folders["google"], ["w1 w2", "j"]), atol=ATOL)
 
 
+def test_embed_into_a_pipe_draws_no_bar(folders, tmp_path, capsys):
+    """Standard output that is no terminal (capsys, as a pipe or a file) gets the bar's one closing line, never a bar
+    redrawn with carriage returns, backspaces or colours."""
+    source = tmp_path / "in.txt"
+    source.write_text("".join(text + "\n" for text in TEXTS if text), encoding="utf-8")  # 6 texts
+    argv = ["embed", folders["google"], "--input", str(source), "--output", str(tmp_path / "v.npy")]
+    assert main([*argv, "--batch-size", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "\r" not in out and "\b" not in out and "\x1b[" not in out, repr(out)
+    lines = out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("3/3 ") and lines[1].startswith("6 vectors of 32 written to"), out
+    assert main([*argv, "--batch-size", "2", "--quiet"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("6 vectors of 32 written to")
+
+
 def test_bad_options_fail_before_anything_is_written(folders, tmp_path, capsys):
     folder = folders["google"]
     with pytest.raises(ConfigError, match="--pooling: expected (cls|mean|first_last_avg|pooler|linear)(, \\w+)* or "

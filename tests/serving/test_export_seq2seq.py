@@ -3,8 +3,10 @@ where kerasbert cannot be imported, and from `kerasbert serve` in TF Serving's R
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -81,6 +83,35 @@ def test_serve_answers_text_in_the_tf_serving_shape(exported):
         ids = client.post("/v1/models/titles:predict", json={"instances": [[2, 45, 3]]})
         assert ids.status_code == 400
         assert ids.json()["error"] == 'instances[0]: expected a string or {"text": ...}, found a list [2, 45, 3]'
+
+
+def test_the_export_records_its_cache_shape_and_serves_batches_whose_cache_fits(exported, tmp_path, monkeypatch):
+    from starlette.testclient import TestClient
+
+    from kerasbert.choices import GENERATE_LIMITS
+    from kerasbert.serving.server import make_app
+
+    run, folder, info = exported
+    assert info["decoder"] == {"layers": 2, "hidden_size": 32, "max_length": 64}  # the tiny config
+    texts = [*TEXTS[:3], "李娜在北京工作", "张伟参加了会议"]
+    expected = {"predictions": [{"target": row["target"]} for row in predict(run, texts)]}
+    old = tmp_path / "old"  # an export written before the shape was recorded: the 4096 rows alone bound it
+    shutil.copytree(folder, old)
+    (old / EXPORT_INFO).write_text(json.dumps({key: value for key, value in info.items() if key != "decoder"}))
+    one = 2 * 3 * 2 * 40 * 32 * 4  # a source's cache: keys and values x 3 beams x 2 layers x 40 positions x 32 hidden
+    monkeypatch.setitem(GENERATE_LIMITS, "cache_bytes", 2 * one + one // 2)  # two sources fit, three do not
+    for path, batches in ((folder, [2, 2, 1]), (old, [5])):
+        served, sizes = open_export(path), []
+        served.signature = functools.partial(_counted, served.signature, sizes)
+        with TestClient(make_app(served, "titles", max_batch=32, max_wait_ms=100)) as client:
+            assert client.post("/v1/models/titles:predict", json={"instances": texts}).json() == expected
+        assert sizes == batches, path
+
+
+def _counted(signature, sizes: list, text):
+    """``signature``'s answer, the batch size of each call appended to ``sizes``."""
+    sizes.append(len(text))
+    return signature(text=text)
 
 
 def test_an_export_given_ids_instead_of_text_says_so(exported):

@@ -20,9 +20,10 @@ from kerasbert.generation.state import Cache
 from kerasbert.serving.portable_decoder import (
     GRAPHS,
     PortableDecoder,
-    PortableSeq2Seq,
+    check_search,
     decoder_files,
     decoder_names,
+    search_batch,
     write_decoder,
 )
 
@@ -149,14 +150,32 @@ def test_decoder_files_are_read_only_inside_the_export_folder(tmp_path):
             decoder_files(str(folder), {"files": files})
 
 
-@pytest.mark.parametrize("beams, hidden, expected", [(4, 768, 28), (4, None, 32), (1024, None, 4), (4096, 8, 1)])
-def test_a_seq2seq_export_searches_as_many_sources_as_keep_to_the_bounds(beams, hidden, expected):
+@pytest.mark.parametrize("beams, decoder, expected", [(4, {"layers": 12, "hidden_size": 768}, 28),
+                                                     (4, {"layers": 12}, 32), (4, None, 32), (1024, None, 4),
+                                                     (4096, {"layers": 2, "hidden_size": 8}, 1)])
+def test_a_seq2seq_export_searches_as_many_sources_as_keep_to_the_bounds(beams, decoder, expected):
     """A BERT-base's cache with 4 beams over 512 positions: 2 x 4 x 12 x 512 x 768 x 4 = 150,994,944 bytes a
-    source, so 28 sources fit in 4 GiB; without a recorded hidden size only the 4096 rows bound it."""
-    seq2seq = PortableSeq2Seq.__new__(PortableSeq2Seq)
-    seq2seq.info = {"beams": beams, "maxlen": 512, "decoder": {"hidden_size": hidden}}
-    seq2seq.decoder = type("Decoder", (), {"layers": 12})()
-    assert seq2seq._batch_size(32) == expected
+    source, so 28 sources fit in 4 GiB; without a recorded hidden size (an export written before it was recorded)
+    only the 4096 rows bound it."""
+    info = {"beams": beams, "maxlen": 512, **({} if decoder is None else {"decoder": decoder})}
+    assert search_batch(info, 32) == expected
+    assert search_batch(info, 3) == min(3, expected)
+
+
+def test_an_export_whose_one_source_cannot_fit_is_refused_and_one_without_its_shape_is_not(tmp_path):
+    """BERT-large over 512 positions: 2 x 24 x 512 x 1024 x 4 = 100,663,296 bytes a beam, so 42 beams fit in
+    4 GiB (4,227,858,432 bytes) and 43 (4,328,521,728) do not."""
+    info = {"format": "saved_model", "maxlen": 512, "target_maxlen": 32,
+            "decoder": {"layers": 24, "hidden_size": 1024, "max_length": 512}}
+    check_search(str(tmp_path), {**info, "beams": 42})
+    assert search_batch({**info, "beams": 42}, 32) == 1
+    with pytest.raises(ConfigError, match=r"kerasbert-export.json decoder: expected a cache of keys and values of at "
+                                          r"most 4,294,967,296 bytes, found 43 rows x 24 layers x 512 positions x "
+                                          r"1024 hidden x 4 bytes x 2 = 4,328,521,728 bytes"):
+        check_search(str(tmp_path), {**info, "beams": 43})
+    check_search(str(tmp_path), {**info, "beams": 43, "decoder": {}})  # no shape recorded: the rows bound alone
+    assert search_batch({**info, "beams": 43, "decoder": {}}, 32) == 32
+    assert search_batch({**info, "beams": 128, "decoder": {}}, 64) == 32  # 4096 rows of 128 beams
 
 
 def test_a_search_over_an_export_runs_without_tensorflow(decoder):

@@ -4,6 +4,8 @@ bert4keras's ``Tokenizer(..., pre_tokenize=lambda s: jieba.cut(s, HMM=False))``.
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import pytest
 
@@ -82,16 +84,41 @@ def test_a_pre_tokenize_that_is_not_a_function(vocab_path):
         Tokenizer(vocab_path, pre_tokenize="jieba")
 
 
-def test_without_jieba_the_error_says_how_to_install_it(monkeypatch):
+@pytest.fixture
+def without_jieba(monkeypatch):
     import sys
 
-    from kerasbert.text.pre_tokenize import _jieba
+    from kerasbert.text.pre_tokenize import require_jieba
 
     monkeypatch.setitem(sys.modules, "jieba", None)  # import jieba raises ImportError
-    _jieba.cache_clear()
-    with pytest.raises(ConfigError, match=r"pre_tokenize: expected the jieba package .*found it is not installed\. "
-                                          r"pip install 'kerasbert\[chinese\]'"):
+    require_jieba.cache_clear()
+    yield
+    require_jieba.cache_clear()
+
+
+def test_without_jieba_the_error_says_how_to_install_it(without_jieba):
+    with pytest.raises(ConfigError, match=r"^pre_tokenize: expected the jieba package .*found it is not installed\. "
+                                          r"pip install 'kerasbert\[chinese\]' \(or pip install jieba\)$"):
         jieba_words("北京")
+
+
+def test_without_jieba_whole_word_masking_says_how_to_do_without(without_jieba, vocab_path, tmp_path, capsys):
+    """The same missing package named where whole-word masking needs it: by `word_pieces` and, before TensorFlow
+    starts, by ``kerasbert pretrain``, with ``--no-whole-word`` as the way out."""
+    from kerasbert.cli import main
+    from kerasbert.text.masking import word_pieces
+
+    words = (r"whole-word masking: expected the jieba package \(Chinese word segmentation\), found it is not "
+             r'installed\. pip install -e "\.\[chinese\]" \(or pip install jieba\), or pass --no-whole-word')
+    with pytest.raises(ConfigError, match="^" + words):
+        word_pieces(Tokenizer(vocab_path), "北京大学")
+    assert word_pieces(Tokenizer(vocab_path), "北京", segment=list)[1] == [0, 1]  # no jieba needed
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("北京大学。\n", encoding="utf-8")
+    assert main(["pretrain", "--vocab", vocab_path, "--data", str(corpus), "--out", str(tmp_path / "pt")]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch("kerasbert pretrain: error: " + words + r".*\n", err), err
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt"]
 
 
 @pytest.mark.slow
