@@ -9,9 +9,10 @@ from the longer segment, at its front or back at random.
 
 Where kerasbert departs from Google's script, and why: another document is drawn from the last `MEMORY`
 documents read rather than from the whole corpus, so a corpus larger than memory streams; each document draws
-from its own generator, seeded by its ``file:line``, so the pairs are drawn once and are the same in every run
-(masks, drawn anew each epoch, are not). The first document of a corpus has no other to draw from and draws from
-itself, as Google's script does when it finds no other. NumPy only: no TensorFlow here.
+from its own generator, seeded by its file's name and line (not the folder), so the pairs are drawn once and are
+the same in every run and wherever the corpus lies (masks, drawn anew each epoch, are not). The first document of
+a corpus has no other to draw from and draws from itself, as Google's script does when it finds no other. NumPy
+only: no TensorFlow here.
 
 Example:
 >>> from kerasbert.text.corpus import Document
@@ -26,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import collections
+import os
 import zlib
 from collections.abc import Iterable, Iterator
 
@@ -35,7 +37,7 @@ from kerasbert.text.corpus import Document, Encode, PackedRow, Packing, RowPiece
 
 __all__ = ["MEMORY", "PAIR_SEED", "PairPacking", "pack_pairs"]
 
-PAIR_SEED = 20181011  # with a document's file:line, the seed of its pairs: the same pairs in every run
+PAIR_SEED = 20181011  # with a document's file name and line, the seed of its pairs: the same pairs in every run
 MEMORY = 1000  # documents kept to draw a random second segment from
 NEXT_RATE = 0.5  # pairs whose second segment is the text that follows
 SHORT_RATE = 0.1  # documents packed to a shorter, random length (Google's short_seq_prob)
@@ -55,7 +57,8 @@ class PairPacking(Packing):
         room = window - 1  # [CLS] A [SEP] B [SEP]: three special pieces
         for document in documents:
             units = list(self._units(document, encode, room))
-            rng = np.random.default_rng([PAIR_SEED, zlib.crc32(document.source.encode("utf-8"))])
+            where = os.path.basename(document.source)  # file:line without the folder
+            rng = np.random.default_rng([PAIR_SEED, zlib.crc32(where.encode("utf-8"))])
             for first, second, random_next in self._chunks(units, room, rng):
                 a = _joined(first)
                 b = _joined(second, offset=1 + max(a[1], default=-1))

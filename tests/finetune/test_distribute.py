@@ -79,8 +79,9 @@ def _workers(args, tmp_path, tag="first"):
 
 def _wait(processes, timeout=600):
     outputs = [p.communicate(timeout=timeout)[0] for p in processes]
-    for p, output in zip(processes, outputs, strict=True):
-        assert p.returncode == 0, output[-3000:]
+    failed = [f"worker {i} (exit {p.returncode}):\n{output[-3000:]}" for i, (p, output) in
+              enumerate(zip(processes, outputs, strict=True)) if p.returncode != 0]
+    assert not failed, "\n".join(failed)  # every worker's end: one that crashes fails the others' collectives
     return outputs
 
 
