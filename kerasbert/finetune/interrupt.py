@@ -9,10 +9,11 @@ TensorFlow.
 
 Example:
 >>> import signal
->>> with StopRequest() as stop:
-...     signal.raise_signal(signal.SIGINT)
-...     stop.signal == signal.SIGINT
-True
+>>> stop = TrainingInterrupted("runs/cls", epoch=2, step=17, signal=signal.SIGINT)
+>>> print(stop.line())
+interrupted at epoch 2 step 17; kerasbert train --out runs/cls --resume goes on from there
+>>> stop.exit_status
+130
 """
 
 from __future__ import annotations
