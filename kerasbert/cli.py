@@ -220,7 +220,8 @@ def _check_output(path: str) -> None:
 
 
 def _check_predict(args: argparse.Namespace) -> None:
-    from kerasbert.finetune.runs import check_existing, finished_run
+    from kerasbert.files import check_existing
+    from kerasbert.finetune.runs import finished_run
 
     if bool(args.text) == bool(args.input):
         raise fail(ConfigError, "predict", "--text or --input (one of them)",
@@ -279,7 +280,7 @@ def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_prepare(args: argparse.Namespace) -> None:
-    from kerasbert.finetune.runs import check_existing
+    from kerasbert.files import check_existing
 
     check_existing(args.vocab, "--vocab")
     check_existing(args.labels, "--labels")

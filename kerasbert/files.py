@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 
-from kerasbert.errors import DataError, KerasBertError, fail
+from kerasbert.errors import ConfigError, DataError, KerasBertError, fail
 
 __all__ = ["JSON_DEPTH", "TEMPORARY", "atomic_path", "copy_file", "json_value", "publish_folder", "remove_temporaries",
            "replace_folder", "write_text"]
@@ -250,3 +250,17 @@ def _nesting(value) -> int:
             deepest = max(deepest, depth)
             stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
     return deepest
+
+
+def check_existing(path: str | None, option: str) -> None:
+    """A ConfigError naming ``option`` unless ``path`` (when given) is a file, checked before any model loads.
+
+    Example:
+    >>> check_existing("/no/such/texts.txt", "--input")
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ConfigError: --input: expected an existing file, found '/no/such/texts.txt', which does not exist
+    """
+    if path is not None and not os.path.isfile(path):
+        raise fail(ConfigError, option, "an existing file", f"{path!r}, " + ("a folder" if os.path.isdir(path) else
+                                                                           "which does not exist"))

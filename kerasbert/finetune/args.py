@@ -33,6 +33,7 @@ from kerasbert.choices import (
     names_a_file,
 )
 from kerasbert.errors import ConfigError, fail
+from kerasbert.files import check_existing
 
 if TYPE_CHECKING:
     from kerasbert.finetune.tasks import Task
@@ -179,9 +180,7 @@ class TrainArgs(TaskOptions):
             path = getattr(self, name)
             if name == "train" and (glob.has_magic(path) or os.path.isdir(path)):
                 continue  # a glob or a prepared folder, checked when it is read
-            if path is not None and not os.path.isfile(path):
-                found = "a folder" if os.path.isdir(path) else "which does not exist"
-                raise fail(ConfigError, f"--{name}", "an existing file", f"{path!r}, {found}")
+            check_existing(path, f"--{name}")
             if path is not None and not os.access(path, os.R_OK):
                 raise fail(ConfigError, f"--{name}", "a readable file", f"{path!r}, which this user cannot read")
         if self.vocab is None:

@@ -108,20 +108,6 @@ def _kind_name(kind) -> str:
     return " or ".join("null" if k is type(None) else "int >= 0" if k is int else k.__name__ for k in kinds)
 
 
-def check_existing(path: str | None, option: str) -> None:
-    """A ConfigError naming ``option`` unless ``path`` (when given) is a file, checked before any model loads.
-
-    Example:
-    >>> check_existing("/no/such/texts.txt", "--input")
-    Traceback (most recent call last):
-    ...
-    kerasbert.errors.ConfigError: --input: expected an existing file, found '/no/such/texts.txt', which does not exist
-    """
-    if path is not None and not os.path.isfile(path):
-        raise fail(ConfigError, option, "an existing file", f"{path!r}, " + ("a folder" if os.path.isdir(path) else
-                                                                           "which does not exist"))
-
-
 def check_writable(path: str, what: str) -> None:
     """A ConfigError unless ``path`` can be made or written: its nearest existing ancestor is a writable folder, and
     no ``..`` follows a folder that does not exist (the system resolves ``a/..`` only where ``a`` is a folder)."""

@@ -53,7 +53,7 @@ def embed_arguments(parser: argparse.ArgumentParser) -> None:
 def check_embed(args: argparse.Namespace) -> None:
     """``kerasbert embed``'s checks that need no TensorFlow: the model folder, ``--input``, ``--output`` and the
     options."""
-    from kerasbert.finetune.runs import check_existing
+    from kerasbert.files import check_existing
     from kerasbert.serving.embed import check_batch_size, check_output, check_source
 
     check_source(args.path, args.pooling, args.normalize, args.maxlen)
@@ -101,7 +101,7 @@ def export_arguments(parser: argparse.ArgumentParser) -> None:
 def check_export(args: argparse.Namespace) -> None:
     """``kerasbert export``'s checks that need no TensorFlow: ``OUT`` new and writable, the options, ``--calibration``
     and the folder to export with the options it takes."""
-    from kerasbert.finetune.runs import check_existing
+    from kerasbert.files import check_existing
     from kerasbert.serving.export import check_arguments
     from kerasbert.serving.precision import check_asked
     from kerasbert.serving.vector_export import exported_kind
