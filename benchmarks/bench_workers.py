@@ -80,6 +80,7 @@ def work_kerasbert(cfg, opts, mode, batch, seq, steps, warmup):
     from kerasbert import (
         build_transformer_model,  # before Keras, as users do: it turns oneDNN on (kerasbert.perf.onednn)
     )
+    from kerasbert.finetune.tasks import task_of
     from kerasbert.finetune.training import TrainArgs, compile_model
     from kerasbert.text.readers import LabelSet
 
@@ -97,7 +98,7 @@ def work_kerasbert(cfg, opts, mode, batch, seq, steps, warmup):
         backbone.predict([ids, segments], batch_size=batch, callbacks=[timer], verbose=0)
     else:
         args = TrainArgs(task="cls", train="-", out="-", batch_size=batch, jit_compile=opts.get("jit_compile"))
-        the_task = args.make_task()
+        the_task = task_of(args)
         model = the_task.head(backbone, LabelSet([str(i) for i in range(NUM_CLASSES)]))
         compile_model(model, the_task, args, steps + warmup, cfg["num_hidden_layers"], opts.get("policy"))
         build = time.perf_counter() - start
@@ -224,6 +225,7 @@ def synthetic_text_data(folder: str, vocab_size: int, rows: int, chars: int, see
 
 def work_kerasbert_train(cfg, opts, mode, batch, seq, steps, warmup):
     """``kerasbert.train`` end to end; also times tokenizing the same data (``encode``) per batch."""
+    from kerasbert.finetune.tasks import task_of
     from kerasbert.finetune.training import TrainArgs, train
     from kerasbert.text.tokenizer import Tokenizer  # before Keras (kerasbert.perf.onednn)
 
@@ -235,7 +237,7 @@ def work_kerasbert_train(cfg, opts, mode, batch, seq, steps, warmup):
     config = os.path.join(folder, "bert_config.json")
     with open(config, "w") as f:
         json.dump(cfg, f)
-    the_task = TrainArgs(task="cls", train=data, out="-").make_task()
+    the_task = task_of(TrainArgs(task="cls", train=data, out="-"))
     examples = the_task.read(data)
     tokenizer = Tokenizer(vocab)
     start = time.perf_counter()

@@ -136,6 +136,7 @@ def step_models(google: str, vocab: str):
 
     from kerasbert import build_transformer_model
     from kerasbert.finetune.args import TrainArgs
+    from kerasbert.finetune.tasks import task_of
     from kerasbert.finetune.training import compile_model
     from kerasbert.modeling.config import resolve_config
     from kerasbert.text.readers import LabelSet
@@ -144,7 +145,7 @@ def step_models(google: str, vocab: str):
     for task, extra in (("mlm", {"with_mlm": True}), ("cls", {})):
         args = TrainArgs(task=task, train=vocab, out="", checkpoint=google, maxlen=MAXLEN,  # train: not read
                          batch_size=BATCH)
-        the_task = args.make_task()
+        the_task = task_of(args)
         backbone = build_transformer_model(config=config, checkpoint_path=os.path.join(google, "bert_model.ckpt"),
                                            verbose=False, **extra)
         model = the_task.head(backbone, LabelSet(list(KINDS)))

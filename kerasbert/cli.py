@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import glob
 import json
 import os
 import re
@@ -37,7 +36,6 @@ from kerasbert.choices import (
 from kerasbert.errors import ConfigError, KerasBertError, ModelError, fail
 from kerasbert.finetune.args import (
     STRIDE_HELP,
-    TaskOptions,
     family_argument,
     reading_arguments,
     stride_argument,
@@ -280,22 +278,22 @@ def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_prepare(args: argparse.Namespace) -> None:
-    from kerasbert.files import check_existing
+    from kerasbert.files import check_existing, is_glob
 
     check_existing(args.vocab, "--vocab")
     check_existing(args.labels, "--labels")
-    if not glob.has_magic(args.data):
+    if not is_glob(args.data):
         check_existing(args.data, "--data")
 
 
 def _run_prepare(args: argparse.Namespace) -> int:
     from kerasbert.finetune.streaming import prepare
-    from kerasbert.finetune.tasks import get_task
+    from kerasbert.finetune.tasks import task_of
     from kerasbert.text.pre_tokenize import refuse_word_vocabulary
     from kerasbert.text.readers import LabelSet
     from kerasbert.text.tokenizer import Tokenizer
 
-    task = get_task(args.task, **TaskOptions.of(args).task_options())
+    task = task_of(args)
     labels = LabelSet.load(args.labels) if args.labels else None
     tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
     refuse_word_vocabulary(tokenizer.ids_to_tokens(range(tokenizer.vocab_size)), args.vocab)

@@ -9,12 +9,14 @@ target. Every temporary name starts with ``.tmp-``; a process killed while writi
 behind, and `remove_temporaries` clears them before the folder is written again.
 
 `json_value` reads the JSON of a file a user gives (a data line, a folder's config) into one kerasbert error naming
-the file (and line) when it is not the JSON expected, too deep a nesting included.
+the file (and line) when it is not the JSON expected, too deep a nesting included; `check_existing` and `is_glob`
+say what a path a user gives names.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import shutil
@@ -23,8 +25,8 @@ from collections.abc import Iterator
 
 from kerasbert.errors import ConfigError, DataError, KerasBertError, fail
 
-__all__ = ["JSON_DEPTH", "TEMPORARY", "atomic_path", "copy_file", "json_value", "publish_folder", "remove_temporaries",
-           "replace_folder", "write_text"]
+__all__ = ["JSON_DEPTH", "TEMPORARY", "atomic_path", "check_existing", "copy_file", "is_glob", "json_value",
+           "publish_folder", "remove_temporaries", "replace_folder", "write_text"]
 
 TEMPORARY = ".tmp-"  # the prefix of every temporary file and folder
 # the deepest nesting `json_value` reads: far beyond any config or data row, and far below the depth at which Python's
@@ -264,3 +266,13 @@ def check_existing(path: str | None, option: str) -> None:
     if path is not None and not os.path.isfile(path):
         raise fail(ConfigError, option, "an existing file", f"{path!r}, " + ("a folder" if os.path.isdir(path) else
                                                                            "which does not exist"))
+
+
+def is_glob(path: str | None) -> bool:
+    """Whether ``path`` has glob characters (``*``, ``?``, ``[``): it names the files that match it.
+
+    Example:
+    >>> is_glob("data/train-*.tsv"), is_glob("data/train.tsv"), is_glob(None)
+    (True, False, False)
+    """
+    return path is not None and glob.has_magic(path)

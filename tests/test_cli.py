@@ -243,13 +243,14 @@ def test_console_script_in_a_real_process():
 
 
 def test_task_options_are_declared_once():
-    from kerasbert.finetune.args import TASK_OPTIONS, TaskOptions, TrainArgs
-    from kerasbert.finetune.tasks import TASKS, get_task
+    from kerasbert.finetune.args import TrainArgs
+    from kerasbert.finetune.options import TASK_OPTIONS, TaskOptions
+    from kerasbert.finetune.tasks import TASKS, get_task, task_of
 
     assert issubclass(TrainArgs, TaskOptions) and all(issubclass(task, TaskOptions) for task in TASKS.values())
     args = TrainArgs("ner", "train.conll", "run", crf=True, dropout=0.2, scheme="BIO")
     options = TaskOptions.of(args)
-    assert options == TaskOptions.of(args.make_task()) == TaskOptions.of(get_task("ner", **args.task_options()))
+    assert options == TaskOptions.of(task_of(args)) == TaskOptions.of(get_task("ner", **args.task_options()))
     assert TASK_OPTIONS == tuple(args.task_options())
 
 
@@ -264,9 +265,10 @@ def test_an_args_json_of_the_released_layout_loads():
                 "strategy": "auto", "max_steps": None, "monitor": None, "save_every": None,
                 "export_google_checkpoint": False, "relative_to_run": {}}
     from kerasbert.finetune.args import TrainArgs
+    from kerasbert.finetune.tasks import task_of
 
     args = TrainArgs.saved(released)
-    assert (args.crf, args.scheme, args.maxlen, args.make_task().crf_lr_multiplier) == (True, "BIO", 64, 1000.0)
+    assert (args.crf, args.scheme, args.maxlen, task_of(args).crf_lr_multiplier) == (True, "BIO", 64, 1000.0)
     saved = args.to_saved("/runs/ner")
     assert {key: saved[key] for key in released if key != "relative_to_run"} == {
         key: value for key, value in released.items() if key != "relative_to_run"}

@@ -15,102 +15,28 @@ import argparse
 import dataclasses
 import glob
 import os
-from typing import TYPE_CHECKING
 
 from kerasbert.choices import (
-    CRF_LR_MULTIPLIER,
     GENERATE_LIMITS,
     MAXLEN,
     MODEL_FAMILIES,
+    PRETRAIN_DEFAULTS,
     SCHEDULES,
     SIM_LOSSES,
     SIM_POOLINGS,
     STRATEGIES,
     STRIDE_TASKS,
-    TARGET_MAXLEN,
     TASK_NAMES,
     XLA_MIN_PARAMS,
     names_a_file,
 )
 from kerasbert.errors import ConfigError, fail
-from kerasbert.files import check_existing
-
-if TYPE_CHECKING:
-    from kerasbert.finetune.tasks import Task
+from kerasbert.files import check_existing, is_glob
+from kerasbert.finetune.options import TaskOptions
+from kerasbert.text.schemes import SCHEMES
 
 PATH_FIELDS = ("train", "dev", "config", "checkpoint", "vocab")  # the inputs a run folder names
 RELATIVE = "relative_to_run"  # the key of args.json that holds the inputs' paths relative to the run folder
-
-
-@dataclasses.dataclass(kw_only=True)
-class TaskOptions:
-    """The options of a task: how its files are read and its head is built. `TrainArgs` holds them among the
-    arguments of ``kerasbert train`` (flat in ``args.json``, one flag each); each
-    `kerasbert.finetune.tasks.Task` is made of them.
-
-    Args:
-        text: str or int or None. the text field (classification files).
-        text_b: str or int or None. the second text field, for pairs.
-        label: str or int or None. the label field.
-        scheme: str or None. NER files' tag scheme (detected when None).
-        strict: bool. NER: an ``I-`` tag with no entity before it is an error instead of being repaired.
-        crf: bool. NER: a CRF on the tagging head.
-        bilstm_units: int or None. NER: a BiLSTM before the tagging head.
-        dropout: float or None. dropout before the head's Dense.
-        crf_lr_multiplier: float. NER: the CRF transitions' learning rate over the optimizer's.
-        target_maxlen: int. seq2seq: the most word pieces generated (bert4keras's decoder ``maxlen``).
-        beams: int. seq2seq: the beams of the beam search that generates (1: greedy).
-        stride: int or None. cls, ner and span: split a text longer than ``maxlen`` into windows sharing this many
-            word pieces and merge their predictions (`kerasbert.text.windows`); None cuts it at ``maxlen``.
-        pooling: str or None. sim: how a text becomes its vector, one of `kerasbert.choices.SIM_POOLINGS` (None:
-            the first, ``first_last_avg``).
-        sim_loss: str or None. sim: ``cosent`` or ``in_batch`` (None: settled by the training labels,
-            `kerasbert.finetune.sim.SimilarityTask.label_set`).
-        mask_rate, mask_replace, mask_random: float. mlm: the share of word pieces predicted, and of those the
-            share replaced by ``[MASK]`` and by a random piece (the rest kept), `kerasbert.text.masking.MaskingRule`.
-        max_predictions: int or None. mlm: the most pieces predicted in a row (None: as many as the rate gives).
-        whole_word: bool. mlm: mask whole Chinese words (cut by jieba) rather than single characters.
-        nsp: bool. mlm: rows are sentence pairs and the model also predicts whether the second follows the first
-            (next sentence prediction, `kerasbert.text.pairs`).
-
-    Example:
-    >>> TaskOptions.of(TrainArgs(task="ner", train="train.conll", out="run", crf=True)).crf
-    True
-    """
-
-    text: str | int | None = None
-    text_b: str | int | None = None
-    label: str | int | None = None
-    scheme: str | None = None
-    strict: bool = False
-    crf: bool = False
-    bilstm_units: int | None = None
-    dropout: float | None = None
-    crf_lr_multiplier: float = CRF_LR_MULTIPLIER
-    target_maxlen: int = TARGET_MAXLEN
-    beams: int = 1
-    stride: int | None = None
-    pooling: str | None = None
-    sim_loss: str | None = None
-    mask_rate: float = 0.15
-    mask_replace: float = 0.8
-    mask_random: float = 0.1
-    max_predictions: int | None = None
-    whole_word: bool = True
-    nsp: bool = False
-
-    @classmethod
-    def of(cls, source) -> TaskOptions:
-        """The task options ``source`` (`TrainArgs`, a task, or a namespace holding some of them) holds; the
-        defaults for those it lacks."""
-        return cls(**{name: getattr(source, name) for name in TASK_OPTIONS if hasattr(source, name)})
-
-    def task_options(self) -> dict:
-        """These options by name, as `kerasbert.finetune.tasks.get_task` takes them."""
-        return {name: getattr(self, name) for name in TASK_OPTIONS}
-
-
-TASK_OPTIONS = tuple(field.name for field in dataclasses.fields(TaskOptions))
 
 
 @dataclasses.dataclass
@@ -178,7 +104,7 @@ class TrainArgs(TaskOptions):
         """A ConfigError for the first data file, vocabulary, config or checkpoint that is not there."""
         for name in ("train", "dev", "vocab"):
             path = getattr(self, name)
-            if name == "train" and (glob.has_magic(path) or os.path.isdir(path)):
+            if name == "train" and (is_glob(path) or os.path.isdir(path)):
                 continue  # a glob or a prepared folder, checked when it is read
             check_existing(path, f"--{name}")
             if path is not None and not os.access(path, os.R_OK):
@@ -297,17 +223,9 @@ class TrainArgs(TaskOptions):
                 values[name] = _found(values.get(name), os.path.join(run_dir, str(path)))
         return cls(**{"crf_lr_multiplier": 1.0, "out": "", **values})
 
-    def make_task(self) -> Task:
-        """The `kerasbert.finetune.tasks.Task` these arguments describe."""
-        from kerasbert.finetune.tasks import get_task
-
-        return get_task(self.task, **self.task_options())
-
-
 def _exists(path: str) -> bool:
     """Something is at ``path``: a file or folder, a checkpoint prefix's files, or a glob's matches."""
-    return os.path.exists(path) or bool(glob.glob(glob.escape(path) + ".*") or (glob.has_magic(path) and
-                                                                                glob.glob(path)))
+    return os.path.exists(path) or bool(glob.glob(glob.escape(path) + ".*") or (is_glob(path) and glob.glob(path)))
 
 
 def _found(absolute: str | None, relative: str) -> str | None:
@@ -316,6 +234,25 @@ def _found(absolute: str | None, relative: str) -> str | None:
     if absolute is not None and not _exists(absolute) and _exists(relative):
         return relative
     return absolute
+
+
+def pretrain_options(resume: bool, options: dict) -> dict:
+    """The `TrainArgs` fields of a pretraining run: ``options`` over `PRETRAIN_DEFAULTS` (an option left at None
+    keeps its default); none with ``resume``, which reads the run's own."""
+    given = {key: value for key, value in options.items() if value is not None or key not in PRETRAIN_DEFAULTS}
+    return {} if resume else {**PRETRAIN_DEFAULTS, **given}
+
+
+def check_corpus(data: str) -> None:
+    """A ConfigError naming ``--data`` (which `kerasbert.finetune.training.train` reads as its ``--train``) unless
+    ``data`` is a readable file, a glob or a prepared folder."""
+    if is_glob(data) or os.path.isdir(data):
+        return
+    if not os.path.isfile(data):
+        found = "a device or pipe, not a regular file" if os.path.exists(data) else "which does not exist"
+        raise fail(ConfigError, "--data", "a corpus file, a glob or a prepared folder", f"{data!r}, {found}")
+    if not os.access(data, os.R_OK):
+        raise fail(ConfigError, "--data", "a readable file", f"{data!r}, which this user cannot read")
 
 
 # ------------------------------------------------------------------------------------------- command line
@@ -339,8 +276,6 @@ def task_argument(parser, extra: tuple[str, ...] = (), **options) -> None:
 
 def reading_arguments(group, crf_help: str) -> None:
     """How to read the data, shared by ``train`` and ``prepare``: fields, tag scheme, case, CRF labels."""
-    from kerasbert.text.schemes import SCHEMES
-
     for flag, dest, text in (("--text-field", "text", "text column (index or name)"),
                              ("--text-b-field", "text_b", "second text column, for pairs"),
                              ("--label-field", "label", "label column (index or name)")):

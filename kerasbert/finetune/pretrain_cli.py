@@ -4,12 +4,17 @@ module imports no TensorFlow."""
 from __future__ import annotations
 
 import argparse
-import glob
-import os
 
 from kerasbert.choices import PRETRAIN_DEFAULTS
 from kerasbert.errors import ConfigError, fail
-from kerasbert.finetune.args import TrainArgs, encoder_arguments, fit_arguments, run_arguments
+from kerasbert.finetune.args import (
+    TrainArgs,
+    check_corpus,
+    encoder_arguments,
+    fit_arguments,
+    pretrain_options,
+    run_arguments,
+)
 from kerasbert.log import progress_verbosity
 
 
@@ -49,28 +54,9 @@ def pretrain_arguments(parser: argparse.ArgumentParser) -> None:
     run_arguments(parser.add_argument_group("run folder"))
 
 
-def pretrain_options(resume: bool, options: dict) -> dict:
-    """The `TrainArgs` fields of a pretraining run: ``options`` over `PRETRAIN_DEFAULTS` (an option left at None
-    keeps its default); none with ``resume``, which reads the run's own."""
-    given = {key: value for key, value in options.items() if value is not None or key not in PRETRAIN_DEFAULTS}
-    return {} if resume else {**PRETRAIN_DEFAULTS, **given}
-
-
 def _options(args: argparse.Namespace) -> dict:
     return {key: value for key, value in vars(args).items()
             if key not in ("command", "debug", "data", "out", "resume", "overwrite", "quiet")}
-
-
-def check_corpus(data: str) -> None:
-    """A ConfigError naming ``--data`` (which `kerasbert.finetune.training.train` reads as its ``--train``) unless
-    ``data`` is a readable file, a glob or a prepared folder."""
-    if glob.has_magic(data) or os.path.isdir(data):
-        return
-    if not os.path.isfile(data):
-        found = "a device or pipe, not a regular file" if os.path.exists(data) else "which does not exist"
-        raise fail(ConfigError, "--data", "a corpus file, a glob or a prepared folder", f"{data!r}, {found}")
-    if not os.access(data, os.R_OK):
-        raise fail(ConfigError, "--data", "a readable file", f"{data!r}, which this user cannot read")
 
 
 def check_pretrain(args: argparse.Namespace) -> None:

@@ -389,9 +389,11 @@ def open_run(run_dir: str) -> LoadedRun:
     ...
     kerasbert.errors.ConfigError: /no/run: expected a kerasbert run folder with args.json, found no args.json...
     """
+    from kerasbert.finetune.tasks import task_of  # the tasks import Keras; the checks here answer before it
+
     run = Run(run_dir)
     args = TrainArgs.saved(run.read_json("args.json"), run.path)
-    return LoadedRun(run, args, args.make_task(), Tokenizer(run.file("vocab.txt"), do_lower_case=args.lowercase),
+    return LoadedRun(run, args, task_of(args), Tokenizer(run.file("vocab.txt"), do_lower_case=args.lowercase),
                      run.labels(), run.load_model())
 
 
@@ -424,9 +426,11 @@ def with_stride(loaded: LoadedRun, stride: int | None) -> LoadedRun:
     cannot use (`TrainArgs.check_stride`)."""
     if stride is None:
         return loaded
+    from kerasbert.finetune.tasks import task_of  # the tasks import Keras; the checks here answer before it
+
     args = dataclasses.replace(loaded.args, stride=stride)
     args.check_stride()
-    return dataclasses.replace(loaded, args=args, task=args.make_task())
+    return dataclasses.replace(loaded, args=args, task=task_of(args))
 
 
 def score_file(loaded: LoadedRun, data: str, batch_size: int | None = None, verbose: int = 0) -> dict:

@@ -48,21 +48,11 @@ from kerasbert.text import pipeline, readers
 from kerasbert.text.readers import LabelSet
 from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["FORMAT", "SHARD_SIZE", "expand", "is_glob", "prepare", "prepared_dataset", "read_prepared"]
+__all__ = ["FORMAT", "SHARD_SIZE", "expand", "prepare", "prepared_dataset", "read_prepared"]
 
 FORMAT = "kerasbert-prepared/1"  # the "format" of meta.json
 SHARD_SIZE = 100_000  # examples per shard at most; each input file also starts a shard
 META = "meta.json"
-
-
-def is_glob(path: str | None) -> bool:
-    """Whether ``path`` has glob characters (``*``, ``?``, ``[``).
-
-    Example:
-    >>> is_glob("data/train-*.tsv"), is_glob("data/train.tsv")
-    (True, False)
-    """
-    return path is not None and glob.has_magic(path)
 
 
 def expand(pattern: str) -> list[str]:

@@ -20,7 +20,7 @@ import keras
 import numpy as np
 
 from kerasbert.finetune import metrics
-from kerasbert.finetune.args import TaskOptions
+from kerasbert.finetune.options import TaskOptions
 from kerasbert.text.pipeline import Features
 from kerasbert.text.readers import LabelSet, write_text
 from kerasbert.text.tokenizer import Tokenizer
@@ -62,7 +62,7 @@ def predict_batches(model, dataset, verbose: int = 0) -> list[np.ndarray]:
 
 @dataclass
 class Task(TaskOptions, abc.ABC):
-    """A task made of its options (`kerasbert.finetune.args.TaskOptions`), and the interface each task
+    """A task made of its options (`kerasbert.finetune.options.TaskOptions`), and the interface each task
     implements (its abstract methods)."""
 
     name: str = field(default="", init=False)

@@ -1,6 +1,7 @@
 """The fine-tuning tasks by name: ``cls`` and ``ner`` here, ``seq2seq`` in `kerasbert.finetune.seq2seq`, ``sim`` in
-`kerasbert.finetune.sim`, ``span`` in `kerasbert.finetune.span`; each a `kerasbert.finetune.task_base.Task`, what
-training, evaluation and prediction need of it.
+`kerasbert.finetune.sim`, ``span`` in `kerasbert.finetune.span`, ``mlm`` in `kerasbert.finetune.mlm`; each a
+`kerasbert.finetune.task_base.Task`, what training, evaluation and prediction need of it. `get_task` makes one by
+name, `task_of` the one a run's arguments describe.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import keras
 import numpy as np
@@ -15,8 +17,9 @@ import numpy as np
 from kerasbert import layer_names as names
 from kerasbert.choices import TASK_NAMES
 from kerasbert.errors import ConfigError, DataError, fail
-from kerasbert.finetune import metrics
-from kerasbert.finetune.pretrain import MaskedLmTask
+from kerasbert.finetune import metrics, plots
+from kerasbert.finetune.mlm import MaskedLmTask
+from kerasbert.finetune.options import TaskOptions
 from kerasbert.finetune.seq2seq import Seq2SeqTask
 from kerasbert.finetune.sim import SimilarityTask
 from kerasbert.finetune.span import SpanTask
@@ -29,7 +32,12 @@ from kerasbert.text.readers import ClassificationExample, LabelSet, iter_classif
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.text.windows import encode_split, mean_by_document, merge_pieces
 
-__all__ = ["TASKS", "ClassificationTask", "NerTask", "Task", "get_task", "predict_batches"]
+if TYPE_CHECKING:
+    import argparse
+
+    from kerasbert.finetune.args import TrainArgs
+
+__all__ = ["TASKS", "ClassificationTask", "NerTask", "Task", "get_task", "predict_batches", "task_of"]
 
 
 @dataclass
@@ -82,8 +90,6 @@ class ClassificationTask(Task):
 
     def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
         """The dev confusion matrix as ``confusion.png``."""
-        from kerasbert.finetune import plots
-
         plots.plot_confusion(scores["confusion"], labels.labels, os.path.join(folder, "confusion.png"))
 
     def label_columns(self) -> dict[str, str]:
@@ -165,7 +171,20 @@ TASKS = dict(zip(TASK_NAMES, (ClassificationTask, NerTask, Seq2SeqTask, SpanTask
 
 def get_task(name: str, **options) -> Task:
     """The task called ``name`` (``"cls"``, ``"ner"`` or ``"seq2seq"``) with its options
-    (`kerasbert.finetune.args.TaskOptions`'s fields)."""
+    (`kerasbert.finetune.options.TaskOptions`'s fields)."""
     if name not in TASKS:
         raise fail(ConfigError, "--task", f"one of {sorted(TASKS)}", repr(name))
     return TASKS[name](**options)
+
+
+def task_of(args: TrainArgs | argparse.Namespace) -> Task:
+    """The task ``args`` describe: its ``task`` name and the options it holds
+    (`kerasbert.finetune.options.TaskOptions.of`), as `kerasbert.finetune.args.TrainArgs` or the CLI's namespace
+    give them.
+
+    Example:
+    >>> import argparse
+    >>> task_of(argparse.Namespace(task="ner", crf=True)).crf
+    True
+    """
+    return get_task(args.task, **TaskOptions.of(args).task_options())

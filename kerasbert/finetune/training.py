@@ -34,14 +34,15 @@ import keras
 
 from kerasbert.choices import MAXLEN
 from kerasbert.errors import ConfigError, fail
-from kerasbert.files import copy_file
+from kerasbert.files import copy_file, is_glob
 from kerasbert.finetune import streaming
-from kerasbert.finetune.args import TaskOptions, TrainArgs
+from kerasbert.finetune.args import TrainArgs
 from kerasbert.finetune.callbacks import EpochKeeper, OneEpoch
 from kerasbert.finetune.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
 from kerasbert.finetune.interrupt import StopRequest
+from kerasbert.finetune.options import TaskOptions
 from kerasbert.finetune.runs import Run, State, open_run, score_file, scored_file, train_args, with_stride
-from kerasbert.finetune.tasks import Task
+from kerasbert.finetune.tasks import Task, task_of
 from kerasbert.log import logger
 from kerasbert.modeling import families
 from kerasbert.modeling.config import BertConfig, resolve_config
@@ -134,7 +135,7 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         source.check_new(overwrite, args.inputs())
     # non-chief workers write to a temporary folder, removed at the end (the TF multi-worker guide)
     run = source if chief else Run(_temporary_folder("kerasbert-worker-"))
-    the_task = args.make_task()
+    the_task = task_of(args)
     monitor = _monitor(args, the_task, strategy)
     inputs = _read_inputs(args, the_task, source.labels() if resume else None, verbose)
     keras.utils.set_random_seed(args.seed)
@@ -378,7 +379,7 @@ def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, l
 
 def _streamed(train: str) -> bool:
     """Whether ``--train`` is streamed (a folder from ``kerasbert prepare`` or a glob) rather than read whole."""
-    return os.path.isdir(train) or streaming.is_glob(train)
+    return os.path.isdir(train) or is_glob(train)
 
 
 def _check_prepared(args: TrainArgs, meta: dict, vocab_size: int) -> None:

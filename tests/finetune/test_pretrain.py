@@ -17,7 +17,8 @@ from kerasbert import build_transformer_model
 from kerasbert.cli import main
 from kerasbert.errors import ConfigError, DataError
 from kerasbert.finetune.demo_data import write_demo_data
-from kerasbert.finetune.pretrain import MaskedLmTask, pretrain
+from kerasbert.finetune.mlm import MaskedLmTask
+from kerasbert.finetune.pretrain import pretrain
 from kerasbert.text.masking import mask_batch
 from kerasbert.text.pipeline import to_dataset
 from kerasbert.text.tokenizer import Tokenizer

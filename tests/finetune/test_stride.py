@@ -16,6 +16,7 @@ from kerasbert.cli import main
 from kerasbert.finetune.demo_data import ner_examples, sentiment_examples, write_demo_data
 from kerasbert.finetune.metrics import entity_metrics
 from kerasbert.finetune.runs import open_run
+from kerasbert.finetune.tasks import task_of
 from kerasbert.text.ner_readers import NerExample, span_example, write_span_jsonl
 from kerasbert.text.pipeline import decode_ner, encode_ner, text_example
 from kerasbert.text.schemes import tags_to_spans
@@ -76,7 +77,7 @@ def spans_of(prediction: dict) -> set:
 def cut_at_maxlen(run: str, texts: list[str]) -> list[dict]:
     """What the run predicts with its texts cut at maxlen, as without --stride."""
     loaded = open_run(run)
-    task = dataclasses.replace(loaded.args, stride=None).make_task()
+    task = task_of(dataclasses.replace(loaded.args, stride=None))
     examples = task.examples_of_texts(loaded.tokenizer, [{"text": text} for text in texts])
     features = task.encode(loaded.tokenizer, examples, None, loaded.args.maxlen, "input")
     return task.predict(loaded.model, features, examples, loaded.labels, 16)

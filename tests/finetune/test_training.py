@@ -298,6 +298,7 @@ def test_xla_update_gives_the_plain_update_and_compiles_once(accumulate):
 
 def test_compile_model_compiles_the_update_where_the_step_has_no_xla():
     from kerasbert import build_transformer_model
+    from kerasbert.finetune.tasks import task_of
     from kerasbert.finetune.training import TrainArgs, compile_model
     from kerasbert.text.readers import LabelSet
 
@@ -307,7 +308,7 @@ def test_compile_model_compiles_the_update_where_the_step_has_no_xla():
     for name, model, crf in (("tiny", build_transformer_model("tiny", verbose=False), False),
                              ("base", base1, False), ("base-crf", base1, True)):
         args = TrainArgs(task="ner", train="-", out="-", crf=crf)
-        the_task = args.make_task()
+        the_task = task_of(args)
         head = the_task.head(model, labels)
         optimizer = compile_model(head, the_task, args, 10, 1)
         seen[name] = (head.jit_compile, optimizer.xla_update)
@@ -322,11 +323,12 @@ def test_fit_makes_no_variables_so_the_step_is_traced_once(task, options):
     import tensorflow as tf
 
     from kerasbert import build_transformer_model
+    from kerasbert.finetune.tasks import task_of
     from kerasbert.finetune.training import TrainArgs, compile_model
     from kerasbert.text.readers import LabelSet
 
     args = TrainArgs(task=task, train="-", out="-", batch_size=4, **options)
-    the_task = args.make_task()
+    the_task = task_of(args)
     model = the_task.head(build_transformer_model("tiny", verbose=False), LabelSet(["O", "B-X", "I-X"]))
     compile_model(model, the_task, args, total_steps=2, num_layers=2)
     ids = np.random.default_rng(0).integers(5, 100, (8, 16)).astype("int32")

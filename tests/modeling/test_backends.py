@@ -24,6 +24,7 @@ import numpy as np
 import keras
 from kerasbert import build_transformer_model
 from kerasbert.text.readers import LabelSet
+from kerasbert.finetune.tasks import task_of
 from kerasbert.finetune.training import TrainArgs, compile_model
 
 job = json.load(open(sys.argv[1]))
@@ -39,7 +40,7 @@ for name, case in job["cases"].items():
 
 # the classifier `kerasbert train` builds, compiled as it compiles it; 8 examples, 30 epochs
 args = TrainArgs(task="cls", train="-", out="-", batch_size=4, lr=3e-3, warmup=0.0)
-task = args.make_task()
+task = task_of(args)
 model = task.head(build_transformer_model(job["config"], verbose=False), LabelSet(["0", "1"]))
 compile_model(model, task, args, 60, 2)
 rng = np.random.default_rng(0)

@@ -72,6 +72,7 @@ def test_what_each_task_counts(tmp_path):
 def test_training_logs_labels_only_for_tasks_that_have_them(task, tmp_path, log_lines):
     from kerasbert.finetune.demo_data import write_demo_data, write_title_data
     from kerasbert.finetune.paraphrase_data import write_paraphrase_data
+    from kerasbert.finetune.tasks import task_of
     from kerasbert.finetune.training import TrainArgs, _read_inputs
 
     if task == "cls":
@@ -80,7 +81,7 @@ def test_training_logs_labels_only_for_tasks_that_have_them(task, tmp_path, log_
     else:
         data = (write_title_data if task == "seq2seq" else write_paraphrase_data)(str(tmp_path))
     args = TrainArgs(task=task, train=data["train"], out=str(tmp_path / "run"), vocab=data["vocab"])
-    _read_inputs(args, args.make_task(), None, verbose=1)
+    _read_inputs(args, task_of(args), None, verbose=1)
     said = [line.replace(str(tmp_path), "DATA") for line in log_lines()]
     assert [line for line in said if "label" in line] == (["2 labels in DATA/cls/train.tsv: neg 20, pos 20"]
                                                           if task == "cls" else []), said
