@@ -6,18 +6,20 @@ python benchmarks/variants.py --layers 4 --rounds 20 --variants xla_dropout,dens
 python benchmarks/variants.py --quick         # a tiny model, 2 rounds: checks that it runs
 ```
 
-For each variant of `kerasbert.perf.variants.VARIANTS`, two models of the same shape and seed are built and traced
+For each speed variant of the kernel table (`kerasbert.perf.variants.MEASURED`; the portable runtimes' forms are
+measured by ``serve_bench.py``), two models of the same shape and seed are built and traced
 in this one process, one inside ``forced({variant: True})`` and one inside ``forced({variant: False})``, every other
-variant as this machine's kind chooses (`chosen` is read when a graph is traced, so each model keeps its choice).
+variant as this machine's kind chooses (`chosen` is read when a graph is traced, so each model keeps its choice;
+a forced variant runs at any width).
 A training step is one ``train_on_batch`` of a ``heads.cls`` classifier (batch 8 × 128, Adam, the config's
 dropout), an inference step one ``predict_on_batch`` (16 × 128). The two models are then stepped in turn, one
 step each a round, in an order that reverses every round; the gain is the median over rounds of the paired
 ratio ``off / on`` (above 1: the variant is faster). A control pair, two models with this machine's own
 choices, shows how far apart identical arms measure: a gain inside that distance of 1.00 is noise. Float32
 (``--policy`` for another), except ``float32_activation``, which acts only under mixed precision and is timed in
-mixed_bfloat16. A variant
-that acts on one kind of step only is timed there (``xla_gelu``, ``xla_dropout``, ``xla_layer_norm``: training;
-``float32_activation`` and ``centred_layer_norm``: inference).
+mixed_bfloat16, and ``half_gradients``, timed in mixed_bfloat16 with kerasbert's ``LayerwiseAdamW`` (the optimizer
+whose step grants it). A variant that acts on one kind of step only is timed there (``xla_gelu``, ``xla_dropout``,
+``xla_layer_norm``, ``half_gradients``: training; ``float32_activation`` and ``centred_layer_norm``: inference).
 
 The table goes to the RESULTS.md section ``variants-<kind>`` (`kerasbert.perf.variants.machine_kind`), with the
 CPU flags that decide the kind. A variant stays where it buys at least 2 % (`kerasbert.perf.variants`).
@@ -40,25 +42,29 @@ import kerasbert  # noqa: E402, F401  (before Keras: it turns TensorFlow's oneDN
 
 MODES = {"train": "training", "infer": "inference"}
 CONTROL = "control"  # both models as this machine chooses: how far apart two identical arms measure
-ONLY = {"xla_gelu": ("train",), "xla_dropout": ("train",), "xla_layer_norm": ("train",),
+ONLY = {"xla_gelu": ("train",), "xla_dropout": ("train",), "xla_layer_norm": ("train",), "half_gradients": ("train",),
         "float32_activation": ("infer",), "centred_layer_norm": ("infer",)}
-POLICY = {"float32_activation": "mixed_bfloat16"}
+POLICY = {"float32_activation": "mixed_bfloat16", "half_gradients": "mixed_bfloat16"}
+KERASBERT_OPTIMIZER = ("half_gradients",)  # timed with LayerwiseAdamW, whose step grants the variant
 SHOWN_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_ne_convert", "amx_tile", "amx_bf16")
 FULL = {"hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 21128}
 TINY = {"hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 256, "vocab_size": 1000}
 
 
-def build(shape: dict, layers: int, policy: str, seq: int):
-    """A ``heads.cls`` classifier of ``shape`` compiled for ``train_on_batch``; the same weights every call."""
+def build(shape: dict, layers: int, policy: str, seq: int, kerasbert_optimizer: bool = False):
+    """A ``heads.cls`` classifier of ``shape`` compiled for ``train_on_batch`` (Adam, or kerasbert's
+    ``LayerwiseAdamW``); the same weights every call."""
     import keras
 
     from kerasbert import build_transformer_model, heads
+    from kerasbert.modeling.optimizers import LayerwiseAdamW
 
     keras.utils.set_random_seed(0)
     backbone = build_transformer_model("tiny", num_hidden_layers=layers, max_position_embeddings=max(seq, 512),
                                        dtype=policy, verbose=False, **shape)
     model = heads.cls(backbone, 2)
-    model.compile(optimizer=keras.optimizers.Adam(1e-5), loss="sparse_categorical_crossentropy")
+    optimizer = LayerwiseAdamW(learning_rate=1e-5) if kerasbert_optimizer else keras.optimizers.Adam(1e-5)
+    model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
     return model
 
 
@@ -96,7 +102,8 @@ def measure(name: str, args, shape: dict) -> dict[str, float]:
     models = {}
     for on in (True, False):
         with forced({} if name == CONTROL else {name: on}):  # traced here: each model keeps this choice
-            models[on] = build(shape, args.layers, POLICY.get(name, args.policy), args.seq)
+            models[on] = build(shape, args.layers, POLICY.get(name, args.policy), args.seq,
+                               name in KERASBERT_OPTIMIZER)
             for mode in modes:
                 for _ in range(args.warmup):
                     step(models[on], mode, data[mode])
@@ -120,7 +127,7 @@ def report(gains: dict[str, dict[str, float]], args, shape: dict) -> str:
     import keras
 
     from kerasbert.perf.onednn import cpu_flags
-    from kerasbert.perf.variants import VARIANTS, machine_kind
+    from kerasbert.perf.variants import MEASURED, VARIANTS, machine_kind
 
     kind, backend = machine_kind(), keras.config.backend()
     version = importlib.import_module(backend).__version__
@@ -132,12 +139,13 @@ def report(gains: dict[str, dict[str, float]], args, shape: dict) -> str:
              f"`{command}` — hidden {shape['hidden_size']}, {shape['num_attention_heads']} heads, inner "
              f"{shape['intermediate_size']}, {args.layers} layers, `heads.cls`; training {args.train_batch} × "
              f"{args.seq} (`train_on_batch`), inference {args.infer_batch} × {args.seq} (`predict_on_batch`); "
-             f"{args.policy} (float32_activation: mixed_bfloat16). Gain: median over interleaved rounds of the paired "
-             f"ratio variant off / on (above 1.00: the variant is faster). {os.cpu_count()} CPU cores, "
-             f"{platform.machine()}, CPU flags: {flags}; Keras {keras.__version__} on {backend} {version}.",
+             f"{args.policy} (float32_activation, half_gradients: mixed_bfloat16). Gain: median over interleaved "
+             f"rounds of the paired ratio variant off / on (above 1.00: the variant is faster). "
+             f"{os.cpu_count()} CPU cores, {platform.machine()}, CPU flags: {flags}; Keras {keras.__version__} on "
+             f"{backend} {version}.",
              "", "| variant | what | machine kind | runs here by default | inference gain | training gain | rounds |",
              "|---|---|---|---|---|---|---|"]
-    for name in [n for n in (*VARIANTS, CONTROL) if n in gains]:
+    for name in [n for n in (*MEASURED, CONTROL) if n in gains]:
         cells = [f"{gains[name][mode]:.3f} ×" if mode in gains[name] else "—" for mode in MODES]
         if name == CONTROL:
             what, runs = "(no variant: two identical models, the noise floor)", "—"
@@ -150,7 +158,7 @@ def report(gains: dict[str, dict[str, float]], args, shape: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     import keras
 
-    from kerasbert.perf.variants import VARIANTS, machine_kind
+    from kerasbert.perf.variants import MEASURED, machine_kind
 
     if keras.config.backend() == "tensorflow":
         import tensorflow as tf
@@ -159,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tiny model and 2 rounds: checks that it runs")
-    parser.add_argument("--variants", default=",".join([*VARIANTS, CONTROL]),
+    parser.add_argument("--variants", default=",".join([*MEASURED, CONTROL]),
                         help=f"comma-separated subset of the variants and {CONTROL!r} (two identical models)")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=10)
@@ -172,9 +180,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results", default=None, help="the file to write the section to (RESULTS.md)")
     args = parser.parse_args(argv)
     names = args.variants.split(",")
-    unknown = sorted(set(names) - {*VARIANTS, CONTROL})
+    unknown = sorted(set(names) - {*MEASURED, CONTROL})
     if unknown:
-        parser.error(f"--variants: unknown {unknown}; expected some of {sorted(VARIANTS)}")
+        parser.error(f"--variants: unknown {unknown}; expected some of {sorted(MEASURED)}")
     shape = TINY if args.quick else FULL
     if args.quick:
         args.layers, args.rounds, args.warmup, args.seq, args.train_batch, args.infer_batch = 1, 2, 1, 16, 2, 2

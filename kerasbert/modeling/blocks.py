@@ -6,8 +6,8 @@ on each projection) adds LoRA weights. A block names its weights as the checkpoi
 (`weights_by_key`: ``qkv_kernel``, ``output_bias``, ...) and loads `.keras` files whose blocks kept those four
 weights as their own (`load_own_variables`).
 
-The math is written plainly with `keras.ops`; where `kerasbert.perf.variants.chosen` picks a faster form of a
-step, it comes from `kerasbert.perf.block_variants` in a one-line branch. Each block states its parameter
+The math is written plainly with `keras.ops`; a step that has faster forms goes through one call of
+`kerasbert.perf.kernels` with its plain form, and the kernel picks the form. Each block states its parameter
 formula next to its `build`. Symbols: H hidden, I intermediate, A heads, d = H/A the head size.
 """
 
@@ -23,11 +23,7 @@ from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.layers import Dropout, get_activation
 from kerasbert.modeling.positions import rotate
 from kerasbert.modeling.registry import register
-from kerasbert.perf import half_gradients
-from kerasbert.perf.block_variants import activation_in_float32, dense_2d, flat_tokens, onednn_scores
-from kerasbert.perf.fused import gelu_erf_composed, gelu_erf_training
-from kerasbert.perf.portable import in_portable_graph
-from kerasbert.perf.variants import chosen
+from kerasbert.perf import kernels
 
 
 @register
@@ -57,7 +53,7 @@ class Projection(keras.layers.Dense):
         super().load_own_variables(store)
 
     def call(self, inputs, training=None):
-        with half_gradients.scope(self, training):  # Keras's autocast, or the "half_gradients" variant's
+        with kernels.autocast(self, training):  # Keras's autocast, or one keeping the gradients in bf16
             return super().call(inputs, training=training)
 
     def quantize(self, mode=None, type_check=True, config=None):
@@ -285,13 +281,7 @@ class MultiHeadSelfAttention(_ProjectedBlock):
         """
         hidden = self.num_heads * self.head_size
         per_row = relative is not None and len(relative.shape) == 4  # (batch, Q, K, d): positions differ by row
-        if chosen("onednn_scores") and relative is None:
-            scores = onednn_scores(q, k, seen)
-        else:
-            scores = ops.einsum("bhqd,bhkd->bhqk", q, k)  # (batch, heads, Q, K)
-            if relative is not None:
-                scores = scores + ops.einsum("bhqd,bqkd->bhqk" if per_row else "bhqd,qkd->bhqk", q, relative)
-            scores = ops.where(seen, ops.cast(scores / math.sqrt(self.head_size), "float32"), -math.inf)
+        scores = kernels.scores(q, k, seen, relative, self._scores)  # (batch, heads, Q, K), float32
         probs = ops.cast(ops.softmax(scores, axis=-1), q.dtype)  # the softmax in float32 in mixed precision
         probs = self.dropout_layer(probs, training=training, width=hidden)
         context = ops.einsum("bhqk,bhkd->bhqd", probs, v)  # (batch, heads, Q, d)
@@ -299,15 +289,23 @@ class MultiHeadSelfAttention(_ProjectedBlock):
             context = context + ops.einsum("bhqk,bqkd->bhqd" if per_row else "bhqk,qkd->bhqd", probs, relative)
         return context
 
+    def _scores(self, q, k, seen, relative):
+        """``Q·Kᵀ/√d`` (plus NEZHA's ``q_i·R[i, j]``) in float32, ``-inf`` where a query may not see a key."""
+        scores = ops.einsum("bhqd,bhkd->bhqk", q, k)  # (batch, heads, Q, K)
+        if relative is not None:
+            per_row = len(relative.shape) == 4  # (batch, Q, K, d): positions differ by row
+            scores = scores + ops.einsum("bhqd,bqkd->bhqk" if per_row else "bhqd,qkd->bhqk", q, relative)
+        return ops.where(seen, ops.cast(scores / math.sqrt(self.head_size), "float32"), -math.inf)
+
     def merge(self, context):
         """The heads' contexts ``[B, A, Q, d]`` side by side, through the output projection: ``[B, Q, H]``."""
         batch, length = ops.shape(context)[0], ops.shape(context)[2]
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, length, self.num_heads * self.head_size))
-        return dense_2d(self.output_dense, context) if chosen("dense_2d") else self.output_dense(context)
+        return kernels.project(self.output_dense, context)
 
     def qkv(self, x):
         """Q, K and V of every position of ``x`` ``[B, S, H]``, each ``[B, A, S, d]`` (before any rotation)."""
-        projected = dense_2d(self.qkv_dense, x) if chosen("dense_2d") else self.qkv_dense(x)  # (batch, seq, 3H)
+        projected = kernels.project(self.qkv_dense, x)  # (batch, seq, 3H)
         return ops.unstack(self._heads_first(projected, 3, ops.shape(x)[0]), axis=0)
 
     def _first_token_qkv(self, x):
@@ -320,7 +318,7 @@ class MultiHeadSelfAttention(_ProjectedBlock):
         batch, hidden = ops.shape(x)[0], self.num_heads * self.head_size
         q_kernel, kv_kernel = ops.split(self.qkv_dense.kernel, [hidden], axis=-1)
         q = ops.matmul(x[:, 0], q_kernel)
-        kv = ops.matmul(flat_tokens(x) if chosen("dense_2d") else x, kv_kernel)  # (batch[·seq], 2H)
+        kv = kernels.project(lambda tokens: ops.matmul(tokens, kv_kernel), x)  # (batch, seq, 2H)
         if self.use_bias:
             q_bias, kv_bias = ops.split(self.qkv_dense.bias, [hidden], axis=-1)
             q, kv = q + q_bias, kv + kv_bias
@@ -329,7 +327,7 @@ class MultiHeadSelfAttention(_ProjectedBlock):
         return q, k, v
 
     def _heads_first(self, projected, parts: int, batch):
-        """``[B, S, parts·H]`` or ``[B·S, parts·H]`` (Q, K, V side by side) to ``[parts, B, A, S, d]`` in one
+        """``[B, S, parts·H]`` (Q, K, V side by side) to ``[parts, B, A, S, d]`` in one
         transpose: the parts are then slices of one tensor (``ops.unstack``), and the attention's matmuls read
         them as they lie. A split into Q, K and V and a transpose of each would copy every element twice."""
         parts_last = ops.reshape(projected, (batch, -1, parts, self.num_heads, self.head_size))
@@ -399,20 +397,11 @@ class FeedForward(_ProjectedBlock):
         return 2 * batch * (seq if queries is None else queries) * self.units
 
     def call(self, inputs, training=None):
-        x = flat_tokens(inputs) if chosen("dense_2d") else inputs  # (batch·seq, H): MatMul + BiasAdd + GELU fuse
-        x = self._activation(self.intermediate_dense(x), training)
-        return ops.reshape(self.output_dense(x), ops.shape(inputs))  # (batch, seq, H)
+        def activation(x):  # of the inner layer (batch, seq, I)
+            return kernels.activation(self.activation, self.activation_fn, x, self.compute_dtype, training)
 
-    def _activation(self, x, training):
-        """The activation of the inner layer ``x``."""
-        activation = self.activation_fn
-        if training and self.activation == "gelu" and chosen("xla_gelu"):
-            activation = gelu_erf_training
-        elif self.activation == "gelu" and in_portable_graph():
-            activation = gelu_erf_composed
-        if chosen("float32_activation") and activation_in_float32(self.compute_dtype, self.activation, training):
-            return ops.cast(activation(ops.cast(x, "float32")), self.compute_dtype)
-        return activation(x)
+        inner = kernels.project(self.intermediate_dense, inputs, activation)  # MatMul + BiasAdd + GELU may fuse
+        return kernels.project(self.output_dense, inner)  # (batch, seq, H)
 
     def get_config(self):
         return {

@@ -17,10 +17,7 @@ from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.positions import checked_length
 from kerasbert.modeling.registry import register
-from kerasbert.perf.forms import MAX_ONE_HOT, centred_layer_norm, one_hot_lookup
-from kerasbert.perf.fused import dropout_pays, dropout_training, layer_norm_training
-from kerasbert.perf.portable import in_portable_graph, portable_layer_norm
-from kerasbert.perf.variants import chosen
+from kerasbert.perf import kernels
 
 HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
 WIDTH_SYMBOLS = ("H", "E")  # a layer's width in its formula: the hidden size, or the embedding size E ≠ H
@@ -145,9 +142,9 @@ class TokenEmbedding(_Width, keras.layers.Embedding):
 class SegmentEmbedding(_Width, keras.layers.Embedding):
     """Segment (token type) embedding ``E[ids]``: ``[B, S] -> [B, S, H]``, Keras's ``Embedding``.
 
-    Looked up by `lookup` (a dense gradient, as ``TokenEmbedding``); where the ``"one_hot_segments"`` variant
-    is chosen (`kerasbert.perf.variants`), as the float32 one-hot sum `kerasbert.perf.forms.one_hot_lookup`,
-    the same outputs. ``width_symbol`` is ``TokenEmbedding``'s: ``T·H``, or ``T·E`` for an E-wide table.
+    Looked up by `lookup` (a dense gradient, as ``TokenEmbedding``), through `kerasbert.perf.kernels.segments`,
+    which may take a faster form with the same outputs. ``width_symbol`` is ``TokenEmbedding``'s: ``T·H``, or
+    ``T·E`` for an E-wide table.
 
     Example:
     >>> layer = SegmentEmbedding(2, 4, embeddings_initializer="random_normal")
@@ -157,9 +154,10 @@ class SegmentEmbedding(_Width, keras.layers.Embedding):
     """
 
     def call(self, inputs):
-        if self.input_dim <= MAX_ONE_HOT and chosen("one_hot_segments"):
-            return one_hot_lookup(self.embeddings, inputs, self.compute_dtype)
-        return ops.cast(lookup(self.embeddings, inputs), self.compute_dtype)
+        return kernels.segments(self.embeddings, inputs, self.compute_dtype, self._lookup)
+
+    def _lookup(self, ids):
+        return ops.cast(lookup(self.embeddings, ids), self.compute_dtype)
 
     def param_formula(self) -> Formula:
         return self._width_formula("T", self.output_dim, T=self.input_dim)
@@ -390,10 +388,8 @@ class LayerNorm(_Width, keras.layers.LayerNormalization):
     """Keras's ``LayerNormalization``: ``(x-μ)/√(σ²+ε)·γ + β`` over the last axis (Ba et al. 2016).
 
     The same arguments, weights (``gamma [H]``, ``beta [H]``), config and math as the Keras layer, which it
-    runs; a norm over the last axis with both weights runs, where its variant is chosen
-    (`kerasbert.perf.variants`), in training as `kerasbert.perf.fused.layer_norm_training` (``"xla_layer_norm"``,
-    models at least `kerasbert.perf.fused.MIN_DROPOUT_WIDTH` wide) and outside training as
-    `kerasbert.perf.forms.centred_layer_norm` (``"centred_layer_norm"``): the same numbers within float32 rounding.
+    runs; a norm over the last axis with both weights goes through `kerasbert.perf.kernels.layer_norm`, which may
+    take a faster form: the same numbers within float32 rounding.
     ``width_symbol`` names the width in its formula: ``2·H``, or ``2·E`` for a norm over the embedding size E.
 
     Example:
@@ -404,16 +400,13 @@ class LayerNorm(_Width, keras.layers.LayerNormalization):
     """
 
     def call(self, inputs, training=None):
-        if training and self._last_axis_affine(inputs) and chosen("xla_layer_norm") and dropout_pays(inputs):
-            return ops.cast(layer_norm_training(inputs, self.gamma, self.beta, self.epsilon), self.compute_dtype)
-        if not training and self._last_axis_affine(inputs) and in_portable_graph():
-            return portable_layer_norm(inputs, self.gamma, self.beta, self.epsilon, self.compute_dtype)
-        if not training and self._last_axis_affine(inputs) and chosen("centred_layer_norm"):
-            return centred_layer_norm(inputs, self.gamma, self.beta, self.epsilon, self.compute_dtype)
-        return super().call(inputs)
+        if not self._last_axis_affine(inputs):
+            return super().call(inputs)
+        return kernels.layer_norm(inputs, self.gamma, self.beta, self.epsilon, self.compute_dtype, training,
+                                  super().call)
 
     def _last_axis_affine(self, inputs) -> bool:
-        """A norm over the last axis with both ``gamma`` and ``beta`` (the only one the variant computes)."""
+        """A norm over the last axis with both ``gamma`` and ``beta`` (the only one the kernel's variants compute)."""
         last = self.axis in ([-1], [len(inputs.shape) - 1])
         return last and self.center and self.scale and not self.rms_scaling
 
@@ -456,10 +449,8 @@ class Dropout(keras.layers.Dropout):
     """Keras's ``Dropout``: in training a fraction ``rate`` of elements zeroed, the rest scaled by
     ``1/(1-rate)``, the mask drawn from Keras's seeded random stream (the layer's ``seed``).
 
-    The same arguments, config and random stream as the Keras layer, which it runs; where the
-    ``"xla_dropout"`` variant is chosen (`kerasbert.perf.variants`), training on TensorFlow's plain graph for a
-    model at least `kerasbert.perf.fused.MIN_DROPOUT_WIDTH` wide runs `kerasbert.perf.fused.dropout_training`,
-    one XLA kernel each way whose masks come from a counter hash: the same rule, another random stream.
+    The same arguments, config and random stream as the Keras layer, which it runs; in training it goes through
+    `kerasbert.perf.kernels.dropout`, whose variant draws its masks from another random stream (the same rule).
 
     Call arguments: ``inputs``, ``training``, and ``width``: the width of the model, which decides the
     variant; the last axis of ``inputs`` when None (the attention passes its ``H`` for probabilities
@@ -472,10 +463,12 @@ class Dropout(keras.layers.Dropout):
     """
 
     def call(self, inputs, training=False, width: int | None = None):
-        if training and 0 < self.rate < 1 and self.noise_shape is None and chosen("xla_dropout") and dropout_pays(
-                inputs, width):
-            return dropout_training(inputs, self.rate, self.seed_generator.next(), width)
+        if training and 0 < self.rate < 1 and self.noise_shape is None:
+            return kernels.dropout(inputs, self.rate, self.seed_generator, width, self._keras_dropout)
         return super().call(inputs, training=training)
+
+    def _keras_dropout(self, inputs):
+        return super().call(inputs, training=True)
 
 
 @register

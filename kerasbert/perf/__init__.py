@@ -1,2 +1,2 @@
-"""Speed policy and faster forms: oneDNN on CPUs, when XLA pays, and the speed variants of the layers' steps,
-chosen by machine kind in one place (`kerasbert.perf.variants`)."""
+"""Speed policy and faster forms: oneDNN on CPUs, when XLA pays, and the speed variants of the layers' steps, reached
+through one call per kernel (`kerasbert.perf.kernels`) and chosen in one table (`kerasbert.perf.variants`)."""

@@ -1,7 +1,7 @@
 """Faster forms of steps of the two Transformer blocks (`kerasbert.modeling.blocks`) for TensorFlow with oneDNN.
 
-Each gives the blocks' plain form's numbers within float32 rounding; `kerasbert.perf.variants.chosen` says where
-each runs:
+Each gives the blocks' plain form's numbers within float32 rounding; the kernels of `kerasbert.perf.kernels` take
+them where `kerasbert.perf.variants.chosen` says so:
 
 - ``dense_2d`` (`flat_tokens`, `dense_2d`): a projection of ``[B, S, H]`` as a 2-D matmul on ``[B·S, H]``.
   TensorFlow's graph optimizer then sees ``MatMul -> BiasAdd -> Gelu`` with nothing between (a 3-D matmul is
@@ -26,10 +26,12 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 
 from keras import ops
 
-from kerasbert.perf.onednn import fuses_bf16_activation
+from kerasbert.perf.onednn import ONEDNN_BF16_FLAGS, cpu_flags
+from kerasbert.perf.variants import chosen
 
 HALF = ("float16", "bfloat16")
 
@@ -40,9 +42,10 @@ def flat_tokens(x):
 
 
 def dense_2d(layer, x):
-    """``layer(x)`` for a Dense ``layer`` and ``x`` ``[B, S, H]``, computed on `flat_tokens` and shaped back."""
-    batch, length = ops.shape(x)[0], ops.shape(x)[1]
-    return ops.reshape(layer(flat_tokens(x)), (batch, length, layer.units))
+    """``layer(x)`` for ``x`` ``[..., H]`` (a Dense layer, or any function of the last axis), computed on
+    `flat_tokens` and shaped back to ``[..., ·]``."""
+    y = layer(flat_tokens(x))
+    return ops.reshape(y, (*ops.shape(x)[:-1], y.shape[-1]))
 
 
 def onednn_scores(q, k, seen):
@@ -81,3 +84,30 @@ def activation_in_float32(compute_dtype: str, activation: str, training) -> bool
     if training or compute_dtype not in HALF:
         return False
     return not (compute_dtype == "bfloat16" and activation == "gelu" and fuses_bf16_activation())
+
+
+def fuses_bf16_activation(flags: Container[str] | None = None) -> bool:
+    """Whether the graph being traced runs a bfloat16 MatMul + BiasAdd + GELU as one oneDNN kernel.
+
+    That is a graph TensorFlow traces (not eager, not inside an XLA compile), with no GPU to place ops on,
+    oneDNN on, a CPU on which TensorFlow gives oneDNN bf16 ops (`kerasbert.perf.onednn.ONEDNN_BF16_FLAGS`), and
+    projections written as 2-D matmuls (the ``"dense_2d"`` variant: a 3-D one reshapes its product between the
+    matmul and the GELU, which then cannot join the kernel). There the kernel computes the GELU in float32 on the
+    accumulator, faster than a float32 GELU beside the matmul; elsewhere TensorFlow would run bf16 erf element by
+    element.
+
+    Example:
+    >>> fuses_bf16_activation(flags={"avx2"})
+    False
+    """
+    import keras
+
+    if keras.config.backend() != "tensorflow" or not any(f in (cpu_flags() if flags is None else flags)
+                                                         for f in ONEDNN_BF16_FLAGS):
+        return False
+    import tensorflow as tf
+
+    from kerasbert.internals import enclosing_xla_context, onednn_enabled
+
+    return (onednn_enabled() and not tf.executing_eagerly() and enclosing_xla_context() is None
+            and not tf.config.list_logical_devices("GPU") and chosen("dense_2d"))

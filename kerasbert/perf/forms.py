@@ -1,9 +1,9 @@
 """Faster forms of two steps of the plain layers, in `keras.ops`: the centred LayerNorm, the one-hot segment lookup.
 
-Each is a speed variant (`kerasbert.perf.variants`): `kerasbert.modeling.layers.LayerNorm` and
-`kerasbert.modeling.layers.SegmentEmbedding` take it where `kerasbert.perf.variants.chosen` says so, and
-compute Keras's own math elsewhere. Both give the plain layer's numbers within float32 rounding, forward and
-gradients (`tests/perf/test_variants.py`).
+Each is a speed variant (`kerasbert.perf.variants`) of a kernel of `kerasbert.perf.kernels`, which takes it where
+`kerasbert.perf.variants.chosen` says so; `kerasbert.modeling.layers.LayerNorm` and
+`kerasbert.modeling.layers.SegmentEmbedding` compute Keras's own math elsewhere. Both give the plain layer's
+numbers within float32 rounding, forward and gradients (`tests/perf/test_variants.py`).
 
 - **Centred LayerNorm** (`centred_layer_norm`, variant ``"centred_layer_norm"``): ``(x-μ)·(γ/√(σ²+ε)) + β``
   with the centred ``x-μ`` computed once and used for both the variance and the output, where
@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import keras
 from keras import ops
-
-MAX_ONE_HOT = 16  # tables of more rows are looked up, not summed: the sum's work grows with the rows
 
 
 def centred_layer_norm(inputs, gamma, beta, epsilon: float, dtype: str):

@@ -16,18 +16,16 @@ custom gradient TensorFlow's:
   (`kerasbert.perf.forms.centred_layer_norm`) and the backward is written out (`layer_norm_gradient`) from the
   input alone.
 
-Each is a speed variant (`kerasbert.perf.variants`, ``"xla_gelu"``, ``"xla_dropout"``, ``"xla_layer_norm"``): the
-feed-forward, `kerasbert.modeling.layers.Dropout` and `kerasbert.modeling.layers.LayerNorm` take them where
-`kerasbert.perf.variants.chosen` says so (the norm, like the dropout, from `MIN_DROPOUT_WIDTH` on); the dropout's
-masks then come from this random stream, not Keras's. The same numbers as the formulas within float32 rounding
+Each is a speed variant (`kerasbert.perf.variants`, ``"xla_gelu"``, ``"xla_dropout"``, ``"xla_layer_norm"``) of a
+kernel of `kerasbert.perf.kernels`, which takes it where `kerasbert.perf.variants.chosen` says so (from the widths
+the table gives: XLA compiles once for each batch shape, and without XLA `kerasbert train` pads a batch to its
+longest row, so a run meets up to ``maxlen`` shapes: BERT-base repays each compile in about one step of that
+shape, a much smaller model only after many; figures in benchmarks/HISTORY.md); the dropout's masks then come from
+this random stream, not Keras's. The same numbers as the formulas within float32 rounding
 (`tests/perf/test_fused.py`); under mixed precision the GELU's kernels compute in float32 and round to bf16 once
-(`_in_float32`). Where the step is compiled with XLA already (`jit_compile`, JAX), the compiler fuses the GELU as
-written and Keras's own dropout is used; so it is on PyTorch, and on models narrower than BERT-base
-(`MIN_WIDTH`, `MIN_DROPOUT_WIDTH`). XLA compiles once for each batch shape, and without XLA `kerasbert train`
-pads a batch to its longest row, so a run meets up to ``maxlen`` shapes: BERT-base repays each compile in about
-one step of that shape, a much smaller model only after many (hence the width thresholds; figures in
-benchmarks/HISTORY.md). Inference keeps Keras's erfc GELU (`kerasbert.modeling.layers.gelu_erf`), which
-TensorFlow's oneDNN fuses with the matmul before it, and has no dropout.
+(`_in_float32`). Where the step is compiled with XLA already (`jit_compile`, JAX), each runs as written (the
+compiler fuses it), and so on PyTorch. Inference keeps Keras's erfc GELU (`kerasbert.modeling.layers.gelu_erf`),
+which TensorFlow's oneDNN fuses with the matmul before it, and has no dropout.
 
 Example:
 >>> import keras
@@ -49,8 +47,6 @@ from keras import ops
 
 SQRT_HALF = 0.7071067811865476  # 1/√2
 INV_SQRT_TWO_PI = 0.3989422804014327  # 1/√(2π) = φ(0)
-MIN_WIDTH = 3072  # inner layers at least this wide get the XLA GELU: BERT-base's and wider
-MIN_DROPOUT_WIDTH = 768  # models at least this wide get the XLA dropout: BERT-base and wider
 _LOWBIAS32 = (np.uint32(0x7FEB352D), np.uint32(0x846CA68B))  # C. Wellons's hash-prospector, "lowbias32"
 _GOLDEN = np.uint32(0x9E3779B9)  # 2³²/φ, a constant with no structure, to separate the two keys
 
@@ -83,7 +79,7 @@ def gelu_erf_gradient(x, dy):
 
 def gelu_erf_training(x):
     """`gelu_erf_composed` of a ``[N, I]`` inner layer, as XLA kernels on TensorFlow's plain graph (above)."""
-    if (x.shape[-1] or 0) >= MIN_WIDTH and plain_tensorflow_graph():
+    if plain_tensorflow_graph():
         return _xla_gelu()(x)
     return gelu_erf_composed(x)
 
@@ -123,22 +119,14 @@ def dropout_with_bits(x, rate: float, seed):
     return ops.where(keep, x * ops.cast(1.0 / (1.0 - rate), x.dtype), ops.zeros_like(x))
 
 
-def dropout_pays(x, width: int | None = None) -> bool:
-    """Whether `dropout_training` runs as an XLA kernel: TensorFlow, no XLA step around it, a model at least
-    `MIN_DROPOUT_WIDTH` wide (``width``: the model's; the last axis of ``x`` when None)."""
-    width = x.shape[-1] if width is None else width
-    return (width or 0) >= MIN_DROPOUT_WIDTH and plain_tensorflow_graph()
-
-
-def dropout_training(x, rate: float, seed, width: int | None = None):
-    """Dropout of ``x`` in training, `dropout_with_bits`: one XLA kernel each way where `dropout_pays`,
-    as written elsewhere. ``seed``: two integers, a new pair for each call (`keras.random.SeedGenerator.next`).
-    """
+def dropout_training(x, rate: float, seed):
+    """Dropout of ``x`` in training, `dropout_with_bits`: one XLA kernel each way on TensorFlow's plain graph, as
+    written elsewhere. ``seed``: two integers, a new pair for each call (`keras.random.SeedGenerator.next`)."""
     if not 0.0 <= rate < 1.0:
         raise ValueError(f"dropout rate must be in [0, 1): got {rate}")
     if rate == 0.0:
         return x
-    return _xla_dropout(float(rate))(x, seed) if dropout_pays(x, width) else dropout_with_bits(x, rate, seed)
+    return _xla_dropout(float(rate))(x, seed) if plain_tensorflow_graph() else dropout_with_bits(x, rate, seed)
 
 
 def layer_norm_gradient(x, gamma, dy, epsilon: float):

@@ -6,48 +6,40 @@ graph, each step. Here a projection (`kerasbert.modeling.blocks.Projection`) rea
 whose gradient stays in bf16, and kerasbert's optimizer (`kerasbert.modeling.optimizers.LayerwiseAdamW`, whose
 ``half_gradients`` says it takes them) casts each gradient to its variable's dtype inside its XLA-compiled
 update, where the cast costs no pass of its own. The bf16 gradient is the same number either way, so the update
-is the same. Only a step of a kerasbert model (`kerasbert.modeling.backbone.TransformerModel.train_step`) whose
-optimizer takes them allows it, on TensorFlow's plain graph, outside a distribution strategy (whose all-reduce
-would then sum in bf16): any other optimizer gets float32 gradients as Keras gives them.
+is the same. The projection's autocast kernel (`kerasbert.perf.kernels.autocast`) takes `scope` where the
+kernel table chooses the variant, and the table's entry needs a grant: only a step of a kerasbert model
+(`kerasbert.modeling.backbone.TransformerModel.train_step`) whose optimizer takes them gives it (`allowing`).
+It runs on TensorFlow's plain graph, outside a distribution strategy (whose all-reduce would then sum in bf16):
+any other optimizer gets float32 gradients as Keras gives them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
 
-_allowed: list[bool] = [False]
-
-
-@contextlib.contextmanager
-def allowing(allowed: bool) -> Iterator[None]:
-    """Whether the projections traced inside may hand their gradients over in bf16 (``allowed``)."""
-    saved = _allowed[0]
-    _allowed[0] = bool(allowed)
-    try:
-        yield
-    finally:
-        _allowed[0] = saved
+from kerasbert.perf.variants import granted
 
 
-def scope(layer, training) -> contextlib.AbstractContextManager:
-    """The autocast scope for ``layer``'s call: one that keeps its weights' gradients in bf16 where this step
-    allows it (`allowing`), the variant is chosen, the layer trains in mixed bf16 on TensorFlow's plain graph
-    outside a distribution strategy; else nothing (Keras's own)."""
-    from kerasbert.perf.variants import chosen
+def allowing(allowed: bool) -> contextlib.AbstractContextManager:
+    """Whether the projections traced inside may hand their gradients over in bf16 (``allowed``): grants the kernel
+    table's ``"half_gradients"`` entry, or withholds it."""
+    return granted({"half_gradients": bool(allowed)})
 
-    if not (training and _allowed[0] and layer.compute_dtype == "bfloat16" and layer.variable_dtype == "float32"
-            and chosen("half_gradients")):
-        return contextlib.nullcontext()
+
+def scope(layer, training) -> contextlib.AbstractContextManager | None:
+    """The autocast scope that keeps ``layer``'s weights' gradients in bf16, where the layer trains in mixed bf16 on
+    TensorFlow's plain graph outside a distribution strategy; None elsewhere (Keras's own autocast)."""
+    if not (training and layer.compute_dtype == "bfloat16" and layer.variable_dtype == "float32"):
+        return None
     from kerasbert.perf.fused import plain_tensorflow_graph
 
     if not plain_tensorflow_graph():
-        return contextlib.nullcontext()
+        return None
     import tensorflow as tf
 
     cls = _scope_class()
-    return contextlib.nullcontext() if cls is None or tf.distribute.has_strategy() else cls("bfloat16")
+    return None if cls is None or tf.distribute.has_strategy() else cls("bfloat16")
 
 
 @functools.cache

@@ -11,10 +11,10 @@ it off, ``TF_ENABLE_ONEDNN_OPTS=1`` turns it on for code that imports Keras firs
 
 With oneDNN on, TensorFlow's graph runs a projection and its GELU as one kernel, which computes the GELU
 on the matmul's float32 accumulator and rounds once: in bfloat16 too where oneDNN does bf16 (an AVX-512 or
-AVX-NE-CONVERT CPU, as TensorFlow decides). `fuses_bf16_activation` says when that holds for the graph
-being traced; `kerasbert.modeling.blocks.FeedForward` reads it under mixed precision. Whether bf16 is any faster than
-float32 on a CPU is measured, not read from its flags (`bf16_speedup`): `kerasbert train --mixed-precision`
-says what it measured.
+AVX-NE-CONVERT CPU, as TensorFlow decides). `kerasbert.perf.block_variants.fuses_bf16_activation` says when
+that holds for the graph being traced; the feed-forward's activation kernel reads it under mixed precision.
+Whether bf16 is any faster than float32 on a CPU is measured, not read from its flags (`bf16_speedup`):
+`kerasbert train --mixed-precision` says what it measured.
 
 Example:
 >>> prefer_onednn(environ={}, modules={}, machine="x86_64")
@@ -107,31 +107,3 @@ def bf16_pays(speedup: float | None = None) -> bool:
     """
     speedup = bf16_speedup() if speedup is None else speedup
     return speedup is not None and speedup >= HALF_FASTER
-
-
-def fuses_bf16_activation(flags: Container[str] | None = None) -> bool:
-    """Whether the graph being traced runs a bfloat16 MatMul + BiasAdd + GELU as one oneDNN kernel.
-
-    That is a graph TensorFlow traces (not eager, not inside an XLA compile), with no GPU to place ops on,
-    oneDNN on, a CPU on which TensorFlow gives oneDNN bf16 ops (`ONEDNN_BF16_FLAGS`), and projections written
-    as 2-D matmuls (the ``"dense_2d"`` variant, `kerasbert.perf.variants`: a 3-D one reshapes its product
-    between the matmul and the GELU, which then cannot join the kernel). There the kernel
-    computes the GELU in float32 on the accumulator, faster than a float32 GELU beside the matmul; elsewhere
-    TensorFlow would run bf16 erf element by element.
-
-    Example:
-    >>> fuses_bf16_activation(flags={"avx2"})
-    False
-    """
-    import keras
-
-    if keras.config.backend() != "tensorflow" or not any(f in (cpu_flags() if flags is None else flags)
-                                                         for f in ONEDNN_BF16_FLAGS):
-        return False
-    import tensorflow as tf
-
-    from kerasbert.internals import enclosing_xla_context, onednn_enabled
-    from kerasbert.perf.variants import chosen
-
-    return (onednn_enabled() and not tf.executing_eagerly() and enclosing_xla_context() is None
-            and not tf.config.list_logical_devices("GPU") and chosen("dense_2d"))

@@ -1,6 +1,8 @@
 """The forms two steps take in a graph traced for a portable runtime (OpenVINO, onnxruntime), so it fuses them.
 
-The ONNX and OpenVINO exports trace the model inside `portable_graph` (`kerasbert.serving.convert`). There:
+The ONNX and OpenVINO exports trace the model inside `portable_graph` (`kerasbert.serving.convert`), which grants
+two entries of the kernel table (`kerasbert.perf.variants`): ``"portable_gelu"`` and ``"portable_layer_norm"``.
+There:
 
 - the feed-forward's erf GELU is written ``0.5·x·(1+erf(x/√2))`` (`kerasbert.perf.fused.gelu_erf_composed`), the
   pattern OpenVINO turns into one ``Gelu``, a post-op of the matmul before it; Keras writes
@@ -15,8 +17,9 @@ TensorFlow graph keep Keras's forms.
 
 Example:
 >>> from keras import ops
+>>> from kerasbert.perf.variants import chosen
 >>> with portable_graph():
-...     in_portable_graph()
+...     chosen("portable_layer_norm")
 True
 >>> y = portable_layer_norm(ops.reshape(ops.arange(6, dtype="float32"), (2, 3)), ops.ones(3), ops.zeros(3), 1e-12,
 ...                         "float32")
@@ -27,30 +30,19 @@ True
 from __future__ import annotations
 
 import contextlib
-import threading
-from collections.abc import Iterator
 
 from keras import ops
 
-__all__ = ["in_portable_graph", "portable_graph", "portable_layer_norm"]
+from kerasbert.perf.variants import granted
 
-_state = threading.local()
+__all__ = ["PORTABLE_FORMS", "portable_graph", "portable_layer_norm"]
 
-
-@contextlib.contextmanager
-def portable_graph() -> Iterator[None]:
-    """Trace the graphs built inside for a portable runtime (this thread only)."""
-    saved = in_portable_graph()
-    _state.on = True
-    try:
-        yield
-    finally:
-        _state.on = saved
+PORTABLE_FORMS = ("portable_gelu", "portable_layer_norm")
 
 
-def in_portable_graph() -> bool:
-    """Whether the graph being traced is for a portable runtime (`portable_graph`)."""
-    return getattr(_state, "on", False)
+def portable_graph() -> contextlib.AbstractContextManager:
+    """Trace the graphs built inside for a portable runtime: the kernel table's `PORTABLE_FORMS` are granted."""
+    return granted(dict.fromkeys(PORTABLE_FORMS, True))
 
 
 def portable_layer_norm(inputs, gamma, beta, epsilon: float, dtype: str):

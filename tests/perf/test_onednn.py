@@ -55,7 +55,8 @@ def test_bf16_by_onednn_needs_its_cpu_flags_and_a_traced_graph_outside_xla():
     import tensorflow as tf
     from tensorflow.python.util import _pywrap_util_port
 
-    from kerasbert.perf.onednn import cpu_flags, fuses_bf16_activation
+    from kerasbert.perf.block_variants import fuses_bf16_activation
+    from kerasbert.perf.onednn import cpu_flags
     from kerasbert.perf.variants import forced
 
     if os.path.exists("/proc/cpuinfo"):

@@ -6,7 +6,9 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert import build_transformer_model, heads
-from kerasbert.perf.portable import in_portable_graph, portable_graph
+from kerasbert.perf import kernels
+from kerasbert.perf.portable import portable_graph
+from kerasbert.perf.variants import chosen
 
 import helpers
 
@@ -20,10 +22,13 @@ def test_a_model_traced_for_a_portable_runtime_gives_the_plain_numbers():
         return tf.function(lambda ids, segments: model([ids, segments], training=False)).get_concrete_function(
             tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32))
 
-    plain = traced()
-    with portable_graph():
+    with kernels.recording() as forms:
+        plain = traced()
+    with portable_graph(), kernels.recording() as portable_forms:
         portable = traced()
-    assert not in_portable_graph()
+    assert not chosen("portable_gelu") and not chosen("portable_layer_norm")
+    assert {"portable_gelu", "portable_layer_norm"} <= {form for _, form in portable_forms}
+    assert not {"portable_gelu", "portable_layer_norm"} & {form for _, form in forms}
     ops = {graph: {op.type for op in function.graph.get_operations()} for graph, function in
            (("plain", plain), ("portable", portable))}
     assert "Erfc" in ops["plain"] and "Erf" in ops["portable"] and "Erfc" not in ops["portable"]
