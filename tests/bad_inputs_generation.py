@@ -55,7 +55,7 @@ def _decoder_topk(tmp):
 
 def _seq2seq_export(tmp, _):
     """The information file of a seq2seq export: what a caller reaches before the model loads."""
-    from kerasbert.serving.export import EXPORT_INFO
+    from kerasbert.serving.folder import EXPORT_INFO
 
     (tmp / "export").mkdir()
     (tmp / "export" / EXPORT_INFO).write_text(json.dumps({"task": "seq2seq", "labels": [], "pairs": False}))
@@ -64,7 +64,7 @@ def _seq2seq_export(tmp, _):
 def _portable_seq2seq(tmp, _, files: dict | None = None, **changes) -> None:
     """An ONNX seq2seq export's folder as far as is read before its decoder loads: its information file, its
     vocabulary and two stand-in graph files (a tiny BERT's: 2 layers, hidden 32, 64 positions)."""
-    from kerasbert.serving.export import EXPORT_INFO, vocab_checksum
+    from kerasbert.serving.folder import EXPORT_INFO, vocab_checksum
 
     folder = tmp / "export"
     vocab = text(folder / "vocab.txt", "".join(t + "\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "今", "天"]))
@@ -81,7 +81,7 @@ def _portable_seq2seq(tmp, _, files: dict | None = None, **changes) -> None:
 def _saved_seq2seq(tmp, _, **decoder) -> None:
     """A seq2seq SavedModel export's information file, all that is read before the SavedModel loads: a BERT-base's
     search with 4096 beams over 512 positions."""
-    from kerasbert.serving.export import EXPORT_INFO
+    from kerasbert.serving.folder import EXPORT_INFO
 
     info = {"format": "saved_model", "task": "seq2seq", "labels": [], "pairs": False, "maxlen": 512,
             "target_maxlen": 32, "beams": 4096, "decoder": decoder}

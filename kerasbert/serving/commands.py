@@ -22,6 +22,7 @@ from kerasbert.choices import (
 from kerasbert.errors import ConfigError, fail
 from kerasbert.finetune.args import STRIDE_HELP, stride_argument
 from kerasbert.log import progress_verbosity
+from kerasbert.serving.folder import EXPORT_INFO, VECTOR_TASK, kind_of
 
 
 # ------------------------------------------------------------------------------------------- embed
@@ -113,12 +114,12 @@ def check_export(args: argparse.Namespace) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from kerasbert.serving.export import export, kind_of
+    from kerasbert.serving.export import export
 
     info = export(args.run, args.out, args.format, int8=args.int8, calibration=args.calibration,
                   precision=args.precision, accept_loss=args.accept_loss, stride=args.stride, pooling=args.pooling,
                   normalize=args.normalize)
-    if info["task"] == "embedding":
+    if info["task"] == VECTOR_TASK:
         from kerasbert.serving.vector_export import describe
 
         print(f"{args.out}: {describe(info)}")
@@ -184,7 +185,7 @@ def serve_arguments(parser: argparse.ArgumentParser) -> None:
 def serve_loads_tensorflow(args: argparse.Namespace) -> bool:
     """Whether ``serve`` runs TensorFlow: for a run folder or a SavedModel export, not for an OpenVINO or ONNX one."""
     try:
-        with open(os.path.join(args.path, "kerasbert-export.json"), encoding="utf-8") as f:
+        with open(os.path.join(args.path, EXPORT_INFO), encoding="utf-8") as f:
             return json.load(f).get("format", "saved_model") == "saved_model"
     except (OSError, ValueError, AttributeError):  # a run folder, or no export: its error comes from serve
         return True

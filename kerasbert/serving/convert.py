@@ -24,36 +24,22 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.log import logger
 from kerasbert.perf.portable import portable_graph
+from kerasbert.serving.extras import require
+from kerasbert.serving.precision import int8_choice
 
-if TYPE_CHECKING:
-    from kerasbert.finetune.runs import LoadedRun
-
-__all__ = ["CALIBRATION", "OPSET", "Names", "activation_products", "function_to_onnx", "function_to_openvino",
-           "require", "to_onnx", "to_openvino", "weight_bits_of", "write_portable"]
+__all__ = ["CALIBRATION", "COLLECT_BYTES", "OPSET", "Names", "activation_products", "function_to_onnx",
+           "function_to_openvino", "to_onnx", "to_openvino", "weight_bits_of"]
 
 OPSET = 17
 COLLECT_BYTES = 64 << 20  # float32 weights from which an ONNX conversion frees its copies as it goes (`_tf2onnx`)
 CALIBRATION = 300
 Names = tuple[list[str], list[str]]  # a converted function's input names and output names, each in flattened order
-INSTALL = {"tf2onnx": "tf2onnx", "onnxruntime": "onnxruntime", "openvino": "openvino", "nncf": "nncf"}
-
-
-def require(module: str, what: str):
-    """Import ``module``, or a ConfigError saying which extra installs it."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise fail(ConfigError, "export", f"{INSTALL[module.split('.')[0]]}, {what}", f"{type(e).__name__}: {e}",
-                   'pip install "kerasbert[serve]"') from None
 
 
 def _function(model):
@@ -144,8 +130,6 @@ def _without_preprocessing_advice() -> Iterator[None]:
 
 def _weight_bits(weight_bits: int | None) -> int:
     """``weight_bits`` (7 or 8), or the bits this CPU calls for when None (`int8_choice`)."""
-    from kerasbert.serving.precision import int8_choice
-
     if weight_bits is None:
         return int8_choice()["weight_bits"]
     if weight_bits not in (7, 8):
@@ -272,56 +256,3 @@ def _quantize_openvino(converted, calibration: Sequence[tuple[np.ndarray, np.nda
 def weight_bits_of(info: dict) -> int | None:
     """The weight bits an export's ``int8_choice`` records, None when it records none."""
     return info.get("int8_choice", {}).get("weight_bits")
-
-
-def _calibration(loaded: LoadedRun, info: dict, path: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Up to ``CALIBRATION`` examples of ``path`` (default: the run's training file, else its dev file), encoded."""
-    from kerasbert.serving.export import data_file
-
-    args, the_task, tokenizer, labels = loaded.args, loaded.task, loaded.tokenizer, loaded.labels
-    candidates = [path] if path is not None else [p for p in (data_file(args.train), data_file(args.dev)) if p]
-    if not candidates or not os.path.isfile(candidates[0]):
-        found = repr(path) if path is not None else f"neither the training file {args.train!r} nor a dev file"
-        raise fail(ConfigError, "--calibration", "a data file in the training format, to calibrate int8", found,
-                   "pass --calibration FILE")
-    examples = the_task.read(candidates[0], labels)[:CALIBRATION]
-    features = the_task.encode(tokenizer, examples, None, info["maxlen"], candidates[0])
-    return [(np.array([ids], np.int32), np.array([segments], np.int32))
-            for ids, segments in zip(features.token_ids, features.segment_ids, strict=True)]
-
-
-def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str | None = None,
-                   dev: str | None = None) -> None:
-    """An OpenVINO or ONNX export of an opened run (`kerasbert.finetune.runs.LoadedRun`) into ``folder``; fills
-    ``info``'s ``crf_transitions`` and ``dev`` with the export's own score on the dev file ``dev`` (``{}`` without
-    one, and ``dev_unscored`` saying why)."""
-    import shutil
-
-    from kerasbert.modeling.crf import crf_layers
-    from kerasbert.serving.export import unscored_why
-    from kerasbert.serving.runtime import MODEL_FILES, PortableExport
-
-    run, args, the_task, labels, model = loaded.run, loaded.args, loaded.task, loaded.labels, loaded.model
-    shutil.copyfile(run.file("vocab.txt"), os.path.join(folder, "vocab.txt"))
-    if info["crf"]:
-        info["crf_transitions"] = np.asarray(crf_layers(model)[0].trans, np.float64).tolist()
-    path = os.path.join(folder, MODEL_FILES[info["format"]])
-    served = PortableExport
-    if args.task == "seq2seq":  # the decoder's prefill and step, searched in Python
-        from kerasbert.serving.portable_decoder import PortableSeq2Seq, write_decoder
-
-        info["decoder"] = {**write_decoder(model, folder, info["format"], info["int8"], info.get("int8_choice")),
-                           "precision": info["precision"], "precision_choice": info["precision_choice"]}
-        served = PortableSeq2Seq
-    elif info["format"] == "onnx":
-        to_onnx(model, path, int8=info["int8"], weight_bits=weight_bits_of(info))
-    else:
-        to_openvino(model, path, _calibration(loaded, info, calibration) if info["int8"] else None,
-                    weight_bits_of(info))
-    if dev is not None:
-        examples = the_task.read(dev, labels)
-        predictions = served(folder, info).predict_examples(examples)
-        info["dev"] = the_task.score(examples, predictions, labels)
-    else:
-        info["dev"] = {}
-        info["dev_unscored"] = unscored_why(args)

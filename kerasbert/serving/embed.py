@@ -30,7 +30,8 @@ import numpy as np
 from kerasbert import layer_names as names
 from kerasbert.choices import EMBED_MAXLEN, EMBED_POOLING, PREDICT_BATCH_SIZE, SIM_POOLINGS, VECTOR_FILES
 from kerasbert.errors import ConfigError, DataError, fail
-from kerasbert.serving.export import EXPORT_INFO
+from kerasbert.serving.exported import open_export
+from kerasbert.serving.folder import EXPORT_INFO, VECTOR_TASK, read_info
 from kerasbert.text.coverage import warn_unknown
 from kerasbert.text.tokenizer import Tokenizer, folder_lower_case
 
@@ -271,9 +272,6 @@ def _run(path: str, pooling: str | None, normalize: bool | None, maxlen: int | N
 def _vector_export_info(path: str) -> dict:
     """The ``kerasbert-export.json`` of an export of a vector model, read before its model loads; a ConfigError for an
     export of another model."""
-    from kerasbert.serving.exported import read_info
-    from kerasbert.serving.vector_export import VECTOR_TASK
-
     info = read_info(path)
     if info["task"] != VECTOR_TASK:
         raise fail(ConfigError, path, "an export of a sentence-vector model (`kerasbert export CHECKPOINT OUT`)",
@@ -283,8 +281,6 @@ def _vector_export_info(path: str) -> dict:
 
 def _export(path: str, pooling: str | None, normalize: bool | None, maxlen: int | None) -> Embedder:
     """An export folder of a vector model (`kerasbert.serving.vector_export`), run by its own runtime."""
-    from kerasbert.serving.exported import open_export
-
     _vector_export_info(path)
     served = open_export(path)
     info = served.info

@@ -1,7 +1,7 @@
 """Export a fine-tuned run for serving: a TensorFlow SavedModel that takes raw text, or an OpenVINO or ONNX model.
 
-OpenVINO and ONNX exports hold the model alone, beside ``vocab.txt`` (`kerasbert.serving.convert` writes them,
-`kerasbert.serving.runtime` runs them); the rest of this page is about the SavedModel.
+OpenVINO and ONNX exports hold the model alone, beside ``vocab.txt`` (`write_portable`, with the converters of
+`kerasbert.serving.convert`; `kerasbert.serving.runtime` runs them); the rest of this page is about the SavedModel.
 
 The tokenizer runs inside the graph (`kerasbert.serving.graph_text.GraphTokenizer`, tensorflow-text ops with
 kerasbert's ids), so TF Serving, or any TensorFlow program, answers raw text without kerasbert installed. Two
@@ -11,8 +11,8 @@ signatures:
   returns ``label`` (string), ``label_id`` and ``probabilities``; a tagger returns its entities padded per row,
   ``entity_text``, ``entity_label`` (``""`` as padding), ``entity_start``, ``entity_end`` (character offsets into
   the input, ``end`` exclusive; -1 as padding) and ``entity_count``, read from each word's first piece as
-  ``kerasbert predict`` reads them (a CRF head is Viterbi-decoded in the graph); a span run returns the same
-  outputs, nested entities included (`kerasbert.serving.span_export`);
+  ``kerasbert predict`` reads them (a CRF head is Viterbi-decoded in the graph; `kerasbert.serving.label_export`);
+  a span run returns the same outputs, nested entities included (`kerasbert.serving.span_export`);
 - ``ids``: ``token_ids`` and ``segment_ids`` for callers that tokenize themselves; it returns the head's output
   (``probabilities``, ``tag_ids`` per piece for a tagger, ``span_logits`` for a span run), one row per row given.
 
@@ -22,7 +22,8 @@ splits a text longer than ``maxlen`` into windows and merges their answers in th
 (`kerasbert.text.windows`).
 
 Beside the model, ``kerasbert-export.json`` records the task, labels, maximum length, stride, vocabulary checksum,
-source run, format, precision and the exported model's dev score.
+source run, format, precision and the exported model's dev score (`kerasbert.serving.folder`, which also publishes
+the folder whole).
 
 An OpenVINO or ONNX export scores itself on the run's dev file, as does a SavedModel in bfloat16
 (`kerasbert.serving.precision` chooses the precision). One that loses more than `kerasbert.choices.LOSS_BOUND` of
@@ -33,125 +34,26 @@ fails naming it, unless the caller accepts the loss.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
-from collections.abc import Callable
+import shutil
 from typing import TYPE_CHECKING
 
-from kerasbert.choices import EXPORT_FORMATS, LOSS_BOUND, MAXLEN, PRECISIONS
+import numpy as np
+
+from kerasbert.choices import EXPORT_FORMATS, LOSS_BOUND, MAXLEN
 from kerasbert.errors import ConfigError, ModelError, fail
-from kerasbert.files import publish_folder
 from kerasbert.log import logger
-from kerasbert.serving.precision import AUTO, BF16_TASKS, choose, fall_back, in_bfloat16, int8_record
+from kerasbert.serving.extras import require
+from kerasbert.serving.folder import MODEL_FILES, data_file, kind_of, publish_export, unscored_why, vocab_checksum
+from kerasbert.serving.portable_decoder import PortableSeq2Seq, write_decoder
+from kerasbert.serving.precision import AUTO, BF16_TASKS, choose, in_bfloat16, int8_record
+from kerasbert.serving.runtime import PortableExport
+from kerasbert.serving.vector_export import export_vectors, vector_source
 
 if TYPE_CHECKING:
     from kerasbert.finetune.runs import LoadedRun
 
-EXPORT_INFO = "kerasbert-export.json"
-REJECTED = ".rejected"  # the suffix of an export kept aside for its loss
-
-
-def _entities(text, tag_ids, token_ids, starts, ends, lengths, vocab, labels) -> dict:
-    """Entities of a batch, padded per row, from piece tags read on each word's first piece (BIO)."""
-    import tensorflow as tf
-
-    position = tf.range(tf.shape(token_ids)[1])[None]
-    real = (position >= 1) & (position < lengths[:, None] - 1)  # not [CLS], [SEP] or padding
-    first = real & ~tf.strings.regex_full_match(tf.gather(vocab, token_ids), "##.+")
-    word_tags = tf.ragged.boolean_mask(tag_ids, first)
-    rows, names = word_tags.value_rowids(), tf.gather(labels, word_tags.flat_values)
-    word_start = tf.ragged.boolean_mask(starts, first).flat_values
-    words_before = tf.cumsum(word_tags.row_lengths(), exclusive=True)
-    word_of_piece = tf.cumsum(tf.cast(first, tf.int64), axis=1) - 1 + words_before[:, None]
-    word_end = tf.math.unsorted_segment_max(tf.boolean_mask(ends, real), tf.boolean_mask(word_of_piece, real),
-                                            tf.shape(names, tf.int64)[0])
-    kind = tf.strings.regex_replace(names, "^[BI]-", "")
-    outside = ~tf.strings.regex_full_match(names, "[BI]-.+")
-    same_row = tf.concat([[False], rows[1:] == rows[:-1]], 0)
-    continues = (same_row & ~tf.concat([[True], outside[:-1]], 0) & (tf.concat([[""], kind[:-1]], 0) == kind)
-                 & tf.strings.regex_full_match(names, "I-.+"))
-    begins = ~outside & ~continues
-    entity = tf.boolean_mask(tf.cumsum(tf.cast(begins, tf.int64)) - 1, ~outside)
-    count = tf.reduce_sum(tf.cast(begins, tf.int64))
-    start = tf.math.unsorted_segment_min(tf.boolean_mask(word_start, ~outside), entity, count)
-    end = tf.math.unsorted_segment_max(tf.boolean_mask(word_end, ~outside), entity, count)
-    return padded_entities(text, tf.boolean_mask(rows, begins), tf.boolean_mask(kind, begins), start, end)
-
-
-def padded_entities(text, row, label, start, end) -> dict:
-    """The ``serving_default`` outputs of a batch's entities, given flat in row order (``row`` of each): padded per
-    row (``""`` and -1), with each entity's text cut from its input and ``entity_count``."""
-    import tensorflow as tf
-
-    values = {"entity_text": tf.strings.substr(tf.gather(text, row), start, end - start, unit="UTF8_CHAR"),
-              "entity_label": label, "entity_start": start, "entity_end": end}
-    nrows = tf.shape(text, tf.int64)[0]
-    out = {name: tf.RaggedTensor.from_value_rowids(value, row, nrows).to_tensor("" if value.dtype == tf.string
-                                                                                else -1)
-           for name, value in values.items()}
-    out["entity_count"] = tf.math.bincount(row, minlength=nrows, maxlength=nrows, dtype=tf.int64)
-    return out
-
-
-def _served(model, tokenizer, labels: list[str], vocab: list[str], task: str, crf: bool, pairs: bool,
-            stride: int | None = None):
-    """The tf.Module to save, and its two signatures; with ``stride``, ``serving_default`` splits long texts into
-    windows and merges their answers (`kerasbert.serving.graph_windows`)."""
-    import tensorflow as tf
-
-    from kerasbert.modeling.heads import crf_decoder
-
-    module = tf.Module()
-    module.model, module.tokenizer = (crf_decoder(model) if crf else model), tokenizer
-    label_names, pieces = tf.constant(labels), tf.constant(vocab)
-
-    def labelled(probabilities) -> dict:
-        label_id = tf.argmax(probabilities, -1, output_type=tf.int32)
-        return {"probabilities": probabilities, "label_id": label_id, "label": tf.gather(label_names, label_id)}
-
-    def head(token_ids, segment_ids) -> dict:
-        output = module.model([token_ids, segment_ids], training=False)
-        if task == "cls":
-            return labelled(output)
-        tag_ids = output if crf else tf.argmax(output, -1, output_type=tf.int32)
-        return {"tag_ids": tf.cast(tag_ids, tf.int32)}
-
-    def on_windows(text) -> dict:
-        from kerasbert.serving import graph_windows
-
-        windows = graph_windows.split(module.tokenizer.pieces(text), tokenizer.maxlen, stride, vocab.index("[CLS]"),
-                                      vocab.index("[SEP]"))
-        out = head(windows["token_ids"], windows["segment_ids"])
-        if task == "cls":
-            return labelled(graph_windows.mean_by_document(out["probabilities"], windows))
-        return _entities(text, graph_windows.merge_pieces(out["tag_ids"], windows), windows["text_token_ids"],
-                         windows["text_starts"], windows["text_ends"], windows["text_lengths"], pieces, label_names)
-
-    def on_text(text, text_b=None) -> dict:
-        if stride is not None:
-            return on_windows(text)
-        pieces_of = module.tokenizer.tokenize(text, text_b) if pairs else module.tokenizer.tokenize(text)
-        out = head(pieces_of["token_ids"], pieces_of["segment_ids"])
-        if task == "cls":
-            return out
-        return _entities(text, out["tag_ids"], pieces_of["token_ids"], pieces_of["starts"], pieces_of["ends"],
-                         pieces_of["lengths"], pieces, label_names)
-
-    text = [tf.TensorSpec([None], tf.string, name="text")] + ([tf.TensorSpec([None], tf.string, name="text_b")]
-                                                              if pairs else [])
-    ids = [tf.TensorSpec([None, None], tf.int32, name="token_ids"), tf.TensorSpec([None, None], tf.int32,
-                                                                                  name="segment_ids")]
-    module.serve_text = tf.function(on_text, input_signature=text)
-    module.serve_ids = tf.function(head, input_signature=ids)
-    return module, {"serving_default": module.serve_text.get_concrete_function(),
-                    "ids": module.serve_ids.get_concrete_function()}
-
-
-def vocab_checksum(path: str) -> str:
-    """The SHA-256 of a vocabulary file, as ``kerasbert-export.json`` records it."""
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+__all__ = ["check_arguments", "export", "loss_over_bound", "write_portable"]
 
 
 def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, precision: tuple[str, dict]) -> dict:
@@ -181,23 +83,6 @@ def check_arguments(out: str, format: str, int8: bool) -> None:
     check_writable(out, "out")
 
 
-def kind_of(info: dict) -> str:
-    """An export's format, int8 and precision as words, from what ``kerasbert-export.json`` records.
-
-    Example:
-    >>> kind_of({"format": "openvino", "int8": True, "precision": "bf16"})
-    'openvino int8 bf16'
-    """
-    precision = info.get("precision", PRECISIONS[0])
-    return info["format"] + (" int8" if info["int8"] else "") + (f" {precision}" if precision != PRECISIONS[0] else "")
-
-
-def data_file(path: str | None) -> str | None:
-    """``path`` if a file is there (`kerasbert.finetune.runs.open_run` has already looked beside the run too), else
-    None."""
-    return path if path and os.path.isfile(path) else None
-
-
 def loss_over_bound(info: dict) -> str | None:
     """What an export loses against its run beyond `LOSS_BOUND`, as words, or None when within it (or unscored).
 
@@ -210,16 +95,6 @@ def loss_over_bound(info: dict) -> str | None:
     if mine is None or theirs is None or theirs - mine <= bound + 1e-9:
         return None
     return f"dev {metric} {mine:.4f} against the run's {theirs:.4f} ({mine - theirs:+.4f}, bound {bound:g})"
-
-
-def _set_aside(staging: str, out: str) -> str:
-    """Move a rejected export from ``staging`` to the first free ``OUT.rejected`` (``OUT.rejected-2``, ...)."""
-    kept, n = os.path.abspath(out) + REJECTED, 1
-    while os.path.exists(kept if n == 1 else f"{kept}-{n}"):
-        n += 1
-    kept = kept if n == 1 else f"{kept}-{n}"
-    os.replace(staging, kept)
-    return kept
 
 
 def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXPORT_FORMATS[0], int8: bool = False,
@@ -270,7 +145,6 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     """
     from kerasbert.finetune.runs import open_run, with_stride
     from kerasbert.modeling.config import resolve_config
-    from kerasbert.serving.vector_export import export_vectors, vector_source
     from kerasbert.text.windows import check_stride
 
     out = os.fspath(out)
@@ -300,54 +174,11 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
         if format == "saved_model":
             _write_saved_model(staging, loaded, maxlen, info)
         else:
-            from kerasbert.serving.convert import write_portable
-
             write_portable(staging, loaded, info, calibration, data_file(args.dev))
 
     publish_export(out, info, write, loss_over_bound, "the run's dev score", accept_loss)
     logger.info("exported %s (%s, %s) to %s", run.path, args.task, kind_of(info), out)
     return info
-
-
-def publish_export(out: str, info: dict, write: Callable[[str], None], loss: Callable[[dict], str | None],
-                   bound_of: str, accept_loss: bool) -> None:
-    """Write an export into ``out`` whole or not at all: ``write(staging)`` fills the folder and ``info``, then
-    ``kerasbert-export.json`` is written. An export whose ``loss(info)`` is not None is kept aside (`_set_aside`)
-    and a ModelError names where, unless ``accept_loss``, which publishes it with a warning; one whose precision
-    ``auto`` chose bf16 is first written again in float32 (`kerasbert.serving.precision.fall_back`)."""
-    with publish_folder(out) as staging:
-        write(staging)
-        lost = loss(info)
-        if lost and fall_back(info, lost):
-            logger.info("%s: %s", out, info["precision_choice"]["why"])
-            _empty(staging)
-            write(staging)
-            lost = loss(info)
-        with open(os.path.join(staging, EXPORT_INFO), "w", encoding="utf-8") as f:
-            f.write(json.dumps(info, ensure_ascii=False, indent=1) + "\n")
-        if lost and not accept_loss:
-            kept = _set_aside(staging, out)
-            raise fail(ModelError, out, f"an {kind_of(info)} export within the bound of {bound_of}", lost,
-                       f"not published; kept at {kept}: pass --accept-loss to publish such an export, or export "
-                       "without --int8/--precision bf16")
-    if lost:
-        logger.warning("%s: published with its loss (--accept-loss): %s", out, lost)
-    if info.get("dev_unscored"):
-        logger.warning("%s: could not score the export: %s", out, info["dev_unscored"])
-
-
-def _empty(folder: str) -> None:
-    """Remove what ``folder`` holds, leaving it."""
-    import shutil
-
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
-
-
-def unscored_why(args) -> str:
-    """Why a run's export has no dev score: its ``args.json`` names no dev file, or one that is not there."""
-    return f"the run's dev file {args.dev!r} is not there" if args.dev else "the run was trained without a dev file"
 
 
 def _check_bf16_saved_model(precision: str, format: str, task: str | None) -> None:
@@ -374,11 +205,9 @@ def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int, info: dict) 
 
     from kerasbert.text.tokenizer import load_vocab
 
-    try:
-        from kerasbert.serving.graph_text import GraphTokenizer
-    except ImportError as e:
-        raise fail(ConfigError, "export", "tensorflow-text, for the tokenizer inside the SavedModel",
-                   f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
+    require("tensorflow_text", "for the tokenizer inside the SavedModel")
+    from kerasbert.serving.graph_text import GraphTokenizer
+
     args = loaded.args
     info.pop("dev_unscored", None)
     info["dev"] = dict(info["dev_run"])  # float32: the run's own model
@@ -403,7 +232,58 @@ def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int, info: dict) 
         tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen)
         module, signatures = served_spans(loaded.model, tokenizer, loaded.labels.labels, vocab, args.stride)
     else:
+        from kerasbert.serving.label_export import served_labels
+
         tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen)
-        module, signatures = _served(loaded.model, tokenizer, loaded.labels.labels, vocab, args.task,
+        module, signatures = served_labels(loaded.model, tokenizer, loaded.labels.labels, vocab, args.task,
                                      bool(args.crf), args.text_b is not None, args.stride)
     tf.saved_model.save(module, folder, signatures=signatures)
+
+
+def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str | None = None,
+                   dev: str | None = None) -> None:
+    """An OpenVINO or ONNX export of an opened run (`kerasbert.finetune.runs.LoadedRun`) into ``folder``
+    (`kerasbert.serving.convert`; a seq2seq run's decoder, `kerasbert.serving.portable_decoder.write_decoder`); fills
+    ``info``'s ``crf_transitions`` and ``dev`` with the export's own score on the dev file ``dev`` (``{}`` without
+    one, and ``dev_unscored`` saying why)."""
+    from kerasbert.modeling.crf import crf_layers
+    from kerasbert.serving.convert import to_onnx, to_openvino, weight_bits_of
+
+    run, args, the_task, labels, model = loaded.run, loaded.args, loaded.task, loaded.labels, loaded.model
+    shutil.copyfile(run.file("vocab.txt"), os.path.join(folder, "vocab.txt"))
+    if info["crf"]:
+        info["crf_transitions"] = np.asarray(crf_layers(model)[0].trans, np.float64).tolist()
+    path = os.path.join(folder, MODEL_FILES[info["format"]])
+    served = PortableExport
+    if args.task == "seq2seq":  # the decoder's prefill and step, searched in Python
+        info["decoder"] = {**write_decoder(model, folder, info["format"], info["int8"], info.get("int8_choice")),
+                           "precision": info["precision"], "precision_choice": info["precision_choice"]}
+        served = PortableSeq2Seq
+    elif info["format"] == "onnx":
+        to_onnx(model, path, int8=info["int8"], weight_bits=weight_bits_of(info))
+    else:
+        to_openvino(model, path, _calibration(loaded, info, calibration) if info["int8"] else None,
+                    weight_bits_of(info))
+    if dev is not None:
+        examples = the_task.read(dev, labels)
+        predictions = served(folder, info).predict_examples(examples)
+        info["dev"] = the_task.score(examples, predictions, labels)
+    else:
+        info["dev"] = {}
+        info["dev_unscored"] = unscored_why(args)
+
+
+def _calibration(loaded: LoadedRun, info: dict, path: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Up to ``CALIBRATION`` examples of ``path`` (default: the run's training file, else its dev file), encoded."""
+    from kerasbert.serving.convert import CALIBRATION
+
+    args, the_task, tokenizer, labels = loaded.args, loaded.task, loaded.tokenizer, loaded.labels
+    candidates = [path] if path is not None else [p for p in (data_file(args.train), data_file(args.dev)) if p]
+    if not candidates or not os.path.isfile(candidates[0]):
+        found = repr(path) if path is not None else f"neither the training file {args.train!r} nor a dev file"
+        raise fail(ConfigError, "--calibration", "a data file in the training format, to calibrate int8", found,
+                   "pass --calibration FILE")
+    examples = the_task.read(candidates[0], labels)[:CALIBRATION]
+    features = the_task.encode(tokenizer, examples, None, info["maxlen"], candidates[0])
+    return [(np.array([ids], np.int32), np.array([segments], np.int32))
+            for ids, segments in zip(features.token_ids, features.segment_ids, strict=True)]

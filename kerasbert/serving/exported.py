@@ -9,7 +9,6 @@ or ONNX export is opened and run without importing TensorFlow.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 
@@ -19,13 +18,12 @@ from kerasbert.choices import PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.perf.onednn import bf16_pays
-from kerasbert.serving.export import EXPORT_INFO, vocab_checksum
+from kerasbert.serving.folder import EXPORT_INFO, MODEL_FILES, VECTOR_TASK, read_info, vocab_checksum
 from kerasbert.serving.portable_decoder import PortableSeq2Seq, check_search, decoder_files, search_batch
-from kerasbert.serving.runtime import MODEL_FILES, PortableExport, check_texts
-from kerasbert.serving.vector_export import VECTOR_TASK, PortableVectors, vector_rows
+from kerasbert.serving.runtime import PortableExport, PortableVectors, check_texts, vector_rows
 from kerasbert.text.predictions import label_row, spans_row
 
-__all__ = ["Export", "Served", "open_export", "predict_export", "read_info"]
+__all__ = ["Export", "Served", "open_export", "predict_export"]
 
 
 class Export:
@@ -68,24 +66,6 @@ class Export:
 
 
 Served = Export | PortableExport | PortableSeq2Seq  # what `open_export` gives: each has info, path, predict
-
-
-def read_info(path: str, task: str | None = None) -> dict:
-    """``kerasbert-export.json`` of ``path``, checked: a named error for a folder that is no export."""
-    info_path = os.path.join(path, EXPORT_INFO)
-    if not os.path.isfile(info_path):
-        raise fail(ConfigError, path, f"an export folder with {EXPORT_INFO} (`kerasbert export RUN OUT`)",
-                   "no such file" if os.path.isdir(path) else "no such folder")
-    try:
-        with open(info_path, encoding="utf-8") as f:
-            info = json.load(f)
-    except ValueError:
-        info = None
-    if not isinstance(info, dict) or not {"task", "labels", "pairs"} <= set(info):  # the keys every export has
-        raise fail(ConfigError, info_path, "the JSON `kerasbert export` writes", "something else")
-    if task is not None and info["task"] != task:
-        raise fail(ConfigError, path, f"an export of a {task} model", f"one of a {info['task']} model")
-    return info
 
 
 def _open_portable(path: str, info: dict) -> PortableExport | PortableSeq2Seq:
@@ -146,7 +126,8 @@ def _check_answers(served: Served) -> None:
 
 
 def open_export(path: str | os.PathLike, task: str | None = None) -> Served:
-    """Check and load an export folder; ``task`` (``"cls"``/``"ner"``), when given, must be the export's.
+    """Check and load an export folder (`kerasbert.serving.folder.read_info`); ``task`` (``"cls"``/``"ner"``), when
+    given, must be the export's.
 
     A SavedModel export gives an `Export`, an OpenVINO or ONNX one a `kerasbert.serving.runtime.PortableExport`;
     both have ``info``, ``path`` and ``predict(rows, batch_size)``. The export answers one text before it is

@@ -28,6 +28,10 @@ import numpy as np
 from kerasbert.choices import GENERATE_LIMITS, PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, fail
 from kerasbert.generation.state import cache_bytes, check_bounds, check_cache
+from kerasbert.serving.extras import require
+from kerasbert.serving.folder import EXPORT_INFO
+from kerasbert.serving.precision import int8_record, openvino_config, runs_in, warn_int8_saturation
+from kerasbert.serving.runtime import check_texts, runtime_errors
 
 if TYPE_CHECKING:
     from kerasbert.generation.state import Cache
@@ -77,13 +81,12 @@ def write_decoder(model, folder: str, fmt: str, int8: bool = False, int8_choice:
     Example: see `PortableDecoder`.
     """
     from kerasbert.generation.cache import CachedModel
-    from kerasbert.serving.convert import COLLECT_BYTES, function_to_onnx, function_to_openvino, require
-    from kerasbert.serving.precision import int8_record
+    from kerasbert.serving.convert import COLLECT_BYTES, function_to_onnx, function_to_openvino  # Keras: on use
 
     _check_options(fmt, int8)
     chosen = ({"int8_choice": int8_choice} if int8_choice else int8_record(True)) if int8 else {}
     lm = CachedModel(model)
-    names, collect = decoder_names(len(lm.blocks)), model.count_params() * 4 >= COLLECT_BYTES
+    names, collect = decoder_names(lm.cache_shape["layers"]), model.count_params() * 4 >= COLLECT_BYTES
     os.makedirs(folder, exist_ok=True)
     for graph, function in zip(GRAPHS, lm.functions(), strict=True):
         path, io = os.path.join(folder, graph + FORMATS[fmt]), (names[graph]["inputs"], names[graph]["outputs"])
@@ -116,7 +119,7 @@ export folder /exports/a, found '../b/prefill.onnx'. export the run again
         name = files.get(graph) if isinstance(files, dict) else None
         path = os.path.realpath(os.path.join(root, name)) if isinstance(name, str) and name else root
         if path == root or os.path.commonpath([root, path]) != root:
-            raise fail(ConfigError, f"kerasbert-export.json decoder.files.{graph}", "a file name inside the export "
+            raise fail(ConfigError, f"{EXPORT_INFO} decoder.files.{graph}", "a file name inside the export "
                        f"folder {folder}", repr(name), "export the run again")
         paths[graph] = path
     return paths
@@ -152,8 +155,6 @@ class PortableDecoder:
     """
 
     def __init__(self, folder: str, info: dict) -> None:
-        from kerasbert.serving.precision import warn_int8_saturation
-
         self.info, self.layers = info, int(info["layers"])
         warn_int8_saturation(info, folder)
         self._prefill, self._step = (_runner(folder, info, graph) for graph in GRAPHS)
@@ -201,9 +202,6 @@ class PortableDecoder:
 def _runner(folder: str, info: dict, graph: str) -> Runner:
     """A function running ``graph``'s file of the export on named inputs, giving its outputs in `decoder_names`'
     order; a ConfigError when the runtime is missing or cannot read the file."""
-    from kerasbert.serving.precision import openvino_config, runs_in
-    from kerasbert.serving.runtime import runtime_errors
-
     fmt, path, outputs = info["format"], decoder_files(folder, info)[graph], info["names"][graph]["outputs"]
     with runtime_errors(fmt, path, "write the decoder again"):
         if fmt == "onnx":
@@ -251,8 +249,6 @@ class PortableSeq2Seq:
 
     def predict(self, rows: Sequence[dict], batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
         """``{"text"}`` rows -> ``{"text", "target"}``, as `kerasbert.predict` writes them."""
-        from kerasbert.serving.runtime import check_texts
-
         check_texts(rows, pairs=False)
         targets = self.targets([row["text"] for row in rows], batch_size)
         return [{**row, "target": target} for row, target in zip(rows, targets, strict=True)]
@@ -289,7 +285,7 @@ def search_batch(info: dict, batch_size: int) -> int:
     >>> search_batch({"beams": 4, "maxlen": 512, "decoder": {"layers": 12, "hidden_size": 768}}, 32)
     28
     """
-    beams, shape = int(info["beams"]), _cache_shape("kerasbert-export.json decoder", info)
+    beams, shape = int(info["beams"]), _cache_shape(f"{EXPORT_INFO} decoder", info)
     most = GENERATE_LIMITS["rows"] // beams
     if shape is not None:
         most = min(most, GENERATE_LIMITS["cache_bytes"] // cache_bytes(beams, shape[0], int(info["maxlen"]), shape[1]))
@@ -314,7 +310,7 @@ def check_search(path: str, info: dict) -> None:
     generation: ``target_maxlen`` and ``beams`` within ``GENERATE_LIMITS``, ``maxlen`` room for a source within the
     model's positions (twice the length bound where no position table is recorded), and one source's cache within
     bounds (where ``decoder`` records its ``layers`` and ``hidden_size``)."""
-    where, decoder = os.path.join(path, "kerasbert-export.json") + " ", info.get("decoder") or {}
+    where, decoder = os.path.join(path, EXPORT_INFO) + " ", info.get("decoder") or {}
     check_bounds(ConfigError, where, {"target_maxlen": info.get("target_maxlen")}, {"beams": info.get("beams")},
                  "export the run again")
     maxlen, target, positions = info.get("maxlen"), info["target_maxlen"], decoder.get("max_length")

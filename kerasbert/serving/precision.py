@@ -41,6 +41,8 @@ import time
 from kerasbert.choices import EXPORT_PRECISIONS, PRECISIONS
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
+from kerasbert.perf import onednn  # read through the module: a stand-in CPU set on it is seen here
+from kerasbert.serving.extras import require
 
 __all__ = ["AUTO", "BF16_TASKS", "BF16_UNITS", "INT8_UNITS", "check_precision", "choose", "cpu_has_bf16", "fall_back",
            "in_bfloat16", "int8_choice", "int8_record", "openvino_bf16_speedup", "openvino_config", "runs_in",
@@ -97,8 +99,6 @@ def choose(asked: str, format: str, int8: bool) -> tuple[str, dict]:
     if asked == "bf16" and format == "saved_model":
         _check_tensorflow_bf16(what)
     elif asked == "bf16":
-        from kerasbert.serving.convert import require
-
         require("openvino", "to run bf16")
         check_precision(what, asked, "use --precision f32")
     return asked, {"asked": asked, "why": "asked for"}
@@ -129,14 +129,12 @@ def _automatic(format: str, int8: bool) -> tuple[str, str]:
         return "f32", f"auto: {_F32_BY_FORMAT[format]}"
     if not cpu_has_bf16():
         return "f32", "auto: OpenVINO finds no bfloat16 units on this CPU"
-    from kerasbert.perf.onednn import HALF_FASTER, cpu_flags
-
-    units = ", ".join(sorted(BF16_UNITS & cpu_flags())) or "OpenVINO's BF16"
-    if int8 and "amx_bf16" not in cpu_flags():
+    units = ", ".join(sorted(BF16_UNITS & onednn.cpu_flags())) or "OpenVINO's BF16"
+    if int8 and "amx_bf16" not in onednn.cpu_flags():
         return "f32", f"auto: with {units} and no AMX, int8 beside bf16 is no faster than beside float32"
     speedup = openvino_bf16_speedup()
     measured = f"OpenVINO's bf16 matrix products measured {speedup:.2f} x float32 here ({units})"
-    return ("bf16" if speedup >= HALF_FASTER else "f32"), f"auto: {measured}"
+    return ("bf16" if speedup >= onednn.HALF_FASTER else "f32"), f"auto: {measured}"
 
 
 @functools.cache
@@ -170,13 +168,11 @@ def openvino_bf16_speedup(shape: tuple[int, int, int] = (1024, 768, 3072), round
 
 def _check_tensorflow_bf16(what: str) -> None:
     """A ConfigError unless TensorFlow's bfloat16 matrix products measure faster than float32's here."""
-    from kerasbert.perf.onednn import HALF_FASTER, bf16_speedup
-
-    speedup = bf16_speedup()
-    if speedup is None or speedup < HALF_FASTER:
+    speedup = onednn.bf16_speedup()
+    if speedup is None or speedup < onednn.HALF_FASTER:
         found = "no TensorFlow backend" if speedup is None else f"{speedup:.2f} x float32 measured here"
-        raise fail(ConfigError, what, f"a CPU where TensorFlow multiplies bfloat16 at least {HALF_FASTER:g} x as "
-                   "fast as float32 (AMX, some avx512_bf16)", found, "use --precision f32")
+        raise fail(ConfigError, what, f"a CPU where TensorFlow multiplies bfloat16 at least {onednn.HALF_FASTER:g} x "
+                   "as fast as float32 (AMX, some avx512_bf16)", found, "use --precision f32")
 
 
 def runs_in(info: dict, path: str) -> str:
@@ -204,9 +200,7 @@ def int8_choice() -> dict:
     Example:
         int8_choice()  # {'weight_bits': 8, 'why': 'this CPU has avx512_vnni, ...'} on a CPU with VNNI
     """
-    from kerasbert.perf.onednn import cpu_flags
-
-    units = sorted(INT8_UNITS & cpu_flags())
+    units = sorted(INT8_UNITS & onednn.cpu_flags())
     if units:
         return {"weight_bits": 8, "why": f"this CPU has {', '.join(units)}: its int8 products sum in int32"}
     return {"weight_bits": 7, "why": "this CPU has no VNNI or AMX: it adds pairs of int8 products in int16 "

@@ -1,9 +1,10 @@
-"""Run an ONNX or OpenVINO export: tokenize in Python, run the model in its runtime, read labels or entities.
+"""Run an ONNX or OpenVINO export: tokenize in Python, run the model in its runtime, read labels, entities or vectors.
 
 These exports hold the model without the tokenizer (``model.onnx``, or ``model.xml`` and ``model.bin``) beside
 ``vocab.txt``; `PortableExport` tokenizes with `kerasbert.text.tokenizer.Tokenizer`, pads each batch to its
 longest row, runs the model, and makes the rows `kerasbert.predict` makes (`kerasbert.text.predictions`: a CRF
-head's Viterbi path in NumPy from the transitions ``kerasbert-export.json`` holds). Nothing here imports
+head's Viterbi path in NumPy from the transitions ``kerasbert-export.json`` holds); `PortableVectors` gives the
+sentence vectors of an export of a vector model (`kerasbert.serving.vector_export`). Nothing here imports
 TensorFlow, so a server of such an export stays small.
 """
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from kerasbert.choices import PRECISIONS, PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, DataError, fail
+from kerasbert.serving.folder import MODEL_FILES
 from kerasbert.serving.precision import check_precision, openvino_config, runs_in, warn_int8_saturation
 from kerasbert.text.pipeline import encode_classification, encode_ner, text_example
 from kerasbert.text.predictions import entities_row, label_row, piece_tags
@@ -26,10 +28,9 @@ from kerasbert.text.span_data import SpanExample, encode_spans, found_spans, spa
 from kerasbert.text.tokenizer import Tokenizer, pad_ids
 from kerasbert.text.windows import encode_split, mean_by_document, merge_pieces
 
-__all__ = ["MODEL_FILES", "PortableExport", "check_texts", "length_batches",
-           "load_runtime", "row_chunks", "runtime_errors"]
+__all__ = ["PortableExport", "PortableVectors", "check_texts", "length_batches", "load_runtime", "row_chunks",
+           "runtime_errors", "vector_rows"]
 
-MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}
 INSTALL = {"onnx": "onnxruntime", "openvino": "openvino"}
 LENGTH_STEP = 8
 
@@ -200,4 +201,32 @@ class PortableExport:
             with self._lock:  # a copy of the real rows: the request reuses its output buffer
                 out.extend(np.array(self.run_model(ids, segments)[:real]))
             begin += size
+        return out
+
+
+def vector_rows(rows: Sequence[dict], vectors) -> list[dict]:
+    """Each row with its ``"vector"`` (a list of floats), as predictions are written.
+
+    Example:
+    >>> vector_rows([{"text": "a"}], np.array([[0.5, 1.0]], np.float32))
+    [{'text': 'a', 'vector': [0.5, 1.0]}]
+    """
+    return [{**row, "vector": np.asarray(vector, np.float32).tolist()}
+            for row, vector in zip(rows, vectors, strict=True)]
+
+
+class PortableVectors(PortableExport):
+    """An ONNX or OpenVINO export of a vector model, loaded: ``predict`` gives each row its ``"vector"``."""
+
+    def predict(self, rows: Sequence[dict], batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
+        """``{"text"}`` rows -> the rows with their ``"vector"``."""
+        check_texts(rows, pairs=False)
+        return vector_rows(rows, self.vectors([row["text"] for row in rows], batch_size))
+
+    def vectors(self, texts: Sequence[str], batch_size: int = PREDICT_BATCH_SIZE) -> np.ndarray:
+        """float32 ``[len(texts), H]``, run in batches of similar length."""
+        token_ids, segment_ids = self.tokenizer.encode_batch(list(texts), maxlen=self.info["maxlen"])
+        out = np.zeros((len(token_ids), int(self.info["dimension"])), np.float32)
+        for batch in length_batches([len(ids) for ids in token_ids], batch_size):
+            out[batch] = self._run([token_ids[i] for i in batch], [segment_ids[i] for i in batch])
         return out

@@ -35,9 +35,9 @@ from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.serving.batcher import Batcher
 from kerasbert.serving.connections import ConnectionLimits, check_number, make_server
-from kerasbert.serving.export import EXPORT_INFO
 from kerasbert.serving.export import export as export_run
-from kerasbert.serving.exported import Served, open_export, read_info
+from kerasbert.serving.exported import Served, open_export
+from kerasbert.serving.folder import EXPORT_INFO, read_info
 
 __all__ = ["Batcher", "check_serve", "make_app", "serve"]
 

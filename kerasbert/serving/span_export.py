@@ -1,7 +1,7 @@
 """The SavedModel of a span run: the tokenizer, the GlobalPointer's span logits and their entities in one graph.
 
 ``serving_default`` takes ``text`` (a batch of strings) and answers with the outputs of a ner export
-(`kerasbert.serving.export`): ``entity_text``, ``entity_label``, ``entity_start``, ``entity_end`` (character
+(`kerasbert.serving.label_export`): ``entity_text``, ``entity_label``, ``entity_start``, ``entity_end`` (character
 offsets into the input, ``end`` exclusive) padded per row with ``""`` and -1, and ``entity_count``. The entities
 are every (type, start piece, end piece) whose logit is > 0 over the text's word pieces, nested ones included,
 with the offsets and in the order `kerasbert.text.span_data.decode_spans` gives them (sorted by start, end and
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from kerasbert.serving import graph_windows
-from kerasbert.serving.export import padded_entities
+from kerasbert.serving.label_export import padded_entities
 
 __all__ = ["served_spans", "span_entities", "window_entities"]
 

@@ -8,16 +8,18 @@ each text to ``maxlen`` word pieces), so it answers raw text without kerasbert, 
 - ``serving_default``: ``text``, a batch of strings -> ``vector``, float32 ``[batch, H]``;
 - ``ids``: ``token_ids``, ``segment_ids`` (int32 ``[batch, length]``, 0 as padding) -> ``vector``.
 
-An ONNX or OpenVINO export holds the model alone beside ``vocab.txt``; `PortableVectors` tokenizes and runs it
-without TensorFlow. Such an export is measured against the float32 Keras model on texts (``--calibration``, else
-a run's dev or training texts): the cosine of each text's two vectors. With a mean under `VECTOR_MIN_COSINE`
-(int8 or bf16 can), the export is not published but kept aside beside the target, as the other exports are for
-their loss (`kerasbert.serving.export`), unless the caller accepts it. The mean is the bound, as a retrieval's
-quality follows the typical text; the worst text is recorded beside it.
+An ONNX or OpenVINO export holds the model alone beside ``vocab.txt``;
+`kerasbert.serving.runtime.PortableVectors` tokenizes and runs it without TensorFlow. Such an export is measured
+against the float32 Keras model on texts (``--calibration``, else a run's dev or training texts): the cosine of each
+text's two vectors. With a mean under `VECTOR_MIN_COSINE` (int8 or bf16 can), the export is not published but kept
+aside beside the target, as the other exports are for their loss (`kerasbert.serving.folder.publish_export`),
+unless the caller accepts it. The mean is the bound, as a retrieval's quality follows the typical text; the worst
+text is recorded beside it.
 
-``kerasbert-export.json`` records ``task`` ``"embedding"``, ``pooling``, ``normalize``, ``dimension`` (H),
-``maxlen``, ``lowercase``, the vocabulary's SHA-256, the ``source`` folder and its ``source_kind``, the format,
-int8 and precision, and ``dev``: the ``cosine`` at worst and ``cosine_mean`` over the ``dev_texts`` measured.
+``kerasbert-export.json`` records ``task`` ``"embedding"`` (`kerasbert.serving.folder.VECTOR_TASK`), ``pooling``,
+``normalize``, ``dimension`` (H), ``maxlen``, ``lowercase``, the vocabulary's SHA-256, the ``source`` folder and its
+``source_kind``, the format, int8 and precision, and ``dev``: the ``cosine`` at worst and ``cosine_mean`` over the
+``dev_texts`` measured.
 Rows of `kerasbert.serving.exported.predict_export` and ``kerasbert serve`` carry ``"vector"``.
 """
 
@@ -25,33 +27,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
 
 import numpy as np
 
-from kerasbert.choices import PRECISIONS, PREDICT_BATCH_SIZE, VECTOR_MIN_COSINE
+from kerasbert.choices import LOSS_BOUND, PRECISIONS, VECTOR_MIN_COSINE
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
-from kerasbert.serving.export import kind_of, publish_export, vocab_checksum
+from kerasbert.serving.embed import check_source, folder_kind, open_embedder
+from kerasbert.serving.extras import require
+from kerasbert.serving.folder import MODEL_FILES, VECTOR_TASK, data_file, kind_of, publish_export, vocab_checksum
 from kerasbert.serving.precision import int8_record
-from kerasbert.serving.runtime import MODEL_FILES, PortableExport, check_texts, length_batches
+from kerasbert.serving.runtime import PortableVectors
 from kerasbert.text.windows import ONE_WINDOW_VECTORS
 
-__all__ = ["VECTOR_TASK", "PortableVectors", "cosine_below_bound", "cosines", "describe", "export_vectors",
-           "exported_kind", "vector_rows", "vector_source"]
-
-VECTOR_TASK = "embedding"  # the task kerasbert-export.json records for every export that answers vectors
-
-
-def vector_rows(rows: Sequence[dict], vectors) -> list[dict]:
-    """Each row with its ``"vector"`` (a list of floats), as predictions are written.
-
-    Example:
-    >>> vector_rows([{"text": "a"}], np.array([[0.5, 1.0]], np.float32))
-    [{'text': 'a', 'vector': [0.5, 1.0]}]
-    """
-    return [{**row, "vector": np.asarray(vector, np.float32).tolist()}
-            for row, vector in zip(rows, vectors, strict=True)]
+__all__ = ["cosine_below_bound", "cosines", "describe", "export_vectors", "exported_kind", "vector_source"]
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -63,23 +52,6 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return (a * b).sum(-1) / np.maximum(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-30)
-
-
-class PortableVectors(PortableExport):
-    """An ONNX or OpenVINO export of a vector model, loaded: ``predict`` gives each row its ``"vector"``."""
-
-    def predict(self, rows: Sequence[dict], batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
-        """``{"text"}`` rows -> the rows with their ``"vector"``."""
-        check_texts(rows, pairs=False)
-        return vector_rows(rows, self.vectors([row["text"] for row in rows], batch_size))
-
-    def vectors(self, texts: Sequence[str], batch_size: int = PREDICT_BATCH_SIZE) -> np.ndarray:
-        """float32 ``[len(texts), H]``, run in batches of similar length."""
-        token_ids, segment_ids = self.tokenizer.encode_batch(list(texts), maxlen=self.info["maxlen"])
-        out = np.zeros((len(token_ids), int(self.info["dimension"])), np.float32)
-        for batch in length_batches([len(ids) for ids in token_ids], batch_size):
-            out[batch] = self._run([token_ids[i] for i in batch], [segment_ids[i] for i in batch])
-        return out
 
 
 def describe(info: dict) -> str:
@@ -126,8 +98,6 @@ def vector_source(path: str, pooling: str | None = None, normalize: bool | None 
     """The `kerasbert.serving.embed.Embedder` a folder exports when its export answers vectors: a checkpoint or
     sentence-transformers folder, or a run of a task whose answers are neither labels nor text (``--task sim``),
     told from its ``args.json`` before its model loads (`exported_kind`); None for a run of another task."""
-    from kerasbert.serving.embed import open_embedder
-
     return None if exported_kind(path, pooling, normalize, stride) is None else open_embedder(path, pooling, normalize)
 
 
@@ -136,9 +106,7 @@ def exported_kind(path: str, pooling: str | None = None, normalize: bool | None 
     """What ``kerasbert export`` exports from ``path``, checked before any model loads (so before TensorFlow starts):
     the folder's kind (`kerasbert.serving.embed.check_source`) when its export answers vectors, None for a run of
     labels or text; ``pooling``, ``normalize`` and ``stride`` are checked against the folder."""
-    from kerasbert.choices import LOSS_BOUND
     from kerasbert.finetune.runs import finished_run
-    from kerasbert.serving.embed import check_source, folder_kind
 
     kind = folder_kind(path)
     if kind == "run" and _run_task(path) == "mlm":
@@ -175,7 +143,6 @@ def _run_texts(loaded) -> tuple[list[str], str | None]:
     """Texts of a run's dev file (else its training file), as its task reads them: each example's ``text`` and
     ``text_b``."""
     from kerasbert.serving.convert import CALIBRATION
-    from kerasbert.serving.export import data_file
 
     for path in (data_file(loaded.args.dev), data_file(loaded.args.train)):
         if path is not None:
@@ -272,11 +239,9 @@ def _write_saved_model(folder: str, embedder) -> None:
 
     from kerasbert.text.tokenizer import load_vocab
 
-    try:
-        from kerasbert.serving.graph_text import GraphTokenizer
-    except ImportError as e:
-        raise fail(ConfigError, "export", "tensorflow-text, for the tokenizer inside the SavedModel",
-                   f"{type(e).__name__}: {e}", 'pip install "kerasbert[serve]"') from None
+    require("tensorflow_text", "for the tokenizer inside the SavedModel")
+    from kerasbert.serving.graph_text import GraphTokenizer
+
     module = tf.Module()
     module.model = embedder.model
     module.tokenizer = GraphTokenizer(list(load_vocab(embedder.vocab)), lowercase=embedder.lowercase,

@@ -15,8 +15,9 @@ import pytest
 from kerasbert import ConfigError, predict, train
 from kerasbert.cli import main
 from kerasbert.finetune.demo_data import write_demo_data
-from kerasbert.serving.export import EXPORT_INFO, export
+from kerasbert.serving.export import export
 from kerasbert.serving.exported import open_export, predict_export
+from kerasbert.serving.folder import EXPORT_INFO
 
 from helpers import savedmodel_without_kerasbert
 

@@ -15,8 +15,9 @@ from starlette.testclient import TestClient
 
 from kerasbert import predict, train
 from kerasbert.finetune.demo_data import write_demo_data
-from kerasbert.serving.export import EXPORT_INFO, export
+from kerasbert.serving.export import export
 from kerasbert.serving.exported import open_export, predict_export
+from kerasbert.serving.folder import EXPORT_INFO
 from kerasbert.serving.server import make_app
 
 from int8_cpus import INT8_CPUS, WEIGHT_BITS, int8_cpu

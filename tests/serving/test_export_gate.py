@@ -12,9 +12,11 @@ import shutil
 import pytest
 
 from kerasbert import ModelError, train
+from kerasbert.choices import LOSS_BOUND
 from kerasbert.cli import main
 from kerasbert.finetune.demo_data import write_demo_data
-from kerasbert.serving.export import EXPORT_INFO, LOSS_BOUND, export, loss_over_bound
+from kerasbert.serving.export import export, loss_over_bound
+from kerasbert.serving.folder import EXPORT_INFO
 
 pytestmark = pytest.mark.slow  # trains a small model and converts it
 

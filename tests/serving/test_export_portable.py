@@ -20,8 +20,9 @@ from starlette.testclient import TestClient
 from kerasbert import ConfigError, predict, train
 from kerasbert.cli import main
 from kerasbert.finetune.demo_data import write_demo_data
-from kerasbert.serving.export import EXPORT_INFO, export
+from kerasbert.serving.export import export
 from kerasbert.serving.exported import open_export, predict_export
+from kerasbert.serving.folder import EXPORT_INFO
 from kerasbert.serving.runtime import LENGTH_STEP, PortableExport, row_chunks
 from kerasbert.serving.server import _open, make_app
 

@@ -15,7 +15,8 @@ from kerasbert.finetune.demo_data import write_demo_data
 from kerasbert.perf import onednn
 from kerasbert.serving import precision as precisions
 from kerasbert.serving.convert import to_openvino
-from kerasbert.serving.export import EXPORT_INFO, export
+from kerasbert.serving.export import export
+from kerasbert.serving.folder import EXPORT_INFO
 from kerasbert.serving.precision import openvino_config
 from kerasbert.serving.runtime import load_runtime
 

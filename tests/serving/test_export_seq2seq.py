@@ -14,8 +14,9 @@ import pytest
 from kerasbert import DataError, generate, predict, train
 from kerasbert.finetune.demo_data import write_title_data
 from kerasbert.finetune.runs import open_run
-from kerasbert.serving.export import EXPORT_INFO, export
+from kerasbert.serving.export import export
 from kerasbert.serving.exported import open_export
+from kerasbert.serving.folder import EXPORT_INFO
 
 from helpers import savedmodel_without_kerasbert
 

@@ -16,8 +16,9 @@ from kerasbert import evaluate, predict, train
 from kerasbert.choices import LOSS_BOUND
 from kerasbert.finetune.demo_data import span_examples, write_span_data
 from kerasbert.finetune.runs import open_run
-from kerasbert.serving.export import EXPORT_INFO, export
+from kerasbert.serving.export import export
 from kerasbert.serving.exported import open_export, predict_export
+from kerasbert.serving.folder import EXPORT_INFO
 from kerasbert.serving.runtime import PortableExport
 from kerasbert.serving.server import make_app
 from kerasbert.text.span_data import SpanExample, encode_spans

@@ -14,8 +14,9 @@ import pytest
 from kerasbert import ConfigError, evaluate, predict, train
 from kerasbert.cli import main
 from kerasbert.finetune.demo_data import ner_examples, sentiment_examples, write_demo_data
-from kerasbert.serving.export import EXPORT_INFO, export
+from kerasbert.serving.export import export
 from kerasbert.serving.exported import open_export
+from kerasbert.serving.folder import EXPORT_INFO
 from kerasbert.serving.server import _open
 from kerasbert.text.ner_readers import span_example, write_span_jsonl
 from kerasbert.text.schemes import tags_to_spans

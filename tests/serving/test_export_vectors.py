@@ -15,8 +15,9 @@ from starlette.testclient import TestClient
 from kerasbert import ConfigError, ModelError, convert_checkpoint, embed
 from kerasbert.cli import main
 from kerasbert.serving import vector_export
-from kerasbert.serving.export import EXPORT_INFO, export
+from kerasbert.serving.export import export
 from kerasbert.serving.exported import open_export, predict_export
+from kerasbert.serving.folder import EXPORT_INFO
 from kerasbert.serving.server import make_app
 from kerasbert.serving.vector_export import cosines
 from kerasbert.text.tokenizer import Tokenizer
