@@ -4,6 +4,8 @@ A subclass writes ``predict(self, inputs, output_ids, states)`` under the `AutoR
 decorator; the decoder feeds it the inputs (one example, repeated per beam or sample) and the ids chosen so far,
 and extends them one token per step. Only NumPy runs here: ``predict`` may call any model, and `last_token`
 turns a Keras model with a ``[batch, length, vocab]`` output into one that returns the last position's scores.
+The search rules (the beam step, the end rule, the sampling candidates) are `kerasbert.generation.rules`'; this
+module keeps bert4keras's interface and its draws from NumPy's global generator.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import keras
 import numpy as np
 
 from kerasbert.errors import DataError, ModelError, fail
-from kerasbert.generation.search import log_softmax_at
+from kerasbert.generation.rules import NEVER, NUMPY, Rules, extend, first_state, log_softmax_at, outcome, top_candidates
 from kerasbert.modeling.layers import TakeToken
 
 RTYPES = ("probas", "logits")
@@ -65,30 +67,6 @@ def _check_scores(method: str, scores: np.ndarray, topk: int | None) -> None:
     if topk is not None and topk > scores.shape[1]:
         raise fail(ModelError, f"{method}: topk", f"at most the vocabulary size, {scores.shape[1]} (the width of "
                    "predict's scores)", f"topk={topk}", f"pass topk <= {scores.shape[1]}")
-
-
-def _top_candidates(probas: np.ndarray, topk: int | None, topp: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """The probabilities `random_sample` draws from and, per row, the token id of each column.
-
-    ``topk`` keeps each row's ``topk`` likeliest tokens, in ``np.argpartition``'s order; ``topp`` then sorts
-    them from the likeliest down (``np.argsort``, reversed) and keeps the shortest head whose probabilities
-    reach ``topp``, zeroing the rest. Each step renormalizes. The column order fixes which token a random draw
-    picks, so it follows bert4keras's exactly.
-    """
-    token_ids = np.broadcast_to(np.arange(probas.shape[1]), probas.shape)
-    if topk is not None:
-        columns = np.argpartition(probas, -topk, axis=1)[:, -topk:]
-        probas = np.take_along_axis(probas, columns, axis=1)
-        probas, token_ids = probas / probas.sum(axis=1, keepdims=True), np.take_along_axis(token_ids, columns, 1)
-    if topp is not None:
-        columns = np.argsort(probas, axis=1)[:, ::-1]  # from the likeliest down
-        probas = np.take_along_axis(probas, columns, axis=1)
-        reached = np.cumsum(probas, axis=1) >= topp
-        cut = np.zeros_like(reached)
-        cut[:, 1:] = reached[:, :-1]  # a token is cut once the tokens before it reach topp
-        probas = probas * ~cut
-        probas, token_ids = probas / probas.sum(axis=1, keepdims=True), np.take_along_axis(token_ids, columns, 1)
-    return probas, token_ids
 
 
 def _draw(probas: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
@@ -213,16 +191,17 @@ class AutoRegressiveDecoder:
         `wraps`, which adds ``temperature`` and ``rtype``."""
         raise NotImplementedError("define predict(self, inputs, output_ids, states) under AutoRegressiveDecoder.wraps")
 
-    def _finished(self, output_ids: np.ndarray, min_ends: int) -> np.ndarray:
-        """Per row, whether the sequence ends here: it ends with ``end_id`` and holds ``min_ends`` of them."""
-        ends = output_ids == self.end_id
-        return ends[:, -1] & (ends.sum(axis=1) >= min_ends)
+    def _rules(self, min_ends: int) -> Rules:
+        """The search rules: ``end_id`` (none: never ends), ``maxlen`` tokens after ``start_id``, ``minlen`` tokens
+        (``start_id`` included) before a sequence may end."""
+        return Rules(() if self.end_id is None else (self.end_id,), self.maxlen, self.minlen, min_ends)
 
     def beam_search(self, inputs: Sequence, topk: int, states=None, temperature: float = 1,
                     min_ends: int = 1) -> np.ndarray:
         """The likeliest sequence (the largest sum of log-probabilities) that ``topk`` beams find.
 
-        At each step, every beam extended by every token is scored and the ``topk`` best are kept (deterministic).
+        At each step, every beam extended by every token is scored and the ``topk`` best are kept (deterministic;
+        equal scores in the order of beam, then token, where bert4keras leaves them to ``np.argpartition``).
         From ``minlen`` on, the search returns the best beam once it has ended; beams that end but are not the
         best are dropped, and the beam count shrinks with them. After ``maxlen`` steps it returns the best beam.
 
@@ -238,29 +217,23 @@ class AutoRegressiveDecoder:
             the token ids, ``start_id`` first, as a 1-D array.
         """
         _check_count("beam_search: topk", topk, "topk is the beam size; 1 is greedy search")
-        inputs = [np.array([x]) for x in inputs]
-        output_ids, output_scores = self.first_output_ids, np.zeros(1)
-        for step in range(self.maxlen):
-            scores, states = self.predict(inputs, output_ids, states, temperature, "logits")
+        rules, start = self._rules(min_ends), self.first_output_ids.shape[1]
+        state = first_state(NUMPY, 1, topk, start + self.maxlen)  # start_id, when given, written in every beam
+        state = state._replace(written=start, ids=state.ids + np.pad(self.first_output_ids, [(0, 0), (0, self.maxlen)]))
+        for _ in range(self.maxlen):
+            live = state.scores[0] > NEVER  # predict sees the live beams only, as in bert4keras
+            output_ids = state.ids[0, live, :state.written]
+            scores, states = self.predict([np.repeat([x], len(output_ids), axis=0) for x in inputs], output_ids,
+                                          states, temperature, "logits")
             scores = np.asarray(scores)
             _check_scores("beam_search", scores, topk)
-            if step == 0:
-                inputs = [np.repeat(x, topk, axis=0) for x in inputs]
-            totals = output_scores.reshape(-1, 1) + scores  # (beams, vocab): every beam extended by every token
-            best = np.argpartition(totals, -topk, axis=None)[-topk:]  # flat indices of the topk extensions
-            beams, tokens = np.divmod(best, totals.shape[1])
-            output_ids = np.concatenate([output_ids[beams], tokens.reshape(-1, 1)], axis=1)
-            output_scores = totals.ravel()[best]
-            if output_ids.shape[1] < self.minlen:
-                continue
-            finished, leader = self._finished(output_ids, min_ends), output_scores.argmax()
-            if finished[leader]:
-                return output_ids[leader]
-            if finished.any():  # drop the other finished beams; the beam count shrinks with them
-                keep = ~finished
-                inputs, output_ids, output_scores = [x[keep] for x in inputs], output_ids[keep], output_scores[keep]
-                topk = int(keep.sum())
-        return output_ids[output_scores.argmax()]
+            logp = np.zeros((topk, scores.shape[1]))
+            logp[live] = scores
+            state = extend(NUMPY, state, logp, rules)[0]
+            if state.done[0]:
+                break
+        ids, length, _ = outcome(NUMPY, state)
+        return ids[0, :length[0]]
 
     def random_sample(self, inputs: Sequence, n: int, topk: int | None = None, topp: float | None = None,
                       states=None, temperature: float = 1, min_ends: int = 1) -> list[np.ndarray]:
@@ -286,7 +259,7 @@ class AutoRegressiveDecoder:
         _check_count("random_sample: n", n, "n is how many sequences to sample")
         if topk is not None:
             _check_count("random_sample: topk", topk, "pass topk=None to draw from the whole vocabulary")
-        inputs = [np.array([x]) for x in inputs]
+        inputs, rules = [np.array([x]) for x in inputs], self._rules(min_ends)
         output_ids, results = self.first_output_ids, []
         for step in range(self.maxlen):
             probas, states = self.predict(inputs, output_ids, states, temperature, "probas")
@@ -296,10 +269,8 @@ class AutoRegressiveDecoder:
             if step == 0:  # one prediction for the example, then one row per sample
                 probas, output_ids = np.repeat(probas, n, axis=0), np.repeat(output_ids, n, axis=0)
                 inputs = [np.repeat(x, n, axis=0) for x in inputs]
-            output_ids = np.concatenate([output_ids, _draw(*_top_candidates(probas, topk, topp))], axis=1)
-            if output_ids.shape[1] < self.minlen:
-                continue
-            finished = self._finished(output_ids, min_ends)
+            output_ids = np.concatenate([output_ids, _draw(*top_candidates(probas, topk, topp))], axis=1)
+            finished = rules.finished(output_ids)
             results.extend(output_ids[finished])
             inputs, output_ids = [x[~finished] for x in inputs], output_ids[~finished]
             if not len(output_ids):
