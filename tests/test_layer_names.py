@@ -12,8 +12,8 @@ import pytest
 
 from kerasbert import build_transformer_model, config_of, heads, layer_names
 from kerasbert.errors import ModelError
-from kerasbert.modeling.backbone import TransformerModel
-from kerasbert.modeling.config import BertConfig, config_from_layers
+from kerasbert.modeling.backbone import TransformerModel, clone
+from kerasbert.modeling.config import BertConfig
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "kerasbert"
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
@@ -52,7 +52,8 @@ def test_every_head_model_carries_its_backbones_config(bert, head):
     assert [t.name for t in model.inputs] == [layer_names.TOKEN_INPUT, layer_names.SEGMENT_INPUT]
     flat = keras.Model(model.inputs, model.outputs)  # bert4keras's way: the same graph, the same layer list
     assert [layer.name for layer in model.layers] == [layer.name for layer in flat.layers]
-    assert config_from_layers(flat) == config_of(bert)
+    with pytest.raises(ModelError, match=r"a keras.Model without one\. build it with .*backbone\.clone"):
+        config_of(flat)  # a config is never guessed from the layers
 
 
 def test_the_config_survives_a_keras_file_get_config_and_clone(bert, tmp_path):
@@ -63,8 +64,12 @@ def test_the_config_survives_a_keras_file_get_config_and_clone(bert, tmp_path):
     assert type(loaded) is TransformerModel and config_of(loaded) == config_of(model)
     np.testing.assert_allclose(loaded.predict(BATCH, verbose=0), model.predict(BATCH, verbose=0), atol=1e-6)
     assert config_of(TransformerModel.from_config(model.get_config())).num_hidden_layers == 3
-    assert config_of(keras.models.clone_model(bert)) == config_of(bert)
-    assert config_of(keras.models.clone_model(bert, clone_function=lambda layer: layer)) == config_of(bert)
+    copy = clone(bert)
+    assert config_of(copy) == config_of(bert) and (copy.family, copy.application) == (bert.family, bert.application)
+    assert not {id(layer) for layer in copy.layers} & {id(layer) for layer in bert.layers}
+    assert config_of(clone(bert, clone_function=lambda layer: layer)) == config_of(bert)
+    with pytest.raises(ModelError, match=r"a copy made without one\. .*kerasbert\.modeling\.backbone\.clone"):
+        config_of(keras.models.clone_model(bert))  # Keras makes its copy from tensors alone
 
 
 def test_a_model_that_holds_the_backbone_as_a_layer_gives_its_config(bert):
@@ -73,19 +78,13 @@ def test_a_model_that_holds_the_backbone_as_a_layer_gives_its_config(bert):
 
 
 @pytest.mark.parametrize("name", ["cls", "tagging", "tagging-crf"])
-def test_a_keras_file_without_a_stored_config_has_it_read_off_its_layers(name):
+def test_a_keras_file_without_a_stored_config_loads_and_says_how_to_get_one(name):
     model = keras.saving.load_model(FIXTURES / f"{name}.keras", compile=False)
     assert not isinstance(model, TransformerModel)
-    assert config_of(model) == TINY
-    sequence = model.get_layer(layer_names.block(TINY.num_hidden_layers - 1, layer_names.FEED_FORWARD_NORM)).output
-    head = heads.cls(keras.Model(model.inputs, sequence), 2)  # a head on the legacy layers stores the config read
-    assert isinstance(head, TransformerModel) and config_of(head) == TINY
-
-
-def test_a_model_without_bert_layers_has_no_config():
-    inputs = keras.Input((4,))
-    with pytest.raises(ModelError, match="expected a model from build_transformer_model"):
-        config_of(keras.Model(inputs, keras.layers.Dense(2, name="Embedding-X")(inputs)))
+    with pytest.raises(ModelError, match=r"found a keras.Model without one\. build it with kerasbert\."):
+        config_of(model)
+    rebuilt = TransformerModel(model.inputs, model.outputs, bert_config=TINY, family="bert")  # its graph, told
+    assert config_of(heads.crf_decoder(rebuilt) if "crf" in name else rebuilt) == TINY
 
 
 def test_an_unknown_family_is_refused(bert):

@@ -3,8 +3,8 @@ positions before it kept per layer: the next-token log-probabilities a search ex
 
 `CachedModel.start` runs the sources once (the model's own ``[B, S, S]`` mask: UniLM's source both ways, or the
 causal one) and keeps every layer's keys and values; `CachedModel.step` feeds one token per row and computes that
-position alone. The step reuses the model's layers and weights: its embeddings (`kerasbert.modeling.models.embed`,
-each row at its own position), each block's `MultiHeadSelfAttention.attend` and residuals, and its MLM head.
+position alone. Both run the model's own layers through its architecture (`kerasbert.modeling.architecture`): its
+embeddings (each row at its own position), each block over the kept keys and values, and its masked LM's logits.
 
 Slots. Each layer keeps ``[N, A, S + T, d]`` keys and values (N rows, S the longest source, T the most target
 tokens): a row's source fills slots ``0 .. len - 1`` (its padding slots up to S are never seen), and its
@@ -23,15 +23,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from kerasbert import layer_names as names
 from kerasbert.errors import ModelError, fail
 from kerasbert.generation.state import Cache, padded
-from kerasbert.modeling import families
+from kerasbert.modeling import architecture
 from kerasbert.modeling.blocks import visible
-from kerasbert.modeling.config import config_of
 from kerasbert.modeling.masks import MASK_LAYERS, application_of
-from kerasbert.modeling.models import blocks_of, embed
-from kerasbert.modeling.positions import rotate
 from kerasbert.perf.xla import xla_pays
 
 ACTIVATIONS = ("softmax", "linear")  # the MLM outputs a decoder reads: probabilities, or logits
@@ -60,11 +56,11 @@ class CachedModel:
     """
 
     def __init__(self, model: keras.Model):
-        self.family, self.config = families.of_model(model), config_of(model)
+        self.encoder = architecture.of(model)
+        self.family, self.config = self.encoder.family, self.encoder.config
         application = application_of(model)
         check_generative(self.family.name, application)
-        self.layers = {layer.name: layer for layer in model.layers}
-        self.application, self.blocks = application, blocks_of(model)
+        self.application = application
         self.segment = 1 if application == "unilm" else 0
         self.has_segments = bool(self.config.type_vocab_size)
         self._check_activation()
@@ -72,20 +68,18 @@ class CachedModel:
 
     @property
     def vocab_size(self) -> int:
-        return int(self.layers[names.EMBEDDING_TOKEN].input_dim)
+        return self.config.vocab_size
 
     @property
     def max_length(self) -> int | None:
         """The most positions the model embeds (P, P² hierarchical); None for NEZHA's and RoFormer's."""
-        position = self.layers.get(names.EMBEDDING_POSITION)
-        return None if position is None else position.max_length
+        return self.encoder.max_length
 
     @property
     def cache_shape(self) -> dict[str, int | None]:
         """What sizes a search's cache (`kerasbert.generation.state.cache_bytes`), as an export records it:
         ``layers`` (each with its keys and values), ``hidden_size`` (heads x head size) and ``max_length``."""
-        attention = self.blocks[0][0].layer
-        return {"layers": len(self.blocks), "hidden_size": attention.num_heads * attention.head_size,
+        return {"layers": self.config.num_hidden_layers, "hidden_size": self.config.hidden_size,
                 "max_length": self.max_length}
 
     def start(self, sources: list[list[int]], max_length: int) -> tuple[Cache, np.ndarray]:
@@ -127,9 +121,10 @@ class CachedModel:
             return self._prefill_graph, self._step_graph, self._step_graph
         import tensorflow as tf
 
-        attention = self.blocks[0][0].layer
-        cached = tf.TensorSpec((None, attention.num_heads, None, attention.head_size), attention.compute_dtype)
-        layers, ints, scalar = len(self.blocks), tf.TensorSpec((None,), "int32"), tf.TensorSpec((), "int32")
+        cfg = self.config
+        dtype = self.encoder.blocks[0][0].layer.compute_dtype
+        cached = tf.TensorSpec((None, cfg.num_attention_heads, None, cfg.head_size), dtype)
+        layers, ints, scalar = cfg.num_hidden_layers, tf.TensorSpec((None,), "int32"), tf.TensorSpec((), "int32")
         step = [(cached,) * layers, (cached,) * layers, ints, ints, scalar, scalar]
         return (tf.function(self._prefill_graph, input_signature=[tf.TensorSpec((None, None), "int32"), ints, scalar]),
                 tf.function(self._step_graph, input_signature=step, jit_compile=jit),
@@ -137,21 +132,17 @@ class CachedModel:
 
     def _prefill_graph(self, token_ids, lengths, max_length):
         segment_ids = ops.zeros_like(token_ids)
-        mask = self.layers[MASK_LAYERS[self.application]]([token_ids, segment_ids])  # (batch, seq, seq)
-        x = embed(self.layers, self.family, token_ids, segment_ids if self.has_segments else None)
-        relative, sinusoid = None, None
-        if self.family.positions == "relative":
-            relative = self.layers[names.RELATIVE_POSITION](x)  # (seq, seq, d)
-        if self.family.positions == "rotary":
-            sinusoid = self.layers[names.ROTARY_POSITION](x)  # (1, seq, d)
-        keys, values = [], []
+        mask = self.encoder.layers[MASK_LAYERS[self.application]]([token_ids, segment_ids])  # (batch, seq, seq)
+        x = self.encoder.embed(token_ids, segment_ids if self.has_segments else None)
+        positions, keys, values = self.encoder.positions(x), [], []
 
-        def keep(i, k, v):  # the sources attend to themselves; their keys and values get room for T targets
+        def keep(k, v):  # the sources attend to themselves; their keys and values get room for T targets
             keys.append(ops.pad(k, ((0, 0), (0, 0), (0, max_length), (0, 0))))  # (batch, heads, seq + T, d)
             values.append(ops.pad(v, ((0, 0), (0, 0), (0, max_length), (0, 0))))
             return k, v
 
-        x = self._blocks(x, visible(mask), relative, sinusoid, keep)
+        for i in range(self.config.num_hidden_layers):
+            x = self.encoder.block(i, x, visible(mask), positions, cache=keep)
         last = ops.take_along_axis(x, (lengths - 1)[:, None, None], axis=1)[:, 0]  # (batch, H): each row's last
         return keys, values, self._log_probs(last)
 
@@ -162,53 +153,29 @@ class CachedModel:
         seen = ops.logical_or(slots < lengths[:, None], ops.logical_and(slots >= source_width, slots <= slot))
         positions = (lengths + written)[:, None]  # (rows, 1): the row's own position
         segments = ops.full_like(positions, self.segment) if self.has_segments else None
-        x = embed(self.layers, self.family, tokens[:, None], segments, positions=positions)  # (rows, 1, H)
-        relative, sinusoid = None, None
-        if self.family.positions == "relative":
-            key_positions = ops.where(slots < source_width, slots, lengths[:, None] + slots - source_width)
-            relative = self.layers[names.RELATIVE_POSITION].between(positions, key_positions)  # (rows, 1, S + T, d)
-        if self.family.positions == "rotary":
-            sinusoid = self.layers[names.ROTARY_POSITION].at(positions)[:, None]  # (rows, 1, 1, d)
+        x = self.encoder.embed(tokens[:, None], segments, positions=positions)  # (rows, 1, H)
+        key_positions = ops.where(slots < source_width, slots, lengths[:, None] + slots - source_width)
+        at = self.encoder.positions_at(positions, key_positions)
         here = (slots == slot)[:, None, :, None]  # (1, 1, S + T, 1): this step's slot
         new_keys, new_values = [], []
+        for i in range(self.config.num_hidden_layers):
+            def write(k, v, i=i):
+                new_keys.append(ops.where(here, k, keys[i]))
+                new_values.append(ops.where(here, v, values[i]))
+                return new_keys[-1], new_values[-1]
 
-        def write(i, k, v):
-            new_keys.append(ops.where(here, k, keys[i]))
-            new_values.append(ops.where(here, v, values[i]))
-            return new_keys[-1], new_values[-1]
-
-        x = self._blocks(x, seen[:, None, None, :], relative, sinusoid, write)
+            x = self.encoder.block(i, x, seen[:, None, None, :], at, cache=write)
         return new_keys, new_values, self._log_probs(x[:, 0])
 
-    def _blocks(self, x, seen, relative, sinusoid, write):
-        """Every block over ``x`` ``[N, Q, H]``, its attention over the keys and values ``write(i, k, v)`` returns
-        for layer i given the new ones (the cache with them written, or themselves)."""
-        for i, (attention, feed_forward) in enumerate(self.blocks):
-            layer = attention.layer
-            q, k, v = layer.qkv(x)  # each (rows, heads, Q, d)
-            if sinusoid is not None:
-                q, k = rotate(q, sinusoid), rotate(k, sinusoid)
-            k, v = write(i, k, v)
-            x = feed_forward(attention.finish(x, layer.merge(layer.attend(q, k, v, seen, relative))))
-        return x
-
     def _log_probs(self, x):
-        """The MLM head on ``x`` ``[N, H]``: ``[N, V]`` float32 log-probabilities."""
-        layers, embedding = self.layers, self.layers[names.EMBEDDING_TOKEN]
-        if self.family.heads == "roformer_v2":
-            if names.OUTPUT_MAPPING in layers:
-                x = layers[names.OUTPUT_MAPPING](x)
-            logits = embedding(layers[names.OUTPUT_MLM_DROPOUT](x), reverse=True)
-        else:
-            x = layers[names.MLM_NORM](layers[names.MLM_DENSE](x))
-            logits = layers[names.MLM_BIAS](embedding(x, reverse=True))
-        return ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+        """The masked LM's logits at ``x`` ``[N, H]`` as ``[N, V]`` float32 log-probabilities."""
+        return ops.log_softmax(ops.cast(self.encoder.logits(x), "float32"), axis=-1)
 
     def _check_activation(self) -> None:
-        name = names.OUTPUT_MLM_ACTIVATION if self.family.heads == "roformer_v2" else names.MLM_ACTIVATION
-        activation = keras.activations.serialize(self.layers[name].activation)
+        layer = self.encoder.logits_activation
+        activation = keras.activations.serialize(layer.activation)
         if activation not in ACTIVATIONS:
-            raise fail(ModelError, name, "a softmax or linear output (next-token probabilities or logits)",
+            raise fail(ModelError, layer.name, "a softmax or linear output (next-token probabilities or logits)",
                        repr(activation), "build with with_mlm=True or with_mlm='linear'")
 
 

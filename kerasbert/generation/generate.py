@@ -1,6 +1,7 @@
 """`generate`: token ids from a language model (``application="lm"``) or a sequence-to-sequence UniLM
 (``"unilm"``), by greedy search, beam search or sampling, batched, each step one new position over cached keys
-and values (`kerasbert.generation.cache`), the search rules bert4keras's (`kerasbert.generation.search`).
+and values (`kerasbert.generation.cache`), searched in NumPy (`kerasbert.generation.search`) by bert4keras's rules
+(`kerasbert.generation.rules`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = 
     A ``"unilm"`` model reads each input as its source (segment 0, e.g. ``[CLS] ... [SEP]``) and generates the
     target (segment 1) after it; an ``"lm"`` model continues each input (a prompt, segment 0). Inputs of
     different lengths share a batch, each at its own positions. Greedy and beam search give bert4keras's ids
-    (`kerasbert.generation.search` states the rules); sampling draws with its own seeded generator. A tiny
+    (`kerasbert.generation.rules` states the rules); sampling draws with its own seeded generator. A tiny
     temperature is greedy: the scores are computed so that dividing by it cannot overflow.
 
     The bounds of ``GENERATE_LIMITS`` (`kerasbert.choices`) are checked before anything is allocated: at most 2048
@@ -156,6 +157,6 @@ def _check_size(lm: CachedModel, inputs: list[list[int]], width: int, max_length
         raise fail(DataError, "generate: batch_size x (beams or n)", f"at most {GENERATE_LIMITS['rows']} rows "
                    "decoded at once", f"{min(batch_size, len(inputs))} x {width} = {rows}",
                    "lower n, beams or batch_size")
-    attention = lm.blocks[0][0].layer
-    check_cache("generate", rows, len(lm.blocks), max(map(len, inputs)) + max_length,
-                attention.num_heads * attention.head_size, "lower batch_size, beams, n or max_length")
+    shape = lm.cache_shape
+    check_cache("generate", rows, shape["layers"], max(map(len, inputs)) + max_length, shape["hidden_size"],
+                "lower batch_size, beams, n or max_length")

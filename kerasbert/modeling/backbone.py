@@ -5,8 +5,8 @@ bert4keras keeps the config on its ``Transformer`` object, keras-hub on its ``Ba
 ``"albert"``, ...: `kerasbert.modeling.families`) and application (``"encoder"``, ``"lm"``, ``"unilm"``:
 `kerasbert.modeling.masks`). `build_transformer_model` and every head of `kerasbert.modeling.heads` return one;
 the graph, its layer names and its outputs are those of ``keras.Model(inputs, outputs)``. The config travels
-through ``get_config``/``from_config``, ``clone_model`` and ``.keras`` files; consumers read it with
-`kerasbert.config_of` (`kerasbert.modeling.config.config_of`).
+through ``get_config``/``from_config``, `clone` and ``.keras`` files; consumers read it with `kerasbert.config_of`
+(`kerasbert.modeling.config.config_of`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import keras
 
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling import families
-from kerasbert.modeling.config import BertConfig, config_from_layers
+from kerasbert.modeling.config import BertConfig
 from kerasbert.modeling.masks import APPLICATIONS
 from kerasbert.modeling.registry import register
 from kerasbert.perf import half_gradients
 
-__all__ = ["APPLICATIONS", "FAMILIES", "TransformerModel"]
+__all__ = ["APPLICATIONS", "FAMILIES", "TransformerModel", "clone"]
 
 FAMILIES = families.FAMILY_NAMES  # the architectures kerasbert builds
 
@@ -33,8 +33,8 @@ class TransformerModel(keras.Model):
         inputs: the model's input tensors (``Input-Token``, ``Input-Segment``).
         outputs: its output tensor(s).
         name: str. the model's name.
-        bert_config: BertConfig or dict. the config the graph was built from; None reads it off the layers
-            (`kerasbert.modeling.config.config_from_layers`) when asked for.
+        bert_config: BertConfig or dict. the config the graph was built from (None only where Keras makes the
+            model from tensors alone, ``keras.models.clone_model``: reading it is then a ModelError).
         family: str. the architecture, one of `FAMILIES`.
         application: str. one of `APPLICATIONS`.
         **kwargs: ``keras.Model`` arguments (``trainable``).
@@ -60,8 +60,9 @@ class TransformerModel(keras.Model):
     @property
     def bert_config(self) -> BertConfig:
         """The `BertConfig` the model was built from."""
-        if self._stored_config is None:  # a model made by Keras from tensors alone (clone_model's clone_function)
-            self._stored_config = config_from_layers(self)
+        if self._stored_config is None:  # a model made by Keras from tensors alone (keras.models.clone_model)
+            raise fail(ModelError, f"model {self.name!r}", "a kerasbert model that carries its config",
+                       "a copy made without one", families.WRAP_HINT)
         return self._stored_config
 
     def train_step(self, *args, **kwargs):  # (data) on TensorFlow, (state, data) on JAX
@@ -72,3 +73,22 @@ class TransformerModel(keras.Model):
     def get_config(self) -> dict:
         return {**super().get_config(), "bert_config": self.bert_config.to_dict(), "family": self.family,
                 "application": self.application}
+
+
+def clone(model: TransformerModel, **options) -> TransformerModel:
+    """``keras.models.clone_model(model, **options)`` that keeps the model's config, family and application.
+
+    Args:
+        model: TransformerModel. the model to copy.
+        **options: arguments of ``keras.models.clone_model`` (``clone_function``, ``input_tensors``, ...).
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> bert = build_transformer_model("tiny", verbose=False)
+    >>> copy = clone(bert)
+    >>> copy.bert_config == bert.bert_config, copy.layers[-1] is bert.layers[-1]
+    (True, False)
+    """
+    copy = keras.models.clone_model(model, **options)
+    return TransformerModel(copy.inputs, copy.outputs, name=model.name, bert_config=model.bert_config,
+                            family=model.family, application=model.application)

@@ -14,11 +14,10 @@ import os
 from importlib import resources
 from typing import Any
 
-from kerasbert import layer_names as names
 from kerasbert.choices import names_a_file
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.files import write_text
-from kerasbert.modeling.families import MODEL_TYPES
+from kerasbert.modeling.families import MODEL_TYPES, WRAP_HINT
 
 # hidden_act spellings accepted in configs -> the activation kerasbert uses.
 # "gelu" is the exact erf form (Google BERT, bert4keras, HF); the tanh approximation has
@@ -304,9 +303,9 @@ def config_of(model) -> BertConfig:
     """The `BertConfig` a kerasbert model was built from: the one way to read a model's sizes.
 
     A model from `kerasbert.build_transformer_model` or `kerasbert.modeling.heads` carries its config as
-    ``model.bert_config`` (kept through ``get_config`` and ``.keras`` files); a model that holds one as a layer
-    gives that one's. A plain ``keras.Model`` of kerasbert's layers (a ``.keras`` file that stores no config)
-    has it read off its layers by `config_from_layers`.
+    ``model.bert_config`` (kept through ``get_config``, ``.keras`` files and `kerasbert.modeling.backbone.clone`);
+    a model that holds one as a layer gives that one's. A model without one (a plain ``keras.Model`` of
+    kerasbert's layers) is a `ModelError` that says how to get one: a config is never guessed from layer names.
 
     Args:
         model: keras.Model. a model with kerasbert's layers.
@@ -323,74 +322,5 @@ def config_of(model) -> BertConfig:
         stored = getattr(candidate, "bert_config", None)
         if isinstance(stored, BertConfig):
             return stored
-    return config_from_layers(model)
-
-
-def config_from_layers(model) -> BertConfig:
-    """The config of a model that stores none, read off its layers' own configs by their bert4keras names.
-
-    Sizes, activation, epsilon, dropout rates and initializer range come from ``Embedding-*`` and the
-    ``Transformer-{i}-*`` layers: every family's (E from ``Embedding-Mapping``, P from ``Embedding-Position``
-    where there is one, NEZHA's K from ``Embedding-Relative-Position``) but ALBERT's shared block, whose layers
-    do not say how many times the graph calls them (L): a `ModelError` there, since every model
-    `build_transformer_model` or a head builds carries its config. Keys of the config file the model was
-    built from are not recovered.
-
-    Example:
-    >>> import keras
-    >>> from kerasbert import build_transformer_model
-    >>> bert = build_transformer_model("tiny", verbose=False)
-    >>> config_from_layers(keras.Model(bert.inputs, bert.outputs)) == config_of(bert)
-    True
-    """
-    where = f"model {getattr(model, 'name', model)!r}"
-    layers = {layer.name: layer for layer in _flat_layers(model)}
-    if names.block(None, names.ATTENTION) in layers:
-        raise fail(ModelError, where, "a model that carries its config (kerasbert.config_of) or a block per layer",
-                   "ALBERT's shared block, whose layers do not tell the number of layers L",
-                   "keep the model build_transformer_model or a head returns (a TransformerModel), or save it "
-                   "as .keras from there")
-    needed = (names.EMBEDDING_TOKEN, names.EMBEDDING_NORM, names.block(0, names.ATTENTION),
-              names.block(0, names.FEED_FORWARD))
-    missing = [name for name in needed if name not in layers]
-    if missing:
-        raise fail(ModelError, where, f"a model from build_transformer_model, with layers {', '.join(needed)}",
-                   f"no {', '.join(missing)} among layers {list(layers)[:4]} ...")
-    read = {name: layers[name].get_config() for name in needed}
-    token, attention = read[names.EMBEDDING_TOKEN], read[names.block(0, names.ATTENTION)]
-    initializer = attention["kernel_initializer"]
-    return BertConfig(
-        vocab_size=token["input_dim"], num_attention_heads=attention["num_heads"],
-        num_hidden_layers=1 + max(found[0] for name in layers if (found := names.parse_block(name))),
-        intermediate_size=read[names.block(0, names.FEED_FORWARD)]["units"],
-        hidden_act=read[names.block(0, names.FEED_FORWARD)]["activation"],
-        attention_probs_dropout_prob=attention["dropout"],
-        initializer_range=initializer.get("config", {}).get("stddev", 0.02) if isinstance(initializer, dict) else 0.02,
-        layer_norm_eps=read[names.EMBEDDING_NORM]["epsilon"], source=f"the layers of {getattr(model, 'name', model)}",
-        **_optional_sizes(layers))
-
-
-def _optional_sizes(layers: dict) -> dict:
-    """The config keys that some families' layers give and others leave at their defaults: H and E (where
-    ``Embedding-Mapping`` maps E to H), T, P, NEZHA's K, and the hidden dropout rate."""
-    width = layers[names.EMBEDDING_TOKEN].get_config()["output_dim"]
-    sizes = {"hidden_size": width, "type_vocab_size": 0, "hidden_dropout_prob": 0.1}
-    if names.EMBEDDING_MAPPING in layers:
-        sizes.update(hidden_size=layers[names.EMBEDDING_MAPPING].get_config()["units"], embedding_size=width)
-    found = {names.EMBEDDING_SEGMENT: ("type_vocab_size", "input_dim"),
-             names.EMBEDDING_POSITION: ("max_position_embeddings", "input_dim"),
-             names.RELATIVE_POSITION: ("max_relative_position", "max_distance"),
-             names.EMBEDDING_DROPOUT: ("hidden_dropout_prob", "rate")}
-    for name, (key, field) in found.items():
-        if name in layers:
-            sizes[key] = layers[name].get_config()[field]
-    return sizes
-
-
-def _flat_layers(model) -> list:
-    """The model's layers, and those of the models nested in it, in order."""
-    out = []
-    for layer in getattr(model, "layers", ()):
-        out.append(layer)
-        out.extend(_flat_layers(layer) if hasattr(layer, "layers") else ())
-    return out
+    raise fail(ModelError, f"model {getattr(model, 'name', model)!r}", "a kerasbert model that carries its config",
+               "a keras.Model without one", WRAP_HINT)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 
+from kerasbert.choices import MODEL_FAMILIES
 from kerasbert.errors import ModelError, fail
 
 
@@ -39,6 +40,8 @@ class Family:
             discriminator), ``"roformer_v2"`` (an MLM of ``Output-*`` layers).
         checkpoint: str. whose variable names its Google checkpoint uses: ``"bert"``, ``"albert"``, ``"electra"``.
         required: tuple of str. config keys the family's checkpoints always give.
+        architecture: str. the kind of model it is, a key of `kerasbert.modeling.architecture.ARCHITECTURES`:
+            ``"encoder"``, BERT's post-norm encoder, for every bert4keras encoder family.
     """
 
     name: str
@@ -49,6 +52,7 @@ class Family:
     heads: str = "bert"
     checkpoint: str = "bert"
     required: tuple[str, ...] = ()
+    architecture: str = "encoder"
 
 
 _FAMILIES = {
@@ -62,10 +66,22 @@ _FAMILIES = {
 }
 ALIASES = {"roberta": "bert"}  # bert4keras builds RoBERTa as BERT
 FAMILY_NAMES = tuple(_FAMILIES)  # the families, without their aliases
-NAMES = (*FAMILY_NAMES, *ALIASES)  # every model= value
-# Hugging Face config.json model_type -> the family it describes
+NAMES = MODEL_FAMILIES  # every model= value: the families, then their aliases
+# Hugging Face config.json model_type -> the family it describes; `model_type` is the other way
 MODEL_TYPES = {"bert": "bert", "albert": "albert", "electra": "electra", "nezha": "nezha",
                "roformer": "roformer"}
+
+
+def model_type(family: Family) -> str:
+    """The ``model_type`` of the family's Hugging Face config, also the prefix of its encoder's Hugging Face names:
+    that of the family whose checkpoints it reads (``albert`` for ``albert_unshared``, ``roformer`` for
+    ``roformer_v2``, which transformers lacks).
+
+    Example:
+    >>> model_type(get("albert_unshared")), model_type(get("nezha"))
+    ('albert', 'nezha')
+    """
+    return _KIN.get(family.name, family.name)
 
 
 def get(name: str) -> Family:
@@ -84,13 +100,29 @@ def get(name: str) -> Family:
     return _FAMILIES[key]
 
 
+# what a model that carries no config or family is told
+WRAP_HINT = ("build it with kerasbert.build_transformer_model or a kerasbert.modeling.heads function; copy one with "
+             "kerasbert.modeling.backbone.clone (keras.models.clone_model keeps no config)")
+
+
 def of_model(model) -> Family:
-    """The family of a kerasbert model (its ``family``, or that of a model nested in it), BERT for a model that
-    records none."""
+    """The family of a kerasbert model: its ``family``, or that of a model nested in it; a ModelError for a
+    model that records none (a plain ``keras.Model``), which says how to get one.
+
+    Example:
+    >>> import keras
+    >>> of_model(keras.Sequential(name="plain"))
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ModelError: model 'plain': expected a kerasbert model that records its family, found a \
+keras.Model without one. build it with kerasbert.build_transformer_model or a kerasbert.modeling.heads function; \
+copy one with kerasbert.modeling.backbone.clone (keras.models.clone_model keeps no config)
+    """
     for candidate in (model, *getattr(model, "layers", ())):
         if isinstance(getattr(candidate, "family", None), str):
             return get(candidate.family)
-    return get("bert")
+    raise fail(ModelError, f"model {getattr(model, 'name', model)!r}", "a kerasbert model that records its family",
+               "a keras.Model without one", WRAP_HINT)
 
 
 _KIN = {"albert_unshared": "albert", "roformer_v2": "roformer"}  # families that read their kin's checkpoints

@@ -5,10 +5,10 @@ Each head is built the bert4keras way: new layers on the backbone's own graph, t
 ``keras.Model(backbone.inputs, output)`` (a `TransformerModel`, which also carries the backbone's
 config); the layer list stays flat, and the same layers written by hand give the same graph. Head layers
 have fixed names (``CLS-Dense``, ``Tagging-CRF``, ..., from `kerasbert.layer_names`); ``Pooler``/``Pooler-Dense``,
-``NSP-Proba`` and ``MLM-*`` are the names of the checkpoint table, so ``load_google_checkpoint`` fills them from
-``bert/pooler`` and ``cls/``.
-``build_transformer_model(with_pool=, with_nsp=, with_mlm=)`` builds its heads with the
-same functions (`pooler_output`, `nsp_output`, `mlm_output`).
+``NSP-Proba`` and ``MLM-*`` are the checkpoint's final layers (`kerasbert.modeling.final_layers`, which
+``build_transformer_model(with_pool=, with_nsp=, with_mlm=)`` adds too), so ``load_google_checkpoint`` fills them
+from ``bert/pooler`` and ``cls/``. A head reads the backbone through its architecture
+(`kerasbert.modeling.architecture`): its sequence output, and its last block run for ``[CLS]`` alone.
 
 `loss_and_metrics(model)` (from `kerasbert.modeling.losses`, re-exported here) gives the matching
 ``compile`` arguments.
@@ -23,151 +23,60 @@ import keras
 from kerasbert import layer_names as names
 from kerasbert.choices import CRF_LR_MULTIPLIER
 from kerasbert.errors import ModelError, fail
-from kerasbert.modeling import families
+from kerasbert.modeling import architecture, families
+from kerasbert.modeling.architecture import Architecture
 from kerasbert.modeling.backbone import TransformerModel
-from kerasbert.modeling.config import BertConfig, config_of
+from kerasbert.modeling.config import config_of
 from kerasbert.modeling.crf import ConditionalRandomField, crf_layers
-from kerasbert.modeling.families import Family
+from kerasbert.modeling.final_layers import mlm_output, nsp_output, output_mlm, pooler_output
 from kerasbert.modeling.global_pointer import EfficientGlobalPointer, GlobalPointer
-from kerasbert.modeling.layers import (
-    Bias,
-    Dropout,
-    KerasMask,
-    LayerNorm,
-    MaskedMean,
-    PaddingMask,
-    TakeToken,
-    get_activation,
-)
+from kerasbert.modeling.layers import Dropout, KerasMask, MaskedMean, PaddingMask, TakePositions, TakeToken
 from kerasbert.modeling.losses import loss_and_metrics  # noqa: F401 (the compile idiom heads.loss_and_metrics)
 from kerasbert.modeling.masks import application_of
 
-__all__ = ["EMBEDDING_POOLINGS", "cls", "crf_decoder", "embedding", "loss_and_metrics", "mlm", "nsp", "spans",
-           "tagging"]
-
-
-def pooler_output(x, hidden_size: int, activation="tanh", init="glorot_uniform", dtype=None):
-    """``Pooler`` (``x[:, 0]``) then ``Pooler-Dense`` (``bert/pooler/dense``): ``[B, S, H] -> [B, H]``
-    (``x`` of ``[B, H]``: ``Pooler-Dense`` alone, on ``[CLS]`` taken before)."""
-    pooled = TakeToken(0, dtype=dtype, name=names.POOLER)(x) if len(x.shape) == 3 else x
-    return keras.layers.Dense(hidden_size, activation=activation, kernel_initializer=init, dtype=dtype,
-                              name=names.POOLER_DENSE)(pooled)
-
-
-def nsp_output(pooled, init="glorot_uniform", dtype=None):
-    """``NSP-Proba``: softmax over (is next, is random), kernel from ``cls/seq_relationship`` (transposed)."""
-    return keras.layers.Dense(2, activation="softmax", kernel_initializer=init, dtype=dtype,
-                              name=names.NSP_PROBA)(pooled)
-
-
-def mlm_output(x, embedding, activation: str, epsilon: float, init="glorot_uniform", dtype=None,
-               output_activation="softmax"):
-    """``MLM-Dense (H -> E) -> MLM-Norm -> x·Eᵀ (tied to Embedding-Token) -> MLM-Bias -> MLM-Activation``."""
-    y = keras.layers.Dense(embedding.output_dim, activation=get_activation(activation), kernel_initializer=init,
-                           dtype=dtype, name=names.MLM_DENSE)(x)
-    y = LayerNorm(epsilon=epsilon, width_symbol=embedding.width_symbol, dtype=dtype, name=names.MLM_NORM)(y)
-    y = embedding(y, reverse=True)  # [B, S, H] -> [B, S, V]
-    y = Bias(dtype=dtype, name=names.MLM_BIAS)(y)
-    return keras.layers.Activation(output_activation, dtype=dtype, name=names.MLM_ACTIVATION)(y)
-
-
-def output_mlm(x, embedding, init="glorot_uniform", output_activation="softmax", dropout: float = 0.0, dtype=None):
-    """RoFormer-V2's masked LM: ``Output-Mapping`` (H -> E, no bias, where E differs) -> ``Output-MLM-Dropout``
-    -> ``x·Eᵀ`` (tied to Embedding-Token) -> ``Output-MLM-Activation``."""
-    if embedding.output_dim != x.shape[-1]:
-        x = keras.layers.Dense(embedding.output_dim, use_bias=False, kernel_initializer=init, dtype=dtype,
-                               name=names.OUTPUT_MAPPING)(x)
-    x = embedding(Dropout(dropout, dtype=dtype, name=names.OUTPUT_MLM_DROPOUT)(x), reverse=True)
-    activation = "softmax" if output_activation is True else output_activation
-    return keras.layers.Activation(activation, dtype=dtype, name=names.OUTPUT_MLM_ACTIVATION)(x)
-
-
-def discriminator_output(x, config: BertConfig, init="glorot_uniform", dtype=None, activation="sigmoid"):
-    """ELECTRA's replaced-token discriminator: ``Discriminator-Dense`` (H, the config's activation) ->
-    ``Discriminator-Prediction`` (1 per token, sigmoid or ``activation``)."""
-    x = keras.layers.Dense(config.hidden_size, activation=get_activation(config.activation), kernel_initializer=init,
-                           dtype=dtype, name=names.DISCRIMINATOR_DENSE)(x)
-    return keras.layers.Dense(1, activation="sigmoid" if activation is True else activation, kernel_initializer=init,
-                              dtype=dtype, name=names.DISCRIMINATOR_PREDICTION)(x)
+__all__ = ["EMBEDDING_POOLINGS", "cls", "crf_decoder", "embedding", "loss_and_metrics", "mlm", "nsp", "pretraining",
+           "spans", "tagging"]
 
 
 @dataclasses.dataclass(frozen=True)
 class _Backbone:
-    """What a head needs to know about a backbone: its config (`config_of`), family and layers by name."""
+    """What a head needs to know about a backbone: its architecture (config, family, layers by name)."""
 
     model: keras.Model
-    config: BertConfig
-    family: Family
-    layers: dict
-    init: object
-    dtype: object
+    encoder: Architecture
 
     @classmethod
-    def of(cls, model: keras.Model) -> "_Backbone":
-        layers = {layer.name: layer for layer in model.layers}
-        config, family = config_of(model), families.of_model(model)
-        first = names.block(None if family.shared_block else 0, names.FEED_FORWARD)
-        init = layers[first].kernel_initializer  # the encoder's, shared by its layers
-        return cls(model, config, family, layers, init, layers[names.EMBEDDING_TOKEN].dtype_policy.name)
+    def of(cls, model: keras.Model) -> _Backbone:
+        return cls(model, architecture.of(model))
 
-    def last_block(self, part: str) -> keras.layers.Layer:
-        """The layer ``part`` of the last block, ``L - 1`` (ALBERT's shared block: its one layer)."""
-        index = None if self.family.shared_block else self.config.num_hidden_layers - 1
-        return self.layers[names.block(index, part)]
+    config = property(lambda self: self.encoder.config)
+    family = property(lambda self: self.encoder.family)
+    layers = property(lambda self: self.encoder.layers)
+    init = property(lambda self: self.encoder.initializer)
+    dtype = property(lambda self: self.encoder.dtype)
 
-    def model_of(self, output, head: str) -> TransformerModel:
-        """``keras.Model(backbone.inputs, output)``, named ``{backbone}-{head}``, carrying the backbone's config."""
-        return TransformerModel(self.model.inputs, output, name=f"{self.model.name}-{head}", bert_config=self.config,
-                                family=self.family.name, application=application_of(self.model))
+    def model_of(self, output, head: str, extra_inputs: tuple = ()) -> TransformerModel:
+        """``keras.Model(backbone.inputs + extra_inputs, output)``, named ``{backbone}-{head}``, carrying the
+        backbone's config."""
+        return TransformerModel([*self.model.inputs, *extra_inputs], output, name=f"{self.model.name}-{head}",
+                                bert_config=self.config, family=self.family.name,
+                                application=application_of(self.model))
 
     def sequence_output(self, head: str):
-        """The encoder's ``[B, S, H]`` output, which must be the backbone's output.
-
-        ALBERT's shared ``Transformer-FeedForward-Norm`` is called L times and its ``.output`` is its first call's,
-        so there the backbone's one output is taken, where the backbone has no layer past the encoder."""
-        outputs = self.model.outputs
-        if self.family.shared_block:
-            past = [name for name in self.layers if names.part_of(name)[0] not in ("inputs", "embeddings", "encoder")]
-            found = outputs[0] if len(outputs) == 1 and len(outputs[0].shape) == 3 and not past else None
-        else:
-            sequence = self.last_block(names.FEED_FORWARD_NORM).output
-            found = sequence if any(output is sequence for output in outputs) else None
+        """The encoder's ``[B, S, H]`` output, which must be the backbone's output."""
+        found = self.encoder.sequence_output(self.model.outputs)
         if found is None:
-            shapes = ", ".join(str(tuple(o.shape)) for o in outputs)
+            shapes = ", ".join(str(tuple(o.shape)) for o in self.model.outputs)
             raise fail(ModelError, f"{head} head", "a backbone whose output is the sequence output [batch, seq, H]",
                        f"outputs {shapes}", "build the backbone without with_pool / with_nsp / with_mlm / "
                        "with_discriminator")
         return found
 
     def first_token_output(self, head: str, name: str):
-        """The sequence output at ``[CLS]``, ``[B, H]``, with the last block run for ``[CLS]`` alone.
-
-        A head that reads only ``x[:, 0]`` never reads the last block's other positions, so they need no
-        query, attention output, residual, norm or feed-forward there: `TakeToken` (``name``) takes position 0
-        of the block's input, and the block's own layers run again on it, the attention with
-        ``first_token=True`` (keys and values still from every position, and NEZHA's or RoFormer's positions).
-        Same weights, names and checkpoint map; equal to ``sequence_output[:, 0]`` within float32 rounding; the
-        block's work less its keys and values, (S-1)/S of it: for BERT-base at 128 tokens 6.9 % of the forward
-        and backward passes.
-
-        ALBERT's shared block is one set of layers called L times, and Keras names no call but the first: the
-        input of its last call is not at hand, so there the head takes ``x[:, 0]`` of the sequence output
-        (bert4keras's graph, the same numbers).
-        """
-        sequence = self.sequence_output(head)  # the backbone's output must be the last block's
-        if self.family.shared_block:
-            return TakeToken(0, dtype=self.dtype, name=name)(sequence)
-
-        def block(part: str, step: str | None = None) -> keras.layers.Layer:
-            return self.last_block(names.residual(part, step) if step else part)
-
-        attention, feed_forward = names.ATTENTION, names.FEED_FORWARD
-        inputs = list(block(attention).input)  # [x, mask], and the positions of NEZHA and RoFormer
-        first = TakeToken(0, dtype=self.dtype, name=name)(inputs[0])
-        y = block(attention, "Dropout")(block(attention)(inputs, first_token=True))
-        x = block(attention, "Norm")(block(attention, "Add")([first, y]))
-        y = block(feed_forward, "Dropout")(block(feed_forward)(x))
-        return block(feed_forward, "Norm")(block(feed_forward, "Add")([x, y]))
+        """The sequence output at ``[CLS]``, ``[B, H]``, the last block run for ``[CLS]`` alone
+        (`kerasbert.modeling.encoder.Encoder.first_token_output`, ``name`` its `TakeToken`): for BERT-base at
+        128 tokens 6.9 % less work in the forward and backward passes, the same numbers."""
+        return self.encoder.first_token_output(self.sequence_output(head), name)
 
     def padding_mask(self):
         """``Input-Token != 0``: the backbone's ``Attention-Mask`` output (or a new `PaddingMask`)."""
@@ -190,7 +99,7 @@ class _Backbone:
 
     def first_block_output(self):
         """The first Transformer block's ``[B, S, H]`` output (ALBERT's shared block: its first call's)."""
-        return self.layers[names.block(None if self.family.shared_block else 0, names.FEED_FORWARD_NORM)].output
+        return self.encoder.block_output(0)
 
 
 def _check_count(argument: str, value) -> int:
@@ -352,12 +261,60 @@ def mlm(backbone: keras.Model) -> keras.Model:
     bb = _Backbone.of(backbone)
     _check_pretraining_head(bb, "mlm", ("bert", "roformer_v2"), "with_discriminator=True for ELECTRA's "
                             "replaced-token head, or a task head (cls, tagging, spans)")
-    x, embedding = bb.sequence_output("mlm"), bb.layers[names.EMBEDDING_TOKEN]
+    return bb.model_of(_mlm_output(bb, bb.sequence_output("mlm")), "mlm")
+
+
+def _mlm_output(bb: _Backbone, x):
+    """New masked-LM layers on ``x`` ``[..., H]``: BERT's ``MLM-*`` (`mlm_output`), RoFormer-V2's ``Output-*``
+    (`output_mlm`), both tied to the backbone's ``Embedding-Token``."""
+    embedding = bb.layers[names.EMBEDDING_TOKEN]
     if bb.family.heads == "roformer_v2":
-        return bb.model_of(output_mlm(x, embedding, bb.init, "softmax", bb.config.hidden_dropout_prob, bb.dtype),
-                           "mlm")
-    y = mlm_output(x, embedding, bb.config.activation, bb.config.layer_norm_eps, bb.init, bb.dtype)
-    return bb.model_of(y, "mlm")
+        return output_mlm(x, embedding, bb.init, "softmax", bb.config.hidden_dropout_prob, bb.dtype)
+    return mlm_output(x, embedding, bb.config.activation, bb.config.layer_norm_eps, bb.init, bb.dtype)
+
+
+def pretraining(backbone: keras.Model) -> keras.Model:
+    """Google ``run_pretraining``'s model: the masked LM run only at the positions it is given, ``[B, P, V]``.
+
+    ``backbone`` is built ``with_mlm`` (and ``with_nsp`` where wanted), so that its checkpoint's masked-LM weights
+    are loaded with it. The model takes one more input, ``Input-MLM-Positions`` ``[B, P]``: each row's predicted
+    positions padded with 0 (`kerasbert.text.masking.predicted_positions`). ``MLM-Gather`` takes the sequence output
+    there, and the masked LM (`_mlm_output`: new layers of the backbone's names, holding its weights, tied to its
+    ``Embedding-Token``) runs on those P rows alone: the V-wide product and the transform cost P/S of the
+    ``with_mlm`` head's, the same numbers at those positions. Its output takes the place of the backbone's
+    masked-LM output (after ``NSP-Proba`` with ``with_nsp``); the weights keep their ``with_mlm`` names, so a
+    checkpoint written from it loads into ``build_transformer_model(with_mlm=True)``.
+
+    Example:
+    >>> import numpy as np
+    >>> from kerasbert import build_transformer_model
+    >>> model = pretraining(build_transformer_model("tiny", with_mlm=True, verbose=False))
+    >>> probs = model.predict([np.array([[2, 9, 4, 3]]), np.zeros((1, 4)), np.array([[2, 0]])], verbose=0)
+    >>> [x.name for x in model.inputs], probs.shape
+    (['Input-Token', 'Input-Segment', 'Input-MLM-Positions'], (1, 2, 128))
+    """
+    bb = _Backbone.of(backbone)
+    _check_pretraining_head(bb, "pretraining", ("bert", "roformer_v2"), "with_discriminator=True for ELECTRA")
+    full = bb.encoder.logits_activation.output  # the with_mlm head's [B, S, V] output
+    if not any(output is full for output in backbone.outputs):
+        raise fail(ModelError, "heads.pretraining", "a backbone built with_mlm=True, its masked LM an output",
+                   f"outputs {[tuple(o.shape) for o in backbone.outputs]}", "build it with with_mlm=True")
+    positions = keras.Input((None,), dtype="int32", name=names.MLM_POSITIONS_INPUT)
+    x = TakePositions(dtype=bb.dtype, name=names.MLM_GATHER)([_mlm_input(bb), positions])
+    outputs = [_mlm_output(bb, x) if output is full else output for output in backbone.outputs]
+    model = bb.model_of(outputs if len(outputs) > 1 else outputs[0], "pretraining", (positions,))
+    for layer in model.layers:  # the new masked-LM layers take the loaded ones' weights
+        loaded = bb.layers.get(layer.name)
+        if loaded is not None and loaded is not layer:
+            layer.set_weights(loaded.get_weights())
+    return model
+
+
+def _mlm_input(bb: _Backbone):
+    """The sequence output the backbone's masked LM reads: the input of its first layer (ALBERT's shared block
+    names only its first call's output, so the last block's output is found there)."""
+    first = names.MLM_DENSE if bb.family.heads == "bert" else names.OUTPUT_MAPPING
+    return bb.layers[first if first in bb.layers else names.OUTPUT_MLM_DROPOUT].input
 
 
 def nsp(backbone: keras.Model) -> keras.Model:

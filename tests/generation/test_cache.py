@@ -70,7 +70,7 @@ def test_the_cache_keeps_one_slot_a_target_token(language_model, sources):
 
 def test_albert_runs_its_shared_block_once_per_layer_with_a_cache_each(language_model):
     lm = CachedModel(language_model("albert", "lm"))
-    assert len(lm.blocks) == 2 and lm.blocks[0][0].layer is lm.blocks[1][0].layer
+    assert len(lm.encoder.blocks) == 2 and lm.encoder.blocks[0][0].layer is lm.encoder.blocks[1][0].layer
     cache, _ = lm.start([[5, 6]], 3)
     assert len(cache.keys) == 2 and not np.allclose(np.asarray(cache.keys[0]), np.asarray(cache.keys[1]))
 
