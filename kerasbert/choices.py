@@ -1,10 +1,10 @@
 """The values kerasbert's options may take and their defaults, each named once, without TensorFlow.
 
 The CLI reads them to answer ``--help`` and to reject a bad argument before TensorFlow starts; the modules that
-act on them (`kerasbert.modeling.optimizers.WarmupSchedule`, `kerasbert.modeling.crf.ConditionalRandomField`,
-`kerasbert.finetune.tasks`, `kerasbert.finetune.distribute`, `kerasbert.perf.xla`, `kerasbert.serving.export`,
-`kerasbert.serving.runtime`, `kerasbert.serving.server`, `kerasbert.annotated.report`, `kerasbert.weights.convert`)
-import them from here.
+act on them (`kerasbert.modeling.families`, `kerasbert.modeling.optimizers.WarmupSchedule`,
+`kerasbert.modeling.crf.ConditionalRandomField`, `kerasbert.finetune.tasks`, `kerasbert.finetune.distribute`,
+`kerasbert.perf.xla`, `kerasbert.serving.export`, `kerasbert.serving.runtime`, `kerasbert.serving.server`,
+`kerasbert.annotated.report`, `kerasbert.weights.convert`) import them from here.
 
 Example:
 >>> SCHEDULES[0], CRF_LR_MULTIPLIER, EXPORT_FORMATS[0], PRECISIONS[0]
@@ -21,7 +21,8 @@ STRIDE_TASKS = ("cls", "ner", "span")  # the tasks whose answers ``--stride`` me
 # first the default (see `kerasbert.finetune.sim`), and the losses of ``--sim-loss``
 SIM_POOLINGS = ("first_last_avg", "mean", "cls", "pooler", "linear")
 SIM_LOSSES = ("cosent", "in_batch")
-# the families of ``kerasbert train --model``, as bert4keras's ``model=`` (`kerasbert.modeling.families.NAMES`)
+# every family bert4keras's ``model=`` builds, then its aliases: ``kerasbert train --model`` and
+# `kerasbert.modeling.families.NAMES`, which defines each
 MODEL_FAMILIES = ("bert", "albert", "albert_unshared", "nezha", "electra", "roformer", "roformer_v2", "roberta")
 SCHEDULES = ("cosine", "linear", "constant")  # the decays after warmup of ``--schedule``; the first is the default
 # the CRF's transitions learn this many times faster than the encoder in kerasbert's tagging head (as in bert4keras's

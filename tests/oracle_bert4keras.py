@@ -250,9 +250,24 @@ def decode(task):
     return {"json": np.array(json.dumps([toy_decoder.decode(AutoRegressiveDecoder, case) for case in task["cases"]]))}
 
 
+def positions(task):
+    """bert4keras's position layers on an input of ``length`` tokens: NEZHA's relative table of ``2K+1`` rows
+    (K = ``max_distance``) gathered ``[S, S, d]`` ("relative"), RoFormer's rotary sinusoids ``[1, S, d]``
+    ("rotary"), d = ``head_size``."""
+    from bert4keras.backend import K
+    from bert4keras.layers import RelativePositionEmbedding, SinusoidalPositionEmbedding
+
+    x = K.zeros((1, task["length"], 2))
+    relative = RelativePositionEmbedding(2 * task["max_distance"] + 1, task["head_size"],
+                                         embeddings_initializer="Sinusoidal")
+    rotary = SinusoidalPositionEmbedding(task["head_size"], merge_mode="zero")
+    relative.build([K.int_shape(x)] * 2)  # (its compute_mask reads a mask that a bare input lacks)
+    return {"relative": K.eval(relative.call([x, x])), "rotary": K.eval(rotary(x))}
+
+
 KINDS = {"bert": bert_outputs, "family_checkpoint": family_checkpoint, "vocab": vocab,
          "crf": crf, "tokenizer": tokenizer, "train": train_steps,
-         "snippets": snippets, "decode": decode}
+         "snippets": snippets, "decode": decode, "positions": positions}
 
 
 def main(job_path):

@@ -21,7 +21,7 @@ import dataclasses
 import difflib
 
 from kerasbert.choices import MODEL_FAMILIES
-from kerasbert.errors import ModelError, fail
+from kerasbert.errors import ConfigError, ModelError, fail
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +70,9 @@ NAMES = MODEL_FAMILIES  # every model= value: the families, then their aliases
 # Hugging Face config.json model_type -> the family it describes; `model_type` is the other way
 MODEL_TYPES = {"bert": "bert", "albert": "albert", "electra": "electra", "nezha": "nezha",
                "roformer": "roformer"}
+
+
+_KIN = {"albert_unshared": "albert", "roformer_v2": "roformer"}  # families that read their kin's checkpoints
 
 
 def model_type(family: Family) -> str:
@@ -125,9 +128,6 @@ copy one with kerasbert.modeling.backbone.clone (keras.models.clone_model keeps 
                "a keras.Model without one", WRAP_HINT)
 
 
-_KIN = {"albert_unshared": "albert", "roformer_v2": "roformer"}  # families that read their kin's checkpoints
-
-
 def resolve(model: str | None, config) -> Family:
     """The family to build: ``model``, else the one a Hugging Face config's ``model_type`` names, else BERT.
 
@@ -141,11 +141,9 @@ def resolve(model: str | None, config) -> Family:
     >>> resolve(None, cfg).name, resolve("albert_unshared", cfg).name
     ('albert', 'albert_unshared')
     """
-    from kerasbert.errors import ConfigError
-
     named = MODEL_TYPES.get(config.model_type) if config.model_type else None
     family = get(model if model is not None else named or "bert")
-    if named not in (None, "bert") and _KIN.get(family.name, family.name) != named:
+    if named not in (None, "bert") and model_type(family) != named:
         raise fail(ConfigError, f"{config.source}: model_type", f"a {family.name} config for model={model!r}",
                    repr(config.model_type), f"build with model={named!r}, or leave model out")
     missing = [key for key in family.required if getattr(config, key) is None]

@@ -19,7 +19,6 @@ from kerasbert.modeling.positions import checked_length
 from kerasbert.modeling.registry import register
 from kerasbert.perf import kernels
 
-HALF_DTYPES = ("bfloat16", "float16")  # the compute dtypes of Keras's mixed precision policies
 WIDTH_SYMBOLS = ("H", "E")  # a layer's width in its formula: the hidden size, or the embedding size E ≠ H
 
 
@@ -357,6 +356,32 @@ class TakeToken(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "index": self.index}
+
+
+@register
+class TakePositions(keras.layers.Layer):
+    """``x[b, positions[b, p]]``: the hidden states at given positions of each row, ``[B, S, H], [B, P] -> [B, P, H]``
+    (``MLM-Gather``: the masked LM run at the masked positions alone, as Google's ``gather_indexes``).
+
+    Example:
+    >>> tuple(TakePositions()([ops.zeros((2, 5, 8)), ops.zeros((2, 3), "int32")]).shape)
+    (2, 3, 8)
+    """
+
+    def call(self, inputs):
+        x, positions = inputs
+        shape = ops.shape(x)  # rows of the flattened [B·S, H] at b·S + position, a gather of whole rows
+        rows = ops.cast(positions, "int32") + ops.expand_dims(ops.arange(shape[0], dtype="int32") * shape[1], -1)
+        return ops.take(ops.reshape(x, (-1, shape[2])), rows, axis=0)
+
+    def compute_mask(self, inputs, mask=None):
+        return None  # other positions than the sequence's: its padding mask does not apply
+
+    def compute_output_shape(self, input_shape):
+        return (*input_shape[1][:2], input_shape[0][-1])
+
+    def param_formula(self) -> Formula:
+        return Formula.of("0")
 
 
 @register

@@ -3,7 +3,9 @@
 Both are fixed sinusoids (Vaswani et al. 2017, §3.5), interleaved as ``[sin θ₀, cos θ₀, sin θ₁, cos θ₁, ...]`` with
 ``θᵢ = p / 10000^(2i/d)`` over the head size d, as NEZHA's and RoFormer's checkpoints were trained with. A layer
 computes them from the length of its input (so any length works) and has no weights; every attention layer of
-the model reads the one tensor it returns. `checked_length` guards the length a position table allows
+the model reads the one tensor it returns. The angles and their sines are float32, as bert4keras computes them: exact
+float64 angles would stray from its models' outputs by half a float32 ulp of the angle, past 1e-5 from a few
+hundred positions. `checked_length` guards the length a position table allows
 (`kerasbert.modeling.layers.PositionEmbedding`).
 
 Example:
@@ -109,8 +111,9 @@ class RelativePositions(keras.layers.Layer):
         [[0.0, 1.0], [0.8415, 0.5403], [0.9093, -0.4161]]
         """
         distances = ops.expand_dims(key_positions, -2) - ops.expand_dims(query_positions, -1)  # (..., Q, K): j - i
-        distances = ops.clip(distances, -self.max_distance, self.max_distance) + self.max_distance  # rows 0..2K
-        return ops.cast(sinusoids(distances, self.head_size), self.compute_dtype)
+        rows = ops.clip(distances, -self.max_distance, self.max_distance) + self.max_distance  # (..., Q, K): 0..2K
+        table = sinusoids(ops.arange(2 * self.max_distance + 1), self.head_size)  # (2K+1, d), NEZHA's table
+        return ops.cast(ops.take(table, rows, axis=0), self.compute_dtype)
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((inputs.shape[1], inputs.shape[1], self.head_size), dtype=self.compute_dtype)

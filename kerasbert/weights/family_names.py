@@ -18,19 +18,16 @@ Example:
 >>> from kerasbert.modeling.families import get
 >>> hf_names(get("albert"))[(ln.block(None, ln.FEED_FORWARD_NORM), "gamma")]
 'albert.encoder.albert_layer_groups.0.albert_layers.0.full_layer_layer_norm.weight'
->>> model_type(get("roformer_v2")), ARCHITECTURES["electra"]
-('roformer', 'ElectraForPreTraining')
+>>> ARCHITECTURES["electra"]
+'ElectraForPreTraining'
 """
 
 from __future__ import annotations
 
 from kerasbert import layer_names as ln
-from kerasbert.modeling.families import Family
+from kerasbert.modeling.families import Family, model_type
 from kerasbert.weights.names import HF_NAMES, each, variable_shapes, with_one_block, without_biases
 
-# the family -> the model_type of its Hugging Face config, which is also the prefix of its encoder's names
-_MODEL_TYPES = {"bert": "bert", "albert": "albert", "albert_unshared": "albert", "nezha": "nezha",
-                "electra": "electra", "roformer": "roformer", "roformer_v2": "roformer"}
 # model_type -> the transformers class whose names save_hf_checkpoint and convert write
 ARCHITECTURES = {"bert": "BertForPreTraining", "albert": "AlbertForPreTraining", "nezha": "NezhaForPreTraining",
                  "electra": "ElectraForPreTraining", "roformer": "RoFormerForMaskedLM"}
@@ -81,18 +78,6 @@ _OWN = {  # model_type -> the rows where its names are not BERT's under its pref
 # model_type -> BERT's layers its transformers model has no weights for
 _ABSENT = {"electra": {ln.POOLER_DENSE, ln.NSP_PROBA, ln.MLM_DENSE, ln.MLM_NORM, ln.MLM_BIAS},
            "roformer": {ln.POOLER_DENSE, ln.NSP_PROBA}}
-
-
-def model_type(family: Family) -> str:
-    """The ``model_type`` of the family's Hugging Face config: the family it extends (``albert`` for
-    ``albert_unshared``, ``roformer`` for ``roformer_v2``).
-
-    Example:
-    >>> from kerasbert.modeling.families import get
-    >>> model_type(get("albert_unshared"))
-    'albert'
-    """
-    return _MODEL_TYPES[family.name]
 
 
 def hf_names(family: Family) -> dict:

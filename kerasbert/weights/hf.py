@@ -28,8 +28,8 @@ from kerasbert.errors import CheckpointError, fail
 from kerasbert.log import logger
 from kerasbert.modeling import families
 from kerasbert.modeling.config import BertConfig, config_of
-from kerasbert.modeling.families import Family
-from kerasbert.weights.family_names import ARCHITECTURES, hf_names, model_type
+from kerasbert.modeling.families import Family, model_type
+from kerasbert.weights.family_names import ARCHITECTURES, hf_names
 from kerasbert.weights.names import CLASSIFIERS, HF_NAMES
 from kerasbert.weights.table import Format
 
