@@ -29,6 +29,7 @@ import re
 INPUT_PREFIX = "Input-"
 TOKEN_INPUT = INPUT_PREFIX + "Token"
 SEGMENT_INPUT = INPUT_PREFIX + "Segment"
+MLM_POSITIONS_INPUT = INPUT_PREFIX + "MLM-Positions"  # pretraining: where each row's masked LM predicts
 ATTENTION_MASK = "Attention-Mask"  # Input-Token != 0, shared by every attention layer
 LM_MASK = "Attention-LM-Mask"  # application="lm": causal, and Input-Token != 0
 UNILM_MASK = "Attention-UniLM-Mask"  # application="unilm": by segment, and Input-Token != 0
@@ -98,6 +99,7 @@ MLM_DENSE = MLM_PREFIX + "Dense"
 MLM_NORM = MLM_PREFIX + "Norm"
 MLM_BIAS = MLM_PREFIX + "Bias"
 MLM_ACTIVATION = MLM_PREFIX + "Activation"
+MLM_GATHER = MLM_PREFIX + "Gather"  # pretraining: the sequence output at Input-MLM-Positions, before MLM-Dense
 # RoFormer-V2's MLM: E-wide mapping, dropout, x·Eᵀ, activation (no dense, norm or bias)
 OUTPUT_MAPPING = "Output-Mapping"
 OUTPUT_MLM_DROPOUT = "Output-MLM-Dropout"

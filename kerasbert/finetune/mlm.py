@@ -10,10 +10,13 @@ second objective; RoBERTa found training without it as good, hence off by defaul
 
 Masks are drawn anew for every batch of every epoch (dynamic masking, RoBERTa's) from ``(seed, epoch, batch)``,
 so a resumed run sees the masks it would have seen; dev data gets one fixed draw, the same for every run, so
-held-out losses compare across runs. The model is the checkpoint with its own masked-LM head
-(``with_mlm``); the loss is the cross-entropy over the predicted pieces, their mean over the batch
-(`kerasbert.modeling.losses.SparseLabelLoss`), as bert4keras's pretraining computes it, plus with ``nsp`` the
-cross-entropy of ``NSP-Proba`` over the batch (Google's ``total_loss``).
+held-out losses compare across runs. The model is the checkpoint with its own masked-LM head (``with_mlm``), run
+at the predicted positions alone, as Google's ``run_pretraining`` runs it (`kerasbert.modeling.heads.pretraining`):
+each batch carries each row's predicted positions and ids, padded with 0 to the most a row of the batch's length
+predicts (`kerasbert.text.masking.most_predictions`, ``--max-predictions`` where it is lower). The loss is the
+cross-entropy over the predicted pieces, their mean over the batch (`kerasbert.modeling.losses.SparseLabelLoss`,
+the padding's id 0 not counted), as bert4keras's pretraining computes it over every position, plus with ``nsp``
+the cross-entropy of ``NSP-Proba`` over the batch (Google's ``total_loss``).
 
 Example:
 >>> MaskedLmTask(nsp=True).dev_keys
@@ -53,8 +56,9 @@ RANDOM_NEXT = -2  # the word id at [CLS] of a sentence pair whose B is from anot
 class MaskedLmTask(Task):
     """Documents of raw text -> packed rows -> masked word pieces; the checkpoint's MLM head predicts them.
 
-    Training rows carry each piece's word index as their labels; `batches` turns them into masked inputs and
-    the ids to predict (0 where nothing is predicted), by `kerasbert.text.masking.mask_batch`. With ``nsp`` the
+    Training rows carry each piece's word index as their labels; `batches` turns them into masked inputs, the
+    positions predicted (``Input-MLM-Positions``) and the ids to predict there (0 on the padding), by
+    `kerasbert.text.masking.mask_batch` and `kerasbert.text.masking.predicted_positions`. With ``nsp`` the
     word id at ``[CLS]`` also says whether the pair's B follows its A (`RANDOM_NEXT` where not), and the targets
     are ``(next sentence label, ids to predict)``: 0 where B follows A, 1 where it is random, as Google labels them.
     """
@@ -104,36 +108,38 @@ class MaskedLmTask(Task):
                         labels=[_labels(row) for row in rows])
 
     def head(self, backbone, labels: LabelSet):
-        """The backbone itself, built with its masked-LM head (``with_mlm``)."""
-        return backbone
+        """The backbone, built with its masked-LM head (``with_mlm``), that head run at the predicted positions."""
+        return heads.pretraining(backbone)
 
     def compile_arguments(self, model) -> dict:
         return heads.loss_and_metrics(model)  # cross-entropy over the predicted pieces (labels not 0)
 
     def batches(self, dataset, tokenizer: Tokenizer, seed: int, epoch: int | None, skip: int = 0):
-        """Masked inputs and the ids to predict. Training batches are drawn from ``(seed, epoch, batch)``, so a
-        resumed epoch draws what it would have; dev rows (``epoch`` None) from `DEV_SEED` and their place in the
-        file alone, the same whatever the batch size or the run."""
+        """Masked inputs with the positions predicted, and the ids to predict there. Training batches are drawn
+        from ``(seed, epoch, batch)``, so a resumed epoch draws what it would have; dev rows (``epoch`` None) from
+        `DEV_SEED` and their place in the file alone, the same whatever the batch size or the run."""
         import tensorflow as tf
 
         specials = _special_ids(tokenizer)
 
-        def mask(ids: np.ndarray, words: np.ndarray, draw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        def mask(ids: np.ndarray, words: np.ndarray, draw: np.ndarray) -> tuple[np.ndarray, ...]:
             self.pieces += int(np.count_nonzero(ids))
-            inputs, targets = masking.mask_batch(ids, words, self.rule, seed=tuple(int(x) for x in draw),
-                                                 mask_id=specials["[MASK]"], vocab_size=tokenizer.vocab_size,
-                                                 special_ids=sorted(specials.values()))
-            return inputs.astype(np.int32), targets.astype(np.int32)
+            inputs, labels = masking.mask_batch(ids, words, self.rule, seed=tuple(int(x) for x in draw),
+                                                mask_id=specials["[MASK]"], vocab_size=tokenizer.vocab_size,
+                                                special_ids=sorted(specials.values()))
+            predicted = masking.predicted_positions(labels, masking.most_predictions(self.rule, ids.shape[1]))
+            return inputs.astype(np.int32), *(x.astype(np.int32) for x in predicted)
 
         def apply(draw, batch):
             inputs, words = batch[0], batch[1]
-            ids, targets = tf.numpy_function(mask, [inputs[ln.TOKEN_INPUT], words, draw], [tf.int32, tf.int32],
-                                             stateful=False)
+            ids, positions, targets = tf.numpy_function(mask, [inputs[ln.TOKEN_INPUT], words, draw],
+                                                        [tf.int32] * 3, stateful=False)
             ids.set_shape(inputs[ln.TOKEN_INPUT].shape)
-            targets.set_shape(inputs[ln.TOKEN_INPUT].shape)
+            for predicted in (positions, targets):  # [B, P]
+                predicted.set_shape([inputs[ln.TOKEN_INPUT].shape[0], None])
             if self.nsp:  # 1 where B is random, as Google labels it
                 targets = tf.cast(tf.equal(words[:, 0], RANDOM_NEXT), tf.int32), targets
-            return {**inputs, ln.TOKEN_INPUT: ids}, targets
+            return {**inputs, ln.TOKEN_INPUT: ids, ln.MLM_POSITIONS_INPUT: positions}, targets
 
         if epoch is not None:  # (seed, epoch + 1, batch, first row of the batch: 0); masked while the step runs
             return dataset.enumerate(start=skip).map(

@@ -122,7 +122,7 @@ class CachedModel:
         import tensorflow as tf
 
         cfg = self.config
-        dtype = self.encoder.blocks[0][0].layer.compute_dtype
+        dtype = keras.dtype_policies.get(self.encoder.dtype).compute_dtype  # the keys' and values' dtype
         cached = tf.TensorSpec((None, cfg.num_attention_heads, None, cfg.head_size), dtype)
         layers, ints, scalar = cfg.num_hidden_layers, tf.TensorSpec((None,), "int32"), tf.TensorSpec((), "int32")
         step = [(cached,) * layers, (cached,) * layers, ints, ints, scalar, scalar]

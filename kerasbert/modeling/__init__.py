@@ -15,5 +15,6 @@ from kerasbert.modeling import (  # noqa: F401 (each registers what it defines)
     losses,
     models,
     optimizers,
+    pooling,
     positions,
 )

@@ -30,9 +30,10 @@ from kerasbert.modeling.config import config_of
 from kerasbert.modeling.crf import ConditionalRandomField, crf_layers
 from kerasbert.modeling.final_layers import mlm_output, nsp_output, output_mlm, pooler_output
 from kerasbert.modeling.global_pointer import EfficientGlobalPointer, GlobalPointer
-from kerasbert.modeling.layers import Dropout, KerasMask, MaskedMean, PaddingMask, TakePositions, TakeToken
+from kerasbert.modeling.layers import Dropout, KerasMask, PaddingMask, TakeToken
 from kerasbert.modeling.losses import loss_and_metrics  # noqa: F401 (the compile idiom heads.loss_and_metrics)
 from kerasbert.modeling.masks import application_of
+from kerasbert.modeling.pooling import MaskedMean, TakePositions
 
 __all__ = ["EMBEDDING_POOLINGS", "cls", "crf_decoder", "embedding", "loss_and_metrics", "mlm", "nsp", "pretraining",
            "spans", "tagging"]

@@ -197,6 +197,48 @@ def _choose(lengths: np.ndarray, target: int) -> np.ndarray:
     return np.asarray(chosen, np.int64)
 
 
+def most_predictions(rule: MaskingRule, length: int) -> int:
+    """The most pieces a row of ``length`` maskable pieces predicts: ``min(max_predictions, max(1, round(length *
+    rate)))``; a row's chosen words never pass it (`_choose` skips a word that would), and it never falls as
+    ``length`` grows, so for rows of at most ``length`` pieces it is the most any of them predicts.
+
+    Example:
+    >>> most_predictions(MaskingRule(), 128), most_predictions(MaskingRule(max_predictions=5), 128)
+    (19, 5)
+    """
+    return min(rule.max_predictions, max(1, int(round(length * rule.rate))))
+
+
+def predicted_positions(labels: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of each row's predicted pieces (``labels`` not 0) and their ids, in order, each row padded with
+    position 0 and id 0 (not predicted) to ``count``: Google's ``masked_lm_positions`` and ``masked_lm_ids``.
+
+    Args:
+        labels: int array [B, S]. `mask_batch`'s labels.
+        count: int. the width of the result, at least the most pieces a row predicts (`most_predictions`).
+
+    Returns:
+        ``(positions, ids)``: two int arrays [B, count]. A row predicting more than ``count`` pieces is a DataError:
+        no prediction is dropped.
+
+    Example:
+    >>> predicted_positions(np.array([[0, 7, 0, 9], [0, 0, 5, 0]]), 3)
+    (array([[1, 3, 0],
+           [2, 0, 0]]), array([[7, 9, 0],
+           [5, 0, 0]]))
+    """
+    labels = np.asarray(labels)
+    rows, columns = np.nonzero(labels)
+    counts = np.bincount(rows, minlength=len(labels))
+    if counts.size and counts.max() > count:
+        raise fail(DataError, "predicted_positions: count", f"at least the {counts.max()} pieces a row predicts",
+                   str(count), "size it with most_predictions(rule, the batch's length)")
+    slots = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)  # each piece's place in its row
+    positions, ids = np.zeros((len(labels), count), labels.dtype), np.zeros((len(labels), count), labels.dtype)
+    positions[rows, slots], ids[rows, slots] = columns, labels[rows, columns]
+    return positions, ids
+
+
 def _mask_row(token_ids: np.ndarray, word_ids: np.ndarray, rule: MaskingRule, rng: np.random.Generator,
               vocab: _Vocabulary) -> tuple[np.ndarray, np.ndarray]:
     """`mask_whole_words` of one row, its arguments checked."""
@@ -204,7 +246,7 @@ def _mask_row(token_ids: np.ndarray, word_ids: np.ndarray, rule: MaskingRule, rn
     starts, lengths = _words(token_ids, word_ids, vocab.specials)
     if not len(starts):
         return inputs, labels
-    target = min(rule.max_predictions, max(1, int(round(int(lengths.sum()) * rule.rate))))
+    target = most_predictions(rule, int(lengths.sum()))
     order = rng.permutation(len(starts))
     chosen = order[_choose(lengths[order], target)]
     treatment = np.searchsorted([rule.mask, rule.mask + rule.random], rng.random(len(chosen)), side="right")

@@ -19,7 +19,8 @@ from kerasbert.errors import ConfigError, DataError
 from kerasbert.finetune.demo_data import write_demo_data
 from kerasbert.finetune.mlm import MaskedLmTask
 from kerasbert.finetune.pretrain import pretrain
-from kerasbert.text.masking import mask_batch
+from kerasbert.modeling import heads
+from kerasbert.text.masking import mask_batch, most_predictions, predicted_positions
 from kerasbert.text.pipeline import to_dataset
 from kerasbert.text.tokenizer import Tokenizer
 
@@ -69,6 +70,12 @@ def dev_rows(corpus):
     return task, tokenizer, task.encode(tokenizer, task.read(corpus["dev"]), None, 32, corpus["dev"])
 
 
+def every_position(token_ids: np.ndarray) -> np.ndarray:
+    """``Input-MLM-Positions`` asking for every position of each row: the pretraining model then gives what the
+    ``with_mlm`` model gives."""
+    return np.tile(np.arange(token_ids.shape[1]), (len(token_ids), 1))
+
+
 def numpy_scores(model, task, tokenizer, features) -> dict:
     """Held-out loss and accuracy computed in NumPy from the model's probabilities on the dev masks."""
     losses, right = [], []
@@ -90,7 +97,7 @@ def test_the_held_out_loss_is_the_masked_cross_entropy_and_falls(corpus, pretrai
     assert result["dev"]["count"] == expected["count"] > 0
     np.testing.assert_allclose(result["dev"]["loss"], expected["loss"], rtol=1e-5)
     np.testing.assert_allclose(result["dev"]["accuracy"], expected["accuracy"], atol=1e-9)
-    fresh = build_transformer_model(corpus["config"], with_mlm=True, verbose=False)
+    fresh = heads.pretraining(build_transformer_model(corpus["config"], with_mlm=True, verbose=False))
     untrained = numpy_scores(fresh, task, tokenizer, features)
     assert result["dev"]["loss"] < untrained["loss"] - 0.5, (result["dev"], untrained)
     history = list(csv.DictReader(open(os.path.join(out, "history.csv"))))
@@ -99,12 +106,52 @@ def test_the_held_out_loss_is_the_masked_cross_entropy_and_falls(corpus, pretrai
     assert float(history[-1]["val_loss"]) == pytest.approx(result["dev"]["loss"], abs=1e-6)  # the best: the last
 
 
+@pytest.mark.parametrize("nsp", [False, True])
+def test_the_head_at_the_masked_positions_gives_the_full_heads_loss_and_gradients(corpus, nsp):
+    """The pretraining model (the masked LM at the predicted positions alone) against the ``with_mlm`` model it is
+    built from, on one masked training batch with the same weights: the same loss (each objective and their sum) and
+    the same gradient of every weight, the masked-LM layers' matched by name."""
+    import tensorflow as tf
+
+    task, tokenizer = MaskedLmTask(nsp=nsp), Tokenizer(corpus["vocab"])
+    features = task.encode(tokenizer, task.read(corpus["dev"]), None, 32, corpus["dev"])
+    full = build_transformer_model(corpus["config"], with_mlm=True, with_nsp=nsp, verbose=False)
+    gathered = task.head(full, None)
+    assert {layer.name for layer in gathered.layers} - {layer.name for layer in full.layers} == {
+        "Input-MLM-Positions", "MLM-Gather"}
+    inputs, targets = next(iter(task.batches(to_dataset(features, 16), tokenizer, 5, 0)))
+    ids, positions = targets[-1].numpy() if nsp else targets.numpy(), inputs["Input-MLM-Positions"].numpy()
+    assert positions.shape[1] == most_predictions(task.rule, inputs["Input-Token"].shape[1]) < 32
+    labels = np.zeros(inputs["Input-Token"].shape, np.int32)  # the ids to predict at every position: full's labels
+    np.put_along_axis(labels, positions, ids, axis=1)
+    labels[:, 0] = 0  # the padding's position 0 ([CLS]) is never predicted
+    every = {"Input-Token": inputs["Input-Token"], "Input-Segment": inputs["Input-Segment"]}
+    found = []
+    for model, x, y in ((full, every, (targets[0], labels) if nsp else labels), (gathered, inputs, targets)):
+        losses = heads.loss_and_metrics(model)["loss"]
+        losses, y = (losses, y) if nsp else ([losses], [y])
+        with tf.GradientTape() as tape:
+            outputs = model(x, training=False)
+            outputs = outputs if nsp else [outputs]
+            loss = [loss(target, output) for loss, target, output in zip(losses, y, outputs, strict=True)]
+            total = sum(loss)
+        grads = tape.gradient(total, model.trainable_weights)
+        found.append(([float(v) for v in loss], {w.path: g for w, g in zip(model.trainable_weights, grads,
+                                                                                 strict=True)}))
+    np.testing.assert_allclose(found[0][0], found[1][0], rtol=1e-5)
+    assert found[0][0][-1] > 1 and len(found[0][1]) == len(found[1][1])
+    for path, grad in found[0][1].items():  # the new MLM layers' weights carry the path of the loaded ones
+        np.testing.assert_allclose(tf.convert_to_tensor(found[1][1][path]), tf.convert_to_tensor(grad), atol=1e-5,
+                                   err_msg=path)
+
+
 def test_masks_are_new_each_epoch_fixed_on_dev_and_resume_where_they_stopped(corpus):
     task, tokenizer, features = dev_rows(corpus)
 
     def drawn(epoch, skip=0, seed=3):
         data = to_dataset(features, 8, skip_batches=skip)
-        return [(x["Input-Token"].numpy(), y.numpy()) for x, y in task.batches(data, tokenizer, seed, epoch, skip)]
+        return [(x["Input-Token"].numpy(), y.numpy(), x["Input-MLM-Positions"].numpy())
+                for x, y in task.batches(data, tokenizer, seed, epoch, skip)]
 
     first, again, second = drawn(0), drawn(0), drawn(1)
     assert all((a[0] == b[0]).all() and (a[1] == b[1]).all() for a, b in zip(first, again, strict=True))
@@ -117,7 +164,9 @@ def test_masks_are_new_each_epoch_fixed_on_dev_and_resume_where_they_stopped(cor
                           mask_id=tokenizer.token_to_id("[MASK]"), vocab_size=tokenizer.vocab_size,
                           special_ids=[0, 1, 2, 3, 4])
     np.testing.assert_array_equal(first[0][0], expected[0])
-    np.testing.assert_array_equal(first[0][1], expected[1])
+    positions, ids = predicted_positions(expected[1], most_predictions(task.rule, expected[1].shape[1]))
+    np.testing.assert_array_equal(first[0][2], positions)  # each row's predicted positions, padded with 0
+    np.testing.assert_array_equal(first[0][1], ids)
 
 
 def test_the_google_and_hf_folders_hold_the_best_model(corpus, pretrained):
@@ -127,7 +176,7 @@ def test_the_google_and_hf_folders_hold_the_best_model(corpus, pretrained):
     trained = keras.saving.load_model(os.path.join(out, "model.keras"))
     batch = helpers.random_batch(trained.get_layer("Embedding-Token").input_dim, seed=4)
     inputs = [batch["token_ids"], batch["segment_ids"]]
-    expected = trained.predict(inputs, verbose=0)
+    expected = trained.predict([*inputs, every_position(batch["token_ids"])], verbose=0)
     google = result["google"]
     assert {"bert_config.json", "vocab.txt", "bert_model.ckpt.index"} <= set(os.listdir(google))
     again = build_transformer_model(os.path.join(google, "bert_config.json"), os.path.join(google, "bert_model.ckpt"),
@@ -198,7 +247,8 @@ def test_next_sentence_prediction_trains_scores_and_loads_in_bert4keras(corpus, 
     oracle = helpers.run_oracle([{"kind": "bert", "config": config, "checkpoint": checkpoint,
                                   "inputs": str(tmp_path / "inputs.npz"), "gelu": "tanh",
                                   "kwargs": {"with_nsp": True, "with_mlm": True}}], str(tmp_path))
-    for index, output in enumerate(trained.predict([batch["token_ids"], batch["segment_ids"]], verbose=0)):
+    every = every_position(batch["token_ids"])
+    for index, output in enumerate(trained.predict([batch["token_ids"], batch["segment_ids"], every], verbose=0)):
         np.testing.assert_allclose(output, oracle[f"0/{index}"], atol=1e-5)
 
 

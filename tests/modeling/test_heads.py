@@ -145,6 +145,33 @@ def test_mlm_and_nsp_equal_bert4keras(oracle, case, head):
     np.testing.assert_allclose(ours, reference, atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("family, flags", [("bert", {"with_nsp": True}), ("albert", {"embedding_size": 16}),
+                                          ("roformer_v2", {})])
+def test_pretraining_gives_the_with_mlm_probabilities_at_the_positions_asked(family, flags):
+    """`heads.pretraining` on a ``with_mlm`` backbone (its masked-LM weights random, so that copying them shows): at
+    any positions, repeated or padding, the ``with_mlm`` model's probabilities there, its NSP output unchanged; the
+    only new names are the positions' input and the gather."""
+    full = build_transformer_model("tiny", model=family, with_mlm=True, verbose=False, **flags)
+    rng = np.random.default_rng(0)
+    for layer in full.layers:
+        if layer.name.startswith(("MLM-", "Output-")):
+            layer.set_weights([rng.normal(size=w.shape) for w in layer.get_weights()])
+    model = heads.pretraining(full)
+    positions = np.array([[0, 3, 3], [6, 1, 0], [2, 0, 0]])
+    expected, found = full.predict(BATCH, verbose=0), model.predict([*BATCH, positions], verbose=0)
+    expected, found = ([x] if isinstance(x, np.ndarray) else x for x in (expected, found))
+    assert found[-1].shape == (3, 3, 128)
+    np.testing.assert_allclose(found[-1], np.take_along_axis(expected[-1], positions[..., None], axis=1), atol=1e-6)
+    for ours, theirs in zip(found[:-1], expected[:-1], strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    assert set(new_layers(model, full)) == {"Input-MLM-Positions", "MLM-Gather"}
+
+
+def test_pretraining_needs_a_with_mlm_backbone(bert):
+    with pytest.raises(ModelError, match="MLM-Activation: expected a model built with_mlm"):
+        heads.pretraining(bert)
+
+
 @pytest.mark.parametrize("name", HEADS)
 def test_save_and_load_without_custom_objects(tmp_path, bert, name):
     model = HEADS[name][0](bert)

@@ -13,7 +13,7 @@ from keras import ops
 
 from kerasbert import build_transformer_model, heads
 from kerasbert.modeling.crf import ConditionalRandomField
-from kerasbert.modeling.layers import MaskedMean
+from kerasbert.modeling.pooling import MaskedMean
 
 TOKENS = np.array([[2, 9, 17, 40, 3, 0, 0], [2, 5, 6, 7, 8, 9, 3], [2, 70, 3, 0, 0, 0, 0]])
 SEGMENTS = np.array([[0, 0, 0, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 0, 0, 0, 0]])

@@ -21,6 +21,7 @@ from kerasbert.modeling.layers import (
     gelu_erf,
     gelu_tanh,
 )
+from kerasbert.modeling.pooling import TakePositions
 from kerasbert.perf.fused import gelu_erf_composed
 from kerasbert.perf.variants import forced
 
@@ -108,6 +109,8 @@ def test_small_layers():
     np.testing.assert_array_equal(PaddingMask()(np.array([[3, 0, 4, 0]])), [[True, False, True, False]])
     x = rng.normal(size=(2, 3, 4)).astype("float32")
     np.testing.assert_array_equal(TakeToken(1)(x), x[:, 1])
+    positions = np.array([[2, 0], [1, 1]])
+    np.testing.assert_array_equal(TakePositions()([x, positions]), [x[0, [2, 0]], x[1, [1, 1]]])
     bias = Bias()
     bias(x)
     bias.bias.assign(np.arange(4, dtype="float32"))
@@ -123,6 +126,7 @@ LAYERS = [
     (lambda: FeedForward(3072), np.zeros((1, 2, 768), "float32"), "H·I+I+I·H+H", 4722432),
     (lambda: Bias(), np.zeros((1, 2, 21128), "float32"), "V", 21128),
     (lambda: TakeToken(), np.zeros((1, 2, 768), "float32"), "0", 0),
+    (lambda: TakePositions(), [np.zeros((1, 2, 768), "float32"), np.zeros((1, 1), "int32")], "0", 0),
     (lambda: PaddingMask(), np.zeros((1, 2), "int32"), "0", 0),
     (lambda: LayerNorm(epsilon=1e-12), np.zeros((1, 2, 768), "float32"), "2·H", 1536),
 ]

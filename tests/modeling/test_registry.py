@@ -59,8 +59,10 @@ def write_models(folder) -> list[str]:
               "nezha": build_transformer_model("tiny", model="nezha", verbose=False),
               "roformer_v2": build_transformer_model("tiny", model="roformer_v2", verbose=False),
               "unilm": build_transformer_model("tiny", application="unilm", verbose=False),
-              "electra": build_transformer_model("tiny", model="electra", with_discriminator=True, verbose=False)}
-    with_head = {"cls", "mean", "tagging", "crf", "mlm", "mlm-erf", "spans", "nsp", "efficient", "electra", "unilm"}
+              "electra": build_transformer_model("tiny", model="electra", with_discriminator=True, verbose=False),
+              "pretraining": heads.pretraining(build_transformer_model("tiny", with_mlm=True, verbose=False))}
+    with_head = {"cls", "mean", "tagging", "crf", "mlm", "mlm-erf", "spans", "nsp", "efficient", "electra", "unilm",
+                 "pretraining"}
     pair_losses = {"cosent": CoSENTLoss(), "in_batch": InBatchNegativesLoss()}
     models.update({"cosent": heads.embedding(bert), "in_batch": heads.embedding(bert, "first_last_avg")})
     models["span_codes"] = heads.spans(bert, 2, head_size=8)  # as the span task compiles it: gold spans as codes
@@ -72,7 +74,7 @@ def write_models(folder) -> list[str]:
         compiled = heads.loss_and_metrics(model) if name in with_head else own.get(name) or {
             "loss": pair_losses.get(name, multilabel_categorical_crossentropy)}
         model.compile(LayerwiseAdamW(learning_rate=schedule, num_layers=2), **compiled)
-        model.predict([ids, np.zeros_like(ids)], verbose=0)
+        model.predict([ids, np.zeros_like(ids), np.array([[1]], "int32")][:len(model.inputs)], verbose=0)
         paths.append(str(folder / f"{name}.keras"))
         model.save(paths[-1])
     return paths

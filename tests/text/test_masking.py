@@ -13,7 +13,16 @@ from hypothesis import strategies as st
 from kerasbert.errors import ConfigError, DataError
 from kerasbert.finetune.demo_data import LOCATIONS, ORGANIZATIONS, TIMES, ner_examples
 from kerasbert.text.decoding import is_cjk
-from kerasbert.text.masking import MaskingRule, _choose, mask_batch, mask_whole_words, row_rng, word_pieces
+from kerasbert.text.masking import (
+    MaskingRule,
+    _choose,
+    mask_batch,
+    mask_whole_words,
+    most_predictions,
+    predicted_positions,
+    row_rng,
+    word_pieces,
+)
 from kerasbert.text.pre_tokenize import jieba_words
 from kerasbert.text.tokenizer import Tokenizer
 
@@ -110,6 +119,38 @@ def test_the_cap_holds(corpus):
     _, labels = masked(tokenizer, token_ids[:500], word_ids[:500], MaskingRule(max_predictions=5))
     counts = (labels > 0).sum(axis=1)
     assert counts.max() == 5 and (counts == 5).mean() > 0.95
+
+
+@pytest.mark.parametrize("rate", [0.15, 0.2, 0.5])
+def test_no_row_predicts_more_than_most_predictions_of_its_length(corpus, rate):
+    """The bound that sizes the pretraining model's positions: a row's own maskable pieces give its count (met by
+    nearly every row, a skipped long word aside), so its length, which is more, bounds it."""
+    tokenizer, token_ids, word_ids = corpus
+    rule = MaskingRule(rate=rate, max_predictions=MAXLEN)
+    _, labels = masked(tokenizer, token_ids[:300], word_ids[:300], rule)
+    counts, lengths = (labels > 0).sum(axis=1), (token_ids[:300] > 0).sum(axis=1)
+    maskable = ((word_ids[:300] >= 0) & (token_ids[:300] > 4)).sum(axis=1)
+    assert np.mean([c == most_predictions(rule, n) for c, n in zip(counts, maskable, strict=True)]) > 0.9
+    assert all(c <= most_predictions(rule, n) <= most_predictions(rule, length)
+               for c, n, length in zip(counts, maskable, lengths, strict=True))
+    assert most_predictions(rule, MAXLEN) == round(MAXLEN * rate)  # 19 at 0.15: Google's 20 for 128, less its margin
+    assert most_predictions(rule, 1) == 1 and most_predictions(MaskingRule(max_predictions=5), MAXLEN) == 5
+
+
+def test_predicted_positions_hold_every_prediction_in_order(corpus):
+    tokenizer, token_ids, word_ids = corpus
+    _, labels = masked(tokenizer, token_ids[:64], word_ids[:64], MaskingRule())
+    count = most_predictions(MaskingRule(), MAXLEN)
+    positions, ids = predicted_positions(labels, count)
+    assert positions.shape == ids.shape == (64, count)
+    back = np.zeros_like(labels)
+    np.put_along_axis(back, positions, ids, axis=1)  # the padding writes 0 at position 0, [CLS], never predicted
+    np.testing.assert_array_equal(back, labels)
+    assert all((np.diff(row[row > 0]) > 0).all() for row in positions)
+    most = int((labels > 0).sum(axis=1).max())
+    with pytest.raises(DataError, match=f"predicted_positions: count: expected at least the {most} pieces a row "
+                                        f"predicts, found {most - 1}"):
+        predicted_positions(labels, most - 1)
 
 
 def test_masks_depend_on_the_seed_and_the_row_index_only(corpus):
