@@ -43,6 +43,13 @@ class Architecture(Protocol):
     def of(cls, model: keras.Model) -> Architecture:
         """The architecture over a built model's layers."""
 
+    def inputs(self, sequence_length: int | None) -> list:
+        """The model's ``keras.Input`` tensors, with bert4keras's names."""
+
+    def outputs(self, inputs: list, application: str, flags: dict) -> list:
+        """The whole graph on ``inputs`` under ``application``'s attention mask, with the final layers ``flags``
+        asks for: the output tensors, in bert4keras's order."""
+
     def encode(self, token_ids, segment_ids, mask):
         """The inputs through embeddings and every block: the sequence output."""
 

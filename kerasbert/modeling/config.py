@@ -52,7 +52,8 @@ class BertConfig:
         num_hidden_layers: int. L, number of transformer blocks.
         num_attention_heads: int. A, heads per attention layer; must divide H.
         intermediate_size: int. I, width of the feed-forward inner layer.
-        hidden_act: str. feed-forward activation: gelu (erf), gelu_tanh, relu or swish.
+        hidden_act: str or list. feed-forward activation: gelu (erf), gelu_tanh, relu or swish; a list
+            ``[act, "linear"]`` (bert4keras's spelling, T5.1.1's gated GELU) gates it: ``act(x·W0) · (x·W1)``.
         hidden_dropout_prob: float. dropout after embeddings, attention and feed-forward.
         attention_probs_dropout_prob: float. dropout on the attention probabilities.
         max_position_embeddings: int. P, the longest sequence the model accepts.
@@ -62,6 +63,8 @@ class BertConfig:
         embedding_size: int or None. E, the width of the embeddings where it differs from H (ALBERT,
             ELECTRA-small): ``Embedding-Mapping`` projects them to H. None: H.
         max_relative_position: int. NEZHA's largest relative distance; farther ones are clipped to it.
+        attention_head_size: int or None. the width of one head where it is not H / A (T5's ``d_kv``); None: H / A.
+        relative_attention_num_buckets: int. T5's relative position buckets.
         extra: dict. keys of the source file kerasbert does not use, kept for `to_json`.
 
     Example:
@@ -84,6 +87,8 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     embedding_size: int | None = None
     max_relative_position: int = 64
+    attention_head_size: int | None = None
+    relative_attention_num_buckets: int = 32
     extra: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
     source: str = dataclasses.field(default="<dict>", repr=False, compare=False)
 
@@ -164,14 +169,22 @@ class BertConfig:
                 or self.type_vocab_size < 0:
             raise fail(ConfigError, f"{where}: type_vocab_size", "an integer >= 0", repr(self.type_vocab_size))
         self._check_limits()
-        if self.hidden_size % self.num_attention_heads:
+        for key in ("attention_head_size", "relative_attention_num_buckets"):
+            value = getattr(self, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 0 < value <= LIMITS["hidden_size"]):
+                raise fail(ConfigError, f"{where}: {key}", f"a positive integer up to {LIMITS['hidden_size']}",
+                           repr(value))
+        if self.attention_head_size is None and self.hidden_size % self.num_attention_heads:
             raise fail(ConfigError, f"{where}: num_attention_heads",
                        f"a divisor of hidden_size {self.hidden_size}", str(self.num_attention_heads),
                        "each head gets hidden_size / num_attention_heads dimensions")
-        if not isinstance(self.hidden_act, str) or self.hidden_act not in ACTIVATIONS:
-            raise fail(ConfigError, f"{where}: hidden_act", f"one of {sorted(ACTIVATIONS)}",
-                       f"{self.hidden_act!r:.60}" if isinstance(self.hidden_act, str)
-                       else f"a {type(self.hidden_act).__name__} {self.hidden_act!r:.40}")
+        act = self.hidden_act
+        gated = isinstance(act, (list, tuple)) and len(act) == 2 and act[1] == "linear"
+        if not (gated or isinstance(act, str)) or (act[0] if gated else act) not in ACTIVATIONS:
+            raise fail(ConfigError, f"{where}: hidden_act", f"one of {sorted(ACTIVATIONS)}, or [one of them, "
+                       '"linear"] for a gated feed-forward', f"{act!r:.60}" if isinstance(act, str)
+                       else f"a {type(act).__name__} {act!r:.40}")
         for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or not 0 <= value < 1:
@@ -210,8 +223,8 @@ class BertConfig:
     # ---------------------------------------------------------------- derived
     @property
     def head_size(self) -> int:
-        """H / A: the width of one attention head."""
-        return self.hidden_size // self.num_attention_heads
+        """The width of one attention head: ``attention_head_size`` where given, else H / A."""
+        return self.attention_head_size or self.hidden_size // self.num_attention_heads
 
     @property
     def embedding_width(self) -> int:
@@ -225,8 +238,13 @@ class BertConfig:
 
     @property
     def activation(self) -> str:
-        """The canonical activation name: gelu (erf), gelu_tanh, relu or swish."""
-        return ACTIVATIONS[self.hidden_act]
+        """The canonical activation name: gelu (erf), gelu_tanh, relu or swish (a gated one's first)."""
+        return ACTIVATIONS[self.hidden_act if isinstance(self.hidden_act, str) else self.hidden_act[0]]
+
+    @property
+    def gated(self) -> bool:
+        """Whether the feed-forward is gated, ``act(x·W0) · (x·W1)`` (``hidden_act`` ``[act, "linear"]``)."""
+        return not isinstance(self.hidden_act, str)
 
     def replace(self, **changes: Any) -> "BertConfig":
         """A copy with some fields changed (validated again)."""
@@ -240,7 +258,8 @@ class BertConfig:
     # ---------------------------------------------------------------- writing
     def to_dict(self) -> dict[str, Any]:
         """Google's key set (plus layer_norm_eps and any extra keys read in)."""
-        defaults = {"embedding_size": None, "max_relative_position": 64}  # written only where a family sets them
+        defaults = {"embedding_size": None, "max_relative_position": 64,  # written only where a family sets them
+                    "attention_head_size": None, "relative_attention_num_buckets": 32}
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "source")
                and not (f.name in defaults and getattr(self, f.name) == defaults[f.name])}
         out.update({k: v for k, v in self.extra.items() if k not in out})

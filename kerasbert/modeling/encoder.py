@@ -41,6 +41,7 @@ from kerasbert.modeling.layers import (
     TakeToken,
     TokenEmbedding,
 )
+from kerasbert.modeling.masks import attention_mask
 from kerasbert.modeling.positions import RelativePositions, RotaryPositions, rotate
 
 
@@ -176,6 +177,21 @@ class Encoder:
         return None if position is None else position.max_length
 
     # ------------------------------------------------------------------------------------ the graph
+    def inputs(self, sequence_length: int | None) -> list:
+        """``Input-Token``, and ``Input-Segment`` where the config has segments: ``[B, S]`` int32 each."""
+        inputs = [keras.Input((sequence_length,), dtype="int32", name=names.TOKEN_INPUT)]
+        if self.config.type_vocab_size:
+            inputs.append(keras.Input((sequence_length,), dtype="int32", name=names.SEGMENT_INPUT))
+        return inputs
+
+    def outputs(self, inputs: list, application: str, flags: dict) -> list:
+        """The encoder on `inputs` under ``application``'s mask (`kerasbert.modeling.masks.attention_mask`), then
+        the final layers ``flags`` asks for; the sequence output where it asks for none."""
+        segment_ids = inputs[1] if len(inputs) > 1 else None
+        mask = attention_mask(application, inputs[0], segment_ids)  # [B, S] or [B, S, S] bool, every attention
+        x = self.encode(inputs[0], segment_ids, mask)
+        return self.final(x, flags) or [x]
+
     def encode(self, token_ids, segment_ids, mask):
         """Embeddings, then every block: ``[B, S]`` ids (``segment_ids`` None without segments) and the
         attention mask ``[B, S]`` or ``[B, S, S]`` to the sequence output ``[B, S, H]``."""

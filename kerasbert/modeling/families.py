@@ -1,6 +1,7 @@
 """The model families kerasbert builds (bert4keras's ``model=`` values), as data: what each changes in the graph.
 
-Every family is BERT's post-norm encoder; a family changes single steps of `kerasbert.modeling.models`:
+bert4keras's encoder families are BERT's post-norm encoder, each changing single steps of it
+(`kerasbert.modeling.encoder`):
 
     bert, roberta     learned absolute positions; pooler, NSP and MLM heads (RoBERTa checkpoints are BERT's)
     albert            one block shared by every layer (index-free names), the embedding size E ≠ H
@@ -9,6 +10,13 @@ Every family is BERT's post-norm encoder; a family changes single steps of `kera
     electra           ELECTRA's discriminator: an E-wide embedding mapped to H, a replaced-token head
     roformer          no position table: rotary positions rotate q and k (Su et al. 2021)
     roformer_v2       RoFormer without biases, and a norm without weights (x / rms(x))
+
+Its generative families are architectures of their own (`kerasbert.modeling.architecture`):
+
+    gpt               GPT: BERT's blocks under a causal mask, no embedding norm, the token embedding as output
+    gpt2, gpt2_ml     GPT-2's pre-norm blocks and final norm; GPT2-ML's norm after the embeddings and each add
+    t5 (t5.1.0)       T5's encoder-decoder: RMS norms, relative position buckets, no biases (Raffel et al. 2020)
+    t5.1.1, mt5.1.1   T5.1.1's gated-GELU feed-forward and untied output; mT5's checkpoint names
 
 Example:
 >>> get("albert").shared_block, get("RoBERTa").name, get("nezha").positions
@@ -41,7 +49,8 @@ class Family:
         checkpoint: str. whose variable names its Google checkpoint uses: ``"bert"``, ``"albert"``, ``"electra"``.
         required: tuple of str. config keys the family's checkpoints always give.
         architecture: str. the kind of model it is, a key of `kerasbert.modeling.architecture.ARCHITECTURES`:
-            ``"encoder"``, BERT's post-norm encoder, for every bert4keras encoder family.
+            ``"encoder"``, BERT's post-norm encoder, for every bert4keras encoder family; ``"gpt"`` for the
+            GPT language models; ``"t5"`` for T5's encoder-decoder.
     """
 
     name: str
@@ -63,9 +72,19 @@ _FAMILIES = {
     "electra": Family("electra", heads="electra", checkpoint="electra"),
     "roformer": Family("roformer", positions="rotary"),
     "roformer_v2": Family("roformer_v2", positions="rotary", bias=False, norm="scale_free", heads="roformer_v2"),
+    "gpt": Family("gpt", heads="gpt", checkpoint="gpt", architecture="gpt"),
+    "gpt2": Family("gpt2", heads="gpt", checkpoint="gpt2", architecture="gpt"),
+    "gpt2_ml": Family("gpt2_ml", heads="gpt", checkpoint="gpt2_ml", architecture="gpt"),
+    "t5": Family("t5", positions="t5_relative", bias=False, norm="rms", heads="t5", checkpoint="t5",
+                 architecture="t5"),
+    "t5.1.1": Family("t5.1.1", positions="t5_relative", bias=False, norm="rms", heads="t5", checkpoint="t5.1.1",
+                     architecture="t5"),
+    "mt5.1.1": Family("mt5.1.1", positions="t5_relative", bias=False, norm="rms", heads="t5", checkpoint="mt5.1.1",
+                      architecture="t5"),
 }
-ALIASES = {"roberta": "bert"}  # bert4keras builds RoBERTa as BERT
+ALIASES = {"roberta": "bert", "t5.1.0": "t5"}  # bert4keras builds RoBERTa as BERT, and names T5's first version both
 FAMILY_NAMES = tuple(_FAMILIES)  # the families, without their aliases
+ENCODER_NAMES = tuple(name for name, family in _FAMILIES.items() if family.architecture == "encoder")
 NAMES = MODEL_FAMILIES  # every model= value: the families, then their aliases
 # Hugging Face config.json model_type -> the family it describes; `model_type` is the other way
 MODEL_TYPES = {"bert": "bert", "albert": "albert", "electra": "electra", "nezha": "nezha",

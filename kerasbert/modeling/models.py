@@ -10,16 +10,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import keras
-
-from kerasbert import layer_names as names
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.modeling import architecture, families
 from kerasbert.modeling.backbone import TransformerModel
 from kerasbert.modeling.config import BertConfig, resolve_config
 from kerasbert.modeling.encoder import checked_flags
 from kerasbert.modeling.families import Family
-from kerasbert.modeling.masks import attention_mask, check_application
+from kerasbert.modeling.masks import check_application
 from kerasbert.perf.xla import xla_pays
 from kerasbert.weights.checkpoint import load_checkpoint
 
@@ -133,14 +130,9 @@ def build_transformer_model(
     _check_length(sequence_length, cfg, family, hierarchical)
     cfg = cfg.replace(hidden_dropout_prob=dropout_rate)
 
-    inputs = [keras.Input((sequence_length,), dtype="int32", name=names.TOKEN_INPUT)]
-    if cfg.type_vocab_size:
-        inputs.append(keras.Input((sequence_length,), dtype="int32", name=names.SEGMENT_INPUT))
-    segment_ids = inputs[1] if cfg.type_vocab_size else None
-    mask = attention_mask(application, inputs[0], segment_ids)  # [B, S] or [B, S, S] bool, for every attention
-    encoder = architecture.create(cfg, family, dtype=dtype, hierarchical=hierarchical)
-    x = encoder.encode(inputs[0], segment_ids, mask)
-    outputs = encoder.final(x, flags) or [x]
+    built = architecture.create(cfg, family, dtype=dtype, hierarchical=hierarchical)
+    inputs = built.inputs(sequence_length)
+    outputs = built.outputs(inputs, application, flags)
     bert = TransformerModel(inputs, outputs[0] if len(outputs) == 1 else outputs, name=name or family.name,
                             bert_config=cfg, family=family.name, application=application)
     bert.jit_compile = xla_pays(bert)  # predict with XLA on a GPU for BERT-small and up (see xla_pays)

@@ -60,7 +60,7 @@ def _family_models(name: str):
         yield str(flags), build_transformer_model("tiny", model=name, verbose=False, **extra, **flags)
 
 
-@pytest.mark.parametrize("name", families.FAMILY_NAMES)
+@pytest.mark.parametrize("name", families.ENCODER_NAMES)
 def test_every_family_adds_up(name):
     for what, model in _family_models(name):
         s = summary(model, **QUIET)

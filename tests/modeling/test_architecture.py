@@ -14,7 +14,7 @@ from kerasbert.modeling import architecture, families
 from kerasbert.modeling.encoder import Encoder
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "kerasbert"
-GENERATIVE = [name for name in families.FAMILY_NAMES if families.get(name).heads != "electra"]
+GENERATIVE = [name for name in families.ENCODER_NAMES if families.get(name).heads != "electra"]
 SIZES = {"embedding_size": 16}  # ALBERT's and ELECTRA's E; the other families' configs take it as H's own width
 
 
@@ -36,7 +36,7 @@ def _build(family: str, **options):
     return build_transformer_model("tiny", model=family, verbose=False, **sizes, **options)
 
 
-@pytest.mark.parametrize("family", families.FAMILY_NAMES)
+@pytest.mark.parametrize("family", families.ENCODER_NAMES)
 def test_builder_and_first_token_head_run_the_architectures_blocks(family, blocks_run):
     backbone = _build(family)
     assert blocks_run == [(0, "graph"), (1, "graph")]

@@ -14,7 +14,7 @@ from kerasbert.modeling.optimizers import LayerwiseAdamW
 
 import helpers
 
-FAMILIES = list(families.FAMILY_NAMES)
+FAMILIES = list(families.ENCODER_NAMES)
 # the families whose graphs differ from BERT's, each in its own way (BERT's heads: test_heads.py; an unshared
 # ALBERT is BERT with ELECTRA's embedding mapping)
 DISTINCT = ["albert", "nezha", "electra", "roformer", "roformer_v2"]
