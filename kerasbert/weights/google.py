@@ -48,6 +48,14 @@ def google_format(family: Family) -> Format:
     >>> sorted(google_format(families.get("electra")).vocab_rows)
     ['cls/predictions/output_bias', 'electra/embeddings/word_embeddings']
     """
+    if family.architecture == "gpt":  # each generative architecture's names in a table of its own
+        from kerasbert.weights.gpt_names import gpt_format
+
+        return gpt_format(family)
+    if family.architecture == "t5":
+        from kerasbert.weights.t5_names import t5_format
+
+        return t5_format(family)
     names = google_names(family)
     return dataclasses.replace(GOOGLE, names=names, family=family.name,
                                vocab_rows=frozenset({names[(ln.EMBEDDING_TOKEN, "embeddings")],

@@ -130,8 +130,20 @@ def test_a_model_too_large_as_a_whole_names_its_largest_size():
 @pytest.mark.parametrize("value, found", [(["gelu"], "found a list ['gelu']"), (1, "found a int 1"),
                                           ({"name": "gelu"}, "found a dict")])
 def test_hidden_act_of_another_type(value, found):
-    with pytest.raises(ConfigError, match=rf"hidden_act: expected one of \[.*\], {re.escape(found)}"):
+    with pytest.raises(ConfigError, match=rf"hidden_act: expected one of \[.*\], or \[one of them, \"linear\"\] "
+                                          rf"for a gated feed-forward, {re.escape(found)}"):
         BertConfig.from_dict({**GOOGLE, "hidden_act": value})
+
+
+def test_a_gated_activation_and_a_head_size_of_its_own():
+    cfg = BertConfig.from_dict({**GOOGLE, "hidden_size": 30, "num_attention_heads": 4, "attention_head_size": 8,
+                                "hidden_act": ["gelu_new", "linear"]})
+    assert (cfg.gated, cfg.activation, cfg.head_size) == (True, "gelu_tanh", 8)
+    assert cfg.to_dict()["attention_head_size"] == 8 and "relative_attention_num_buckets" not in cfg.to_dict()
+    with pytest.raises(ConfigError, match=r"hidden_act: .* found a list \['gelu', 'relu'\]"):
+        BertConfig.from_dict({**GOOGLE, "hidden_act": ["gelu", "relu"]})
+    with pytest.raises(ConfigError, match=r"attention_head_size: expected a positive integer up to 32768, found 0"):
+        BertConfig.from_dict({**GOOGLE, "attention_head_size": 0})
 
 
 def test_an_unknown_preset_lists_the_presets():
