@@ -75,6 +75,8 @@ def write_data(folder: str, seed: int = 0) -> dict:
                            "seed": 1, "n": 2},
         "seq2seq_autotitle": {"txts": os.path.join(folder, "news", "*.txt"),
                               "show": [text(10, 20), text(10, 20) + "，" + text(4, 8)]},
+        "basic_language_model_nezha_gen_gpt": {"show": [text(2, 5), text(2, 5)], "end": "。", "maxlen": 12,
+                                               "minlen": 4, "seed": 3},
         "simbert": {"corpus_path": os.path.join(folder, "synonyms.json"), "seed": 2, "query": text(4, 8),
                     "bank": [text(4, 10) for _ in range(6)]},
     }
@@ -178,6 +180,15 @@ def test_seq2seq_autotitle(results):
     assert len(ours["step_losses"]) == STEPS
     for key in ("step_losses", "epoch_loss", "lowest", "probas"):
         close(ours[key], theirs[key])
+
+
+def test_basic_language_model_nezha_gen_gpt(results):
+    """A language model with no segment input continues texts by top-p sampling: the same next-token
+    probabilities, and the same continuations after one seed, each at least ``minlen`` tokens long."""
+    ours, theirs = results[0]["basic_language_model_nezha_gen_gpt"], results[1]["basic_language_model_nezha_gen_gpt"]
+    same(ours["shown"], theirs["shown"])
+    close(ours["probas"], theirs["probas"])
+    assert ours["shown"].shape == (2, 2) and all(len(text) >= 2 + 4 for text in ours["shown"].ravel())
 
 
 def test_simbert(results):
