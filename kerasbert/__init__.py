@@ -38,6 +38,7 @@ _HOMES = {  # public name -> the module that owns it
     "annotate": "kerasbert.annotated.collect",
     "summary": "kerasbert.annotated.collect",
     "Tokenizer": "kerasbert.text.tokenizer",
+    "SpTokenizer": "kerasbert.text.sentencepiece",
     "load_vocab": "kerasbert.text.tokenizer",
     "embed": "kerasbert.serving.embed",
     "evaluate": "kerasbert.finetune.training",
@@ -65,8 +66,8 @@ def __dir__() -> list[str]:
 
 __all__ = [  # the names of _HOMES, and the errors
     "BertConfig", "CheckpointError", "ConfigError", "DataError", "KerasBertError", "LoadReport", "ModelError",
-    "Summary", "Tokenizer", "annotate", "build_transformer_model", "config_of", "convert_checkpoint", "embed",
-    "evaluate", "export", "generate", "heads", "load_checkpoint", "load_google_checkpoint", "load_vocab", "predict",
-    "save_google_checkpoint", "save_hf_checkpoint", "summary", "train",
+    "SpTokenizer", "Summary", "Tokenizer", "annotate", "build_transformer_model", "config_of", "convert_checkpoint",
+    "embed", "evaluate", "export", "generate", "heads", "load_checkpoint", "load_google_checkpoint", "load_vocab",
+    "predict", "save_google_checkpoint", "save_hf_checkpoint", "summary", "train",
 ]
 __version__ = "0.1.0"

@@ -240,6 +240,29 @@ def snippets(task):
     return {"json": np.array(json.dumps(results))}
 
 
+def sp_tokenizer(task):
+    """bert4keras's SpTokenizer on "model" with "token_start" and "token_end", on each [first, second, maxlen,
+    truncate_from] case: tokens (whole and cut to maxlen), ids, segments, decode; then "ids" looked up
+    (``id_to_token``), "tokens" looked up (``token_to_id``), each list of "decode" decoded, and the special ids.
+
+    Results are one JSON string under "json".
+    """
+    from bert4keras.tokenizers import SpTokenizer
+
+    tok = SpTokenizer(task["model"], token_start=task["token_start"], token_end=task["token_end"])
+    cases = []
+    for first, second, maxlen, truncate_from in task["cases"]:
+        ids, segments = tok.encode(first, second, maxlen=maxlen, truncate_from=truncate_from)
+        cases.append({"tokens": tok.tokenize(first), "cut": tok.tokenize(first, maxlen=maxlen), "ids": ids,
+                      "segments": segments, "decode": tok.decode(ids)})
+    specials = {name: getattr(tok, name, None) for name in ("_token_pad_id", "_token_unk_id", "_token_mask_id",
+                                                             "_token_start_id", "_token_end_id", "_vocab_size")}
+    return {"json": np.array(json.dumps({
+        "cases": cases, "id_to_token": [tok.id_to_token(i) for i in task["ids"]],
+        "token_to_id": tok.tokens_to_ids(task["tokens"]), "decode": [tok.decode(ids) for ids in task["decode"]],
+        "specials": specials}))}
+
+
 def decode(task):
     """bert4keras's AutoRegressiveDecoder on the toy scorer of tests/toy_decoder.py, one case at a time ("cases":
     see `toy_decoder.decode`); one JSON string under "json", per case its sequences of ids."""
@@ -266,7 +289,7 @@ def positions(task):
 
 
 KINDS = {"bert": bert_outputs, "family_checkpoint": family_checkpoint, "vocab": vocab,
-         "crf": crf, "tokenizer": tokenizer, "train": train_steps,
+         "crf": crf, "tokenizer": tokenizer, "sp_tokenizer": sp_tokenizer, "train": train_steps,
          "snippets": snippets, "decode": decode, "positions": positions}
 
 

@@ -1,5 +1,6 @@
 """``bert4keras.tokenizers`` -> ``kerasbert.compat.tokenizers``: `Tokenizer`, as `kerasbert.text.tokenizer`
-defines it, and `load_vocab` under bert4keras's argument names."""
+defines it, `SpTokenizer`, as `kerasbert.text.sentencepiece` defines it, and `load_vocab` under bert4keras's
+argument names."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import os
 from collections.abc import Sequence
 
 from kerasbert.text import tokenizer as _tokenizer
+from kerasbert.text.sentencepiece import SpTokenizer
 from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["Tokenizer", "load_vocab"]
+__all__ = ["SpTokenizer", "Tokenizer", "load_vocab"]
 
 
 def load_vocab(dict_path: str | os.PathLike, simplified: bool = False, startswith: Sequence[str] | None = None):
