@@ -89,6 +89,46 @@ def parse_block(name: str) -> tuple[int, str] | None:
     return (int(match.group(1)), match.group(2)) if match else None
 
 
+# ------------------------------------------------------------------------------ T5's encoder-decoder
+# T5's layers carry their stack's name first: Encoder-Transformer-{i}-..., Decoder-Embedding-Relative-Position
+ENCODER, DECODER = "Encoder", "Decoder"
+CROSS_ATTENTION = "MultiHeadCrossAttention"  # the decoder's attention over the encoder's output
+ENCODER_INPUT = "Encoder-Input-Token"
+DECODER_INPUT = "Decoder-Input-Token"
+CONTEXT_INPUT = "Input-Context"  # the decoder alone: the encoder's output, given
+ENCODER_MASK = "Encoder-Attention-Mask"  # the encoder's real tokens (the decoder's mask is LM_MASK)
+# each stack's own layers, after its name: Encoder-Embedding-Dropout, Decoder-Output-Norm, ...
+STACK_EMBEDDING_DROPOUT = EMBEDDING_PREFIX + "Dropout"
+STACK_RELATIVE_POSITION = RELATIVE_POSITION  # a table of relative position buckets per stack
+STACK_OUTPUT_NORM, STACK_OUTPUT_DROPOUT = "Output-Norm", "Output-Dropout"
+DECODER_OUTPUT_SCALE = "Decoder-Output-Scale"  # x·H^-0.5 before the output layer
+DECODER_OUTPUT_LM = "Decoder-Output-LM"  # T5.1.1's and mT5's own output layer
+DECODER_OUTPUT_LM_ACTIVATION = "Decoder-Output-LM-Activation"  # T5.1.0's softmax, after the tied embedding
+STACK_PATTERN = re.compile(r"((?:Encoder-|Decoder-)?" + re.escape(BLOCK_PREFIX) + r")(\d+)-(.+)")
+
+
+def stacked(stack: str, name: str) -> str:
+    """A layer of T5's ``stack`` (`ENCODER` or `DECODER`): ``Encoder-Transformer-0-FeedForward``.
+
+    Example:
+    >>> stacked(DECODER, block(1, CROSS_ATTENTION)), stacked(ENCODER, "Output-Norm")
+    ('Decoder-Transformer-1-MultiHeadCrossAttention', 'Encoder-Output-Norm')
+    """
+    return f"{stack}-{name}"
+
+
+def block_key(name: str) -> tuple[str, int] | None:
+    """The name of a block layer with its index as `BLOCK_KEY`, and the index; T5's stacked names too. None for
+    any other name.
+
+    Example:
+    >>> block_key("Transformer-2-FeedForward"), block_key("Decoder-Transformer-11-FeedForward-Norm")
+    (('Transformer-{i}-FeedForward', 2), ('Decoder-Transformer-{i}-FeedForward-Norm', 11))
+    """
+    match = STACK_PATTERN.fullmatch(name)
+    return (f"{match.group(1)}{BLOCK_KEY}-{match.group(3)}", int(match.group(2))) if match else None
+
+
 # ------------------------------------------------------------------------------ pre-training layers
 POOLER = "Pooler"
 POOLER_DENSE = "Pooler-Dense"
@@ -104,6 +144,10 @@ MLM_GATHER = MLM_PREFIX + "Gather"  # pretraining: the sequence output at Input-
 OUTPUT_MAPPING = "Output-Mapping"
 OUTPUT_MLM_DROPOUT = "Output-MLM-Dropout"
 OUTPUT_MLM_ACTIVATION = "Output-MLM-Activation"
+# GPT's language model: GPT-2's final norm and dropout, then x·Eᵀ (tied to Embedding-Token) and its softmax
+OUTPUT_NORM = "Output-Norm"
+OUTPUT_DROPOUT = "Output-Dropout"
+LM_ACTIVATION = "LM-Activation"
 # ELECTRA's replaced-token discriminator
 DISCRIMINATOR_DENSE = "Discriminator-Dense"
 DISCRIMINATOR_PREDICTION = "Discriminator-Prediction"
@@ -126,8 +170,8 @@ VECTOR_FIRST_LAST = VECTOR_PREFIX + "First-Last"
 VECTOR_NORMALIZE = VECTOR_PREFIX + "Normalize"
 HEAD_PADDING_MASK = "Head-Padding-Mask"
 # the layers whose output is a head model's output, in the order a loss looks for them
-HEAD_OUTPUTS = (TAGGING_CRF, SPAN_POINTER, MLM_ACTIVATION, OUTPUT_MLM_ACTIVATION, CLS_DENSE, TAGGING_DENSE, NSP_PROBA,
-                DISCRIMINATOR_PREDICTION)
+HEAD_OUTPUTS = (TAGGING_CRF, SPAN_POINTER, MLM_ACTIVATION, OUTPUT_MLM_ACTIVATION, LM_ACTIVATION, CLS_DENSE,
+                TAGGING_DENSE, NSP_PROBA, DISCRIMINATOR_PREDICTION)
 
 # ------------------------------------------------------------------------------ parts of the model
 PARTS = ("inputs", "embeddings", "encoder", "pooler", "nsp", "mlm", "head")  # in graph order
@@ -139,12 +183,19 @@ def part_of(name: str) -> tuple[str, int | None]:
     Example:
     >>> part_of(TOKEN_INPUT), part_of(POOLER_DENSE), part_of(block(0, FEED_FORWARD))
     (('inputs', None), ('pooler', None), ('encoder', 0))
+    >>> part_of(stacked(DECODER, block(1, CROSS_ATTENTION))), part_of(ENCODER_MASK), part_of("Decoder-Output-LM")
+    (('encoder', 1), ('inputs', None), ('mlm', None))
     """
+    stack = re.match(f"({ENCODER}|{DECODER})-", name)  # T5's stacks: their layers are grouped as BERT's
+    if stack:
+        rest = name[stack.end():]
+        return ("mlm", None) if rest.startswith("Output-") else part_of(rest)
     found = parse_block(name)
     if found is not None or name.startswith(BLOCK_PREFIX):
         return "encoder", found[0] if found else None
     if name.startswith(INPUT_PREFIX) or name in (ATTENTION_MASK, LM_MASK, UNILM_MASK):
         return "inputs", None
     prefixes = ((EMBEDDING_PREFIX, "embeddings"), (POOLER, "pooler"), (NSP_PREFIX, "nsp"), (MLM_PREFIX, "mlm"),
-                (OUTPUT_MAPPING, "mlm"), (OUTPUT_MLM_DROPOUT, "mlm"), (OUTPUT_MLM_ACTIVATION, "mlm"))
+                (OUTPUT_MAPPING, "mlm"), (OUTPUT_MLM_DROPOUT, "mlm"), (OUTPUT_MLM_ACTIVATION, "mlm"),
+                (OUTPUT_NORM, "mlm"), (OUTPUT_DROPOUT, "mlm"), (LM_ACTIVATION, "mlm"))
     return next(((part, None) for prefix, part in prefixes if name.startswith(prefix)), ("head", None))

@@ -89,7 +89,7 @@ def test_a_keras_file_without_a_stored_config_loads_and_says_how_to_get_one(name
 
 def test_an_unknown_family_is_refused(bert):
     with pytest.raises(ModelError, match="family: expected 'bert'"):
-        TransformerModel(bert.inputs, bert.outputs, family="gpt")
+        TransformerModel(bert.inputs, bert.outputs, family="gpt3")
 
 
 def _strings(path: pathlib.Path) -> list[tuple[int, str]]:

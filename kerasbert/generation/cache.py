@@ -62,7 +62,7 @@ class CachedModel:
         check_generative(self.family.name, application)
         self.application = application
         self.segment = 1 if application == "unilm" else 0
-        self.has_segments = bool(self.config.type_vocab_size)
+        self.has_segments = self.encoder.segments
         self._check_activation()
         self._prefill, self._step, self._reordered_step = self._compile(xla_pays(model))
 

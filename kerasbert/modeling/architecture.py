@@ -25,6 +25,8 @@ from kerasbert.modeling import families
 from kerasbert.modeling.config import BertConfig
 from kerasbert.modeling.encoder import Encoder
 from kerasbert.modeling.families import Family
+from kerasbert.modeling.gpt import GPT
+from kerasbert.modeling.t5 import T5
 
 
 class Architecture(Protocol):
@@ -56,6 +58,10 @@ class Architecture(Protocol):
     def embed(self, token_ids, segment_ids, positions=None):
         """The embedding step."""
 
+    @property
+    def segments(self) -> bool:
+        """Whether `embed` reads segment ids."""
+
     def positions(self, x):
         """What every attention reads of the positions in a graph (None where the embeddings add them)."""
 
@@ -72,7 +78,7 @@ class Architecture(Protocol):
         """Next-token (or masked-token) logits at ``x``."""
 
 
-ARCHITECTURES: dict[str, type] = {"encoder": Encoder}  # Family.architecture -> its class
+ARCHITECTURES: dict[str, type] = {"encoder": Encoder, "gpt": GPT, "t5": T5}  # Family.architecture -> its class
 
 
 def create(config: BertConfig, family: Family, *, dtype=None, hierarchical: float | None = None) -> Architecture:

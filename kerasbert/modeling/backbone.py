@@ -22,7 +22,7 @@ from kerasbert.perf import half_gradients
 
 __all__ = ["APPLICATIONS", "FAMILIES", "TransformerModel", "clone"]
 
-FAMILIES = families.FAMILY_NAMES  # the architectures kerasbert builds
+FAMILIES = (*families.FAMILY_NAMES, *families.PART_NAMES)  # the families kerasbert builds, T5's parts alone too
 
 
 @register

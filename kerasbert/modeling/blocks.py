@@ -397,11 +397,14 @@ class FeedForward(_ProjectedBlock):
         return 2 * batch * (seq if queries is None else queries) * self.units
 
     def call(self, inputs, training=None):
+        return kernels.project(self.output_dense, self._inner(inputs, training))  # (batch, seq, H)
+
+    def _inner(self, inputs, training):
+        """The activated inner layer ``[B, S, I]``."""
         def activation(x):  # of the inner layer (batch, seq, I)
             return kernels.activation(self.activation, self.activation_fn, x, self.compute_dtype, training)
 
-        inner = kernels.project(self.intermediate_dense, inputs, activation)  # MatMul + BiasAdd + GELU may fuse
-        return kernels.project(self.output_dense, inner)  # (batch, seq, H)
+        return kernels.project(self.intermediate_dense, inputs, activation)  # MatMul + BiasAdd + GELU may fuse
 
     def get_config(self):
         return {
@@ -410,3 +413,41 @@ class FeedForward(_ProjectedBlock):
             "activation": self.activation,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
         }
+
+
+@register
+class GatedFeedForward(FeedForward):
+    """The gated feed-forward ``(act(x·W0) ⊙ x·W1)·W2`` (Shazeer 2020, GEGLU with ``gelu``): T5.1.1's, bert4keras's
+    ``FeedForward`` with activations ``[act, "linear"]``.
+
+    Projections: ``intermediate`` ``[H, I]`` (W0, activated), ``gate`` ``[H, I]`` (W1, linear) and ``output``
+    ``[I, H]``; weight keys ``intermediate_kernel``, ``gate_kernel``, ``output_kernel`` (and ``*_bias`` with
+    ``use_bias``). The arguments are `FeedForward`'s.
+
+    Example:
+    >>> layer = GatedFeedForward(units=16, use_bias=False)
+    >>> tuple(layer(ops.ones((2, 5, 8))).shape), str(layer.param_formula())
+    ((2, 5, 8), '2·H·I+I·H = 2·8·16+16·8')
+    """
+
+    PROJECTIONS = {"intermediate": ("H", "I"), "gate": ("H", "I"), "output": ("I", "H")}
+
+    def build(self, input_shape):
+        hidden = input_shape[-1]
+        # 2·H·I+I·H parameters (2·(H·I+I)+I·H+H with biases), in the order of PROJECTIONS
+        self.intermediate_dense = self._projection("intermediate", self.units, hidden)
+        self.gate_dense = self._projection("gate", self.units, hidden)
+        self.output_dense = self._projection("output", hidden, self.units)
+
+    def param_formula(self) -> Formula:
+        return self._formula("2·(H·I+I)+I·H+H" if self.use_bias else "2·H·I+I·H",
+                             H=int(self.output_kernel.shape[-1]), I=self.units)
+
+    def activation_elements(self, batch: int, seq: int, queries: int | None = None) -> int:
+        """Tensors inside the layer kept for backprop: the activated inner layer before and after its activation
+        and the gate, 3·B·Q·I for Q positions."""
+        return 3 * batch * (seq if queries is None else queries) * self.units
+
+    def _inner(self, inputs, training):
+        """``act(x·W0) ⊙ x·W1`` ``[B, S, I]``."""
+        return super()._inner(inputs, training) * kernels.project(self.gate_dense, inputs)

@@ -64,7 +64,8 @@ class BertConfig:
             ELECTRA-small): ``Embedding-Mapping`` projects them to H. None: H.
         max_relative_position: int. NEZHA's largest relative distance; farther ones are clipped to it.
         attention_head_size: int or None. the width of one head where it is not H / A (T5's ``d_kv``); None: H / A.
-        relative_attention_num_buckets: int. T5's relative position buckets.
+        relative_attention_num_buckets: int or None. T5's relative position buckets (T5's configs give it, 32; None
+            in any other family's).
         extra: dict. keys of the source file kerasbert does not use, kept for `to_json`.
 
     Example:
@@ -88,7 +89,7 @@ class BertConfig:
     embedding_size: int | None = None
     max_relative_position: int = 64
     attention_head_size: int | None = None
-    relative_attention_num_buckets: int = 32
+    relative_attention_num_buckets: int | None = None
     extra: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
     source: str = dataclasses.field(default="<dict>", repr=False, compare=False)
 
@@ -259,7 +260,7 @@ class BertConfig:
     def to_dict(self) -> dict[str, Any]:
         """Google's key set (plus layer_norm_eps and any extra keys read in)."""
         defaults = {"embedding_size": None, "max_relative_position": 64,  # written only where a family sets them
-                    "attention_head_size": None, "relative_attention_num_buckets": 32}
+                    "attention_head_size": None, "relative_attention_num_buckets": None}
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "source")
                and not (f.name in defaults and getattr(self, f.name) == defaults[f.name])}
         out.update({k: v for k, v in self.extra.items() if k not in out})

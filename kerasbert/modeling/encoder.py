@@ -161,6 +161,11 @@ class Encoder:
                 for i in range(self.config.num_hidden_layers)]
 
     @property
+    def segments(self) -> bool:
+        """Whether `embed` reads segment ids (``Input-Segment``: a config with segments)."""
+        return bool(self.config.type_vocab_size)
+
+    @property
     def initializer(self):
         """The kernel initializer its layers share (a head's new layers start from it too)."""
         return self.blocks[0][1].layer.kernel_initializer
@@ -331,7 +336,8 @@ def checked_flags(family: Family, **flags) -> dict:
     allowed = FLAGS[family.heads]
     wrong = next((flag for flag, value in flags.items() if value and flag not in allowed), None)
     if wrong is not None:
-        raise fail(ModelError, wrong, f"one of {', '.join(allowed)} for model={family.name!r}", f"{wrong}="
+        expected = f"one of {', '.join(allowed)}" if allowed else "no with_* flag"
+        raise fail(ModelError, wrong, f"{expected} for model={family.name!r}", f"{wrong}="
                    f"{flags[wrong]!r}", f"{family.name} has no such pre-training layers; add a task head instead")
     return flags
 

@@ -51,6 +51,10 @@ class Family:
         architecture: str. the kind of model it is, a key of `kerasbert.modeling.architecture.ARCHITECTURES`:
             ``"encoder"``, BERT's post-norm encoder, for every bert4keras encoder family; ``"gpt"`` for the
             GPT language models; ``"t5"`` for T5's encoder-decoder.
+        causal: bool. always a language model, as bert4keras builds it: ``application="encoder"`` builds the
+            causal ``"lm"`` model too, and ``"unilm"`` is refused (GPT).
+        part: str. which part of an encoder-decoder the model is: ``""`` the whole model, ``"encoder"`` or
+            ``"decoder"`` (bert4keras's ``model="t5.1.1_encoder"``, ``"t5.1.1_decoder"``).
     """
 
     name: str
@@ -62,8 +66,11 @@ class Family:
     checkpoint: str = "bert"
     required: tuple[str, ...] = ()
     architecture: str = "encoder"
+    causal: bool = False
+    part: str = ""
 
 
+_T5_KEYS = ("relative_attention_num_buckets",)  # the key a T5 config gives and a BERT config lacks
 _FAMILIES = {
     "bert": Family("bert"),
     "albert": Family("albert", shared_block=True, checkpoint="albert", required=("embedding_size",)),
@@ -72,20 +79,23 @@ _FAMILIES = {
     "electra": Family("electra", heads="electra", checkpoint="electra"),
     "roformer": Family("roformer", positions="rotary"),
     "roformer_v2": Family("roformer_v2", positions="rotary", bias=False, norm="scale_free", heads="roformer_v2"),
-    "gpt": Family("gpt", heads="gpt", checkpoint="gpt", architecture="gpt"),
-    "gpt2": Family("gpt2", heads="gpt", checkpoint="gpt2", architecture="gpt"),
-    "gpt2_ml": Family("gpt2_ml", heads="gpt", checkpoint="gpt2_ml", architecture="gpt"),
+    "gpt": Family("gpt", heads="gpt", checkpoint="gpt", architecture="gpt", causal=True),
+    "gpt2": Family("gpt2", heads="gpt", checkpoint="gpt2", architecture="gpt", causal=True),
+    "gpt2_ml": Family("gpt2_ml", heads="gpt", checkpoint="gpt2_ml", architecture="gpt", causal=True),
     "t5": Family("t5", positions="t5_relative", bias=False, norm="rms", heads="t5", checkpoint="t5",
-                 architecture="t5"),
+                 architecture="t5", required=_T5_KEYS),
     "t5.1.1": Family("t5.1.1", positions="t5_relative", bias=False, norm="rms", heads="t5", checkpoint="t5.1.1",
-                     architecture="t5"),
+                     architecture="t5", required=_T5_KEYS),
     "mt5.1.1": Family("mt5.1.1", positions="t5_relative", bias=False, norm="rms", heads="t5", checkpoint="mt5.1.1",
-                      architecture="t5"),
+                      architecture="t5", required=_T5_KEYS),
 }
 ALIASES = {"roberta": "bert", "t5.1.0": "t5"}  # bert4keras builds RoBERTa as BERT, and names T5's first version both
 FAMILY_NAMES = tuple(_FAMILIES)  # the families, without their aliases
 ENCODER_NAMES = tuple(name for name, family in _FAMILIES.items() if family.architecture == "encoder")
 NAMES = MODEL_FAMILIES  # every model= value: the families, then their aliases
+PARTS = ("encoder", "decoder")  # an encoder-decoder's parts built alone: model="t5.1.1_encoder", "t5.1.1_decoder"
+PART_NAMES = tuple(f"{name}_{part}" for name, family in _FAMILIES.items() if family.architecture == "t5"
+                   for part in PARTS)
 # Hugging Face config.json model_type -> the family it describes; `model_type` is the other way
 MODEL_TYPES = {"bert": "bert", "albert": "albert", "electra": "electra", "nezha": "nezha",
                "roformer": "roformer"}
@@ -107,14 +117,19 @@ def model_type(family: Family) -> str:
 
 
 def get(name: str) -> Family:
-    """The family named ``name`` (any case; ``roberta`` is ``bert``); a ModelError listing those that exist.
+    """The family named ``name`` (any case; ``roberta`` is ``bert``); a ModelError listing those that exist. An
+    encoder-decoder's name with ``_encoder`` or ``_decoder`` is that part alone (`Family.part`).
 
     Example:
-    >>> get("roformer_v2").bias
-    False
+    >>> get("roformer_v2").bias, get("T5.1.0_decoder").name, get("t5.1.0_decoder").part
+    (False, 't5_decoder', 'decoder')
     """
     key = name.lower() if isinstance(name, str) else name
     key = ALIASES.get(key, key)
+    base, _, part = key.rpartition("_") if isinstance(key, str) else ("", "", "")
+    base = ALIASES.get(base, base)
+    if key not in _FAMILIES and part in PARTS and base in _FAMILIES and _FAMILIES[base].architecture == "t5":
+        return dataclasses.replace(_FAMILIES[base], name=f"{base}_{part}", part=part)
     if key not in _FAMILIES:
         close = difflib.get_close_matches(str(key), NAMES, n=1)
         hint = f"did you mean model={close[0]!r}?" if close else "model= names one of bert4keras's encoder families"
@@ -151,7 +166,8 @@ def resolve(model: str | None, config) -> Family:
     """The family to build: ``model``, else the one a Hugging Face config's ``model_type`` names, else BERT.
 
     A ConfigError where ``model`` contradicts the config's ``model_type`` (``model="bert"`` on an ALBERT
-    config), or where the config lacks a key the family needs (ALBERT's ``embedding_size``).
+    config), where the config lacks a key the family needs (ALBERT's ``embedding_size``, T5's
+    ``relative_attention_num_buckets``), or where a family other than T5's gets T5's config.
 
     Example:
     >>> from kerasbert.modeling.config import BertConfig
@@ -169,7 +185,20 @@ def resolve(model: str | None, config) -> Family:
     if missing:
         raise fail(ConfigError, f"{config.source}: {missing[0]}", f"the key every {family.name} config gives",
                    f"no {', '.join(missing)}", "use the config file that came with the checkpoint")
+    _refuse_t5_config(family, config)
     return family
+
+
+def _refuse_t5_config(family: Family, config) -> None:
+    """A ConfigError where a family other than T5's gets a T5 config: one with T5's relative position buckets
+    (``relative_attention_num_buckets``) or a gated feed-forward (``hidden_act`` ``[act, "linear"]``)."""
+    if family.architecture == "t5":
+        return
+    key = "relative_attention_num_buckets" if config.relative_attention_num_buckets is not None else (
+        "hidden_act" if config.gated else None)
+    if key is not None:
+        raise fail(ConfigError, f"{config.source}: {key}", f"a {family.name} config, without T5's {key}",
+                   repr(getattr(config, key)), "it is a T5 config: build it with model='t5', 't5.1.1' or 'mt5.1.1'")
 
 
 def max_length(family: Family | str, config, hierarchical: float | bool | None = None) -> int | None:

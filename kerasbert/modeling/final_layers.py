@@ -21,9 +21,10 @@ from kerasbert import layer_names as names
 from kerasbert.modeling.config import BertConfig
 from kerasbert.modeling.layers import Bias, Dropout, LayerNorm, TakeToken, get_activation
 
-# the head flags each family's final layers take (bert4keras's ELECTRA takes neither with_pool nor with_mlm)
+# the head flags each family's final layers take (bert4keras's ELECTRA takes neither with_pool nor with_mlm, its GPT
+# neither: its output is its language model's)
 FLAGS = {"bert": ("with_pool", "with_nsp", "with_mlm"), "electra": ("with_discriminator",),
-         "roformer_v2": ("with_mlm",)}
+         "roformer_v2": ("with_mlm",), "gpt": (), "t5": ()}
 
 
 def pooler_output(x, hidden_size: int, activation="tanh", init="glorot_uniform", dtype=None):

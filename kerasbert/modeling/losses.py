@@ -52,7 +52,7 @@ def _head_loss_and_metrics(layer: keras.layers.Layer) -> dict:
         return {"loss": CRFLoss(layer), "metrics": [accuracy_metric(crf_accuracy)]}
     if isinstance(layer, GlobalPointer):
         return {"loss": global_pointer_crossentropy, "metrics": [accuracy_metric(global_pointer_f1)]}
-    if layer.name in (names.MLM_ACTIVATION, names.OUTPUT_MLM_ACTIVATION):
+    if layer.name in (names.MLM_ACTIVATION, names.OUTPUT_MLM_ACTIVATION, names.LM_ACTIVATION):
         loss = SparseLabelLoss(int(layer.output.shape[-1]), ignore_id=0, what=layer.name, name="masked_lm_loss")
         return {"loss": loss, "metrics": [accuracy_metric(masked_accuracy)]}
     if layer.name == names.DISCRIMINATOR_PREDICTION:

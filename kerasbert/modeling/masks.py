@@ -21,6 +21,7 @@ from keras import ops
 from kerasbert import layer_names as names
 from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ConfigError, ModelError, fail
+from kerasbert.modeling import families
 from kerasbert.modeling.layers import PaddingMask
 from kerasbert.modeling.registry import register
 
@@ -98,13 +99,29 @@ def application_of(model: keras.Model) -> str:
 
 
 def check_application(application, family: str) -> str:
-    """``application`` when it is one of `APPLICATIONS` and ``family`` can be it; else a ModelError.
+    """The application to build: ``application`` when it is one of `APPLICATIONS` and ``family`` can be it;
+    ``"lm"`` for a causal family (GPT), which bert4keras builds causal whatever the application; else a ModelError.
 
     ELECTRA is an encoder only, as in bert4keras: its discriminator tells replaced tokens, it has no
-    next-token output to generate with."""
+    next-token output to generate with. A GPT has no segments to tell a source from a target by: no ``"unilm"``.
+
+    Example:
+    >>> check_application("encoder", "gpt2"), check_application("encoder", "bert")
+    ('lm', 'encoder')
+    """
     if application not in APPLICATIONS:
         raise fail(ModelError, "application", " or ".join(map(repr, APPLICATIONS)), repr(application),
                    "bert4keras's applications; a family is chosen with model=")
+    if families.get(family).causal:
+        if application == "unilm":
+            raise fail(ModelError, "application", f'"lm" (or "encoder", the same) for model={family!r}',
+                       repr(application), f"{family} is a causal language model; UniLM's sequence to sequence needs "
+                       'a BERT, NEZHA or RoFormer: model="bert", application="unilm"')
+        return "lm"
+    if application != "encoder" and families.get(family).architecture == "t5":
+        raise fail(ModelError, "application", f'"encoder" for model={family!r}', repr(application),
+                   "T5's decoder is causal and reads its encoder through cross-attention; build the whole model "
+                   "(model='t5.1.1') or its decoder (model='t5.1.1_decoder') with the default application")
     if application != "encoder" and family == "electra":
         raise fail(ModelError, "application", f'"encoder" for model={family!r}', repr(application),
                    "ELECTRA's discriminator has no next-token output; generate with a BERT, NEZHA or RoFormer")

@@ -123,9 +123,9 @@ def build_transformer_model(
     cfg, dropout_rate = _resolve(config_path, config, keep_tokens, dropout_rate, overrides)
     family = families.resolve(model, cfg)
     application = check_application(application, family.name)
-    with_mlm = with_mlm or application != "encoder"  # a language model's output is its next-token probabilities
     flags = checked_flags(family, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
                           with_discriminator=with_discriminator)
+    flags["with_mlm"] = with_mlm or application != "encoder"  # a language model's output: next-token probabilities
     hierarchical = 0.4 if hierarchical_position is True else hierarchical_position or None
     _check_length(sequence_length, cfg, family, hierarchical)
     cfg = cfg.replace(hidden_dropout_prob=dropout_rate)

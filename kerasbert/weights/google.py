@@ -51,11 +51,11 @@ def google_format(family: Family) -> Format:
     if family.architecture == "gpt":  # each generative architecture's names in a table of its own
         from kerasbert.weights.gpt_names import gpt_format
 
-        return gpt_format(family)
+        return gpt_format(family, GOOGLE)
     if family.architecture == "t5":
         from kerasbert.weights.t5_names import t5_format
 
-        return t5_format(family)
+        return t5_format(family, GOOGLE)
     names = google_names(family)
     return dataclasses.replace(GOOGLE, names=names, family=family.name,
                                vocab_rows=frozenset({names[(ln.EMBEDDING_TOKEN, "embeddings")],

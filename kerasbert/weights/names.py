@@ -181,7 +181,8 @@ def variable_shapes(vocab: int, hidden: int, intermediate: int, positions: int, 
 
 
 def looks_like(names) -> str:
-    """The family whose Google or Hugging Face checkpoint ``names`` look like: ``"albert"`` (a shared group),
+    """The family whose Google or Hugging Face checkpoint ``names`` look like: ``"gpt"``, ``"gpt2"`` or
+    ``"gpt2_ml"`` (bert4keras's GPT names), ``"albert"`` (a shared group),
     ``"electra"``, ``"roformer_v2"`` (blocks without norm weights), ``"roformer"`` or ``"nezha"`` (Hugging Face
     names say which), ``"nezha or roformer"`` (blocks, no position table), else ``"bert"``.
 
@@ -194,6 +195,10 @@ def looks_like(names) -> str:
     'roformer'
     """
     names = list(names)
+    if any(n.startswith("newslm/") for n in names):
+        return "gpt2_ml"
+    if any(n.startswith("gpt/") for n in names):  # GPT-2's norms come before their sublayers: input/LayerNorm
+        return "gpt2" if any("/input/LayerNorm/" in n for n in names) else "gpt"
     if any("/transformer/group_0/" in n or ".albert_layer_groups." in n for n in names):
         return "albert"
     if any(n.startswith(("electra/", "electra.")) for n in names):

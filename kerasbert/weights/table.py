@@ -66,6 +66,7 @@ class Format:
         optional: set of str. layers filled only when the shapes match (a fine-tuned head of another size is
             reported, not an error).
         family: str. the model family whose names the table holds (`kerasbert.modeling.families`).
+        vocab_columns: set of str. names with one column per vocabulary entry (T5.1.1's output kernel).
     """
 
     name: str
@@ -77,6 +78,13 @@ class Format:
     hints: dict[str, str]
     optional: frozenset[str] = frozenset()
     family: str = "bert"
+    vocab_columns: frozenset[str] = frozenset()
+
+
+def vocab_axis(name: str, fmt: Format) -> int | None:
+    """The axis of the file's variable ``name`` that has one entry per vocabulary token (``keep_tokens`` slices
+    it): 0 for `Format.vocab_rows`, -1 for `Format.vocab_columns`, None for any other name."""
+    return 0 if name in fmt.vocab_rows else -1 if name in fmt.vocab_columns else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,13 +138,13 @@ def name_table(model: keras.Model, names: Names) -> list[Entry]:
     """The rows of ``names`` that apply to ``model``, in graph order."""
     entries = []
     for layer in all_layers(model):
-        match = ln.parse_block(layer.name)  # (index, part) of a block layer
-        key = ln.block(ln.BLOCK_KEY, match[1]) if match else layer.name
+        match = ln.block_key(layer.name)  # (name with {i}, index) of a block layer
+        key = match[0] if match else layer.name
         for weight_key, variable in weight_keys(layer):
             found = names.get((key, weight_key))
             if found is not None:
                 found = found if isinstance(found, tuple) else (found,)
-                index = match[0] if match else ""
+                index = match[1] if match else ""
                 entries.append(Entry(layer.name, variable, tuple(n.format(i=index) for n in found)))
     return entries
 
@@ -182,13 +190,13 @@ def _checked(source: Source, name: str, shape: tuple[int, ...]) -> np.ndarray:
 def _check_shapes(source: Source, entry: Entry, fmt: Format, available: dict, keep_tokens, hidden: int) -> None:
     """Check the shapes the file declares for one entry against the model, before anything is read."""
     for name in entry.names:
-        shape, expected = tuple(available[name]), expected_shape(entry, name, fmt)
-        if name in fmt.vocab_rows and keep_tokens is not None:
-            if max(keep_tokens) >= shape[0]:
-                raise fail(CheckpointError, "keep_tokens", f"ids below the checkpoint's vocabulary {shape[0]}",
-                           f"max id {max(keep_tokens)}",
-                           f"{source.file_name(name)} in {source.path} has {shape[0]} rows")
-            shape = (len(keep_tokens), *shape[1:])
+        shape, expected, axis = tuple(available[name]), expected_shape(entry, name, fmt), vocab_axis(name, fmt)
+        if axis is not None and keep_tokens is not None:
+            if max(keep_tokens) >= shape[axis]:
+                raise fail(CheckpointError, "keep_tokens", f"ids below the checkpoint's vocabulary {shape[axis]}",
+                           f"max id {max(keep_tokens)}", f"{source.file_name(name)} in {source.path} has "
+                           f"{shape[axis]} {'rows' if axis == 0 else 'columns'}")
+            shape = (len(keep_tokens), *shape[1:]) if axis == 0 else (*shape[:-1], len(keep_tokens))
         if shape != expected:
             hint = _mismatch_hint(name, expected, shape, fmt, hidden)
             raise CheckpointError(f"{entry.layer} expects {list(expected)}, checkpoint has {list(shape)} "
@@ -200,8 +208,8 @@ def _read(source: Source, entry: Entry, fmt: Format, available: dict, keep_token
     parts = []
     for name in entry.names:
         value = _checked(source, name, tuple(available[name]))
-        if name in fmt.vocab_rows and keep_tokens is not None:
-            value = value[np.asarray(keep_tokens)]
+        if vocab_axis(name, fmt) is not None and keep_tokens is not None:
+            value = np.take(value, np.asarray(keep_tokens), axis=vocab_axis(name, fmt))
         parts.append(value.T if fmt.transposed(name) else value)
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
 

@@ -129,5 +129,48 @@ def test_cli_summary_takes_the_family(capsys):
     assert main(["summary", "tiny", "--model", "nezha", "--format", "json"]) == 0
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)["rows"]}
     assert "Embedding-Relative-Position" in rows and "Embedding-Position" not in rows
-    assert main(["summary", "tiny", "--model", "gpt"]) == 2
-    assert "argument --model: invalid choice: 'gpt' (choose from 'bert', 'albert'" in capsys.readouterr().err
+    assert main(["summary", "tiny", "--model", "gpt2", "--format", "json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)["rows"]}
+    assert "Output-Norm" in rows and "Embedding-Segment" not in rows
+    assert main(["summary", "tiny", "--model", "gpt3"]) == 2
+    assert "argument --model: invalid choice: 'gpt3' (choose from 'bert', 'albert'" in capsys.readouterr().err
+
+
+GPT_ROWS = {"gpt": {"Embedding-Segment": "T·H", "Transformer-0-MultiHeadSelfAttention-Norm": "2·H",
+                    "LM-Activation": "0"},
+            "gpt2": {"Transformer-0-MultiHeadSelfAttention-Norm": "2·H", "Output-Norm": "2·H", "Output-Dropout": "0",
+                     "LM-Activation": "0"},
+            "gpt2_ml": {"Embedding-Norm": "2·H", "Transformer-1-FeedForward-Norm-0": "2·H",
+                        "Transformer-1-FeedForward-Norm-1": "2·H"}}
+
+
+@pytest.mark.parametrize("name", sorted(GPT_ROWS))
+def test_gpt_families_add_up_in_their_symbols(name):
+    """The GPT language models: every row's formula is its count, the tied output adds no row of weights, and
+    GPT-2's final norm is counted with the language model's layers."""
+    model = build_transformer_model("tiny", model=name, verbose=False)
+    s = summary(model, **QUIET)
+    assert s.mismatches == [] and s.params == model.count_params() == s.formula_params
+    assert [r.name for r in s.rows if r.source == "generic" and r.params] == []
+    symbols = {row.name: row.formula.symbols for row in s.rows}
+    assert {key: symbols.get(key) for key in GPT_ROWS[name]} == GPT_ROWS[name]
+    assert s.total_line().endswith("+ mlm 64") == (name == "gpt2")  # Output-Norm's 2·H
+
+
+T5_CONFIG = {"vocab_size": 50, "hidden_size": 12, "num_hidden_layers": 2, "num_attention_heads": 3,
+             "attention_head_size": 5, "intermediate_size": 20, "hidden_act": ["gelu", "linear"],
+             "relative_attention_num_buckets": 32}
+T5_SYMBOLS = {"Embedding-Token": "V·H", "Encoder-Embedding-Relative-Position": "N·A",
+              "Encoder-Transformer-0-MultiHeadSelfAttention": "4·H·A·d",
+              "Decoder-Transformer-1-MultiHeadCrossAttention": "4·H·A·d",
+              "Encoder-Transformer-1-FeedForward": "2·H·I+I·H", "Decoder-Transformer-0-FeedForward-Norm": "H",
+              "Decoder-Output-LM": "H·V"}
+
+
+def test_t5_adds_up_in_its_symbols():
+    """T5.1.1 with d_kv 5 · 3 heads ≠ H 12: attention 4·12·3·5 = 720, the gated feed-forward 2·12·20+20·12 = 720,
+    each RMS gain 12, each relative table 32·3; an encoder block 1,464 and a decoder block 2,196 sum to 3,660."""
+    s = summary(build_transformer_model(config=T5_CONFIG, model="t5.1.1", verbose=False), **QUIET)
+    assert s.mismatches == [] and s.params == s.formula_params == 8_736
+    assert {row.name: row.formula.symbols for row in s.rows if row.name in T5_SYMBOLS} == T5_SYMBOLS
+    assert s.total_line() == "Total 8,736 = embeddings 792 + 2 × 3,660 (encoder) + mlm 624"

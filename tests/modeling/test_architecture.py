@@ -8,7 +8,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from kerasbert import build_transformer_model, heads
+from kerasbert import ModelError, build_transformer_model, heads
 from kerasbert.generation.cache import CachedModel
 from kerasbert.modeling import architecture, families
 from kerasbert.modeling.encoder import Encoder
@@ -64,10 +64,38 @@ def test_the_cached_decoder_runs_the_same_blocks_over_its_cache(family, blocks_r
     assert blocks_run == [(0, "cache"), (1, "cache")] * 2  # one trace of the prefill, one of the step
 
 
+@pytest.mark.parametrize("family", [name for name in families.FAMILY_NAMES if families.get(name).architecture == "gpt"])
+def test_gpt_builder_and_cached_decoder_run_its_blocks(family, monkeypatch):
+    """The builder runs GPT's blocks in a graph, the cached decoder the same blocks over its cache, both through
+    `GPT.block` over the model's own layers."""
+    from kerasbert.modeling.gpt import GPT
+
+    calls, block = [], GPT.block
+
+    def spy(self, index, x, mask, positions=None, *, cache=None, first=None):
+        calls.append((index, "cache" if cache is not None else "graph"))
+        return block(self, index, x, mask, positions, cache=cache, first=first)
+
+    monkeypatch.setattr(GPT, "block", spy)
+    model = _build(family)
+    assert calls == [(0, "graph"), (1, "graph")] and model.application == "lm"
+    lm = CachedModel(model)
+    assert type(lm.encoder) is GPT and all(lm.encoder.layers[layer.name] is layer for layer in model.layers)
+    del calls[:]
+    cache, logp = lm.start([[2, 7, 9, 3], [5, 6]], max_length=2)
+    cache, logp = lm.step(cache, np.array([11, 12]))
+    assert calls == [(0, "cache"), (1, "cache")] * 2  # one trace of the prefill, one of the step
+    ids = np.array([[2, 7, 9, 3, 11], [5, 6, 12, 0, 0]], "int32")
+    full = model.predict([ids, np.zeros_like(ids)][:len(model.inputs)], verbose=0)
+    np.testing.assert_allclose(np.exp(logp), full[[0, 1], [4, 2]], atol=1e-6)
+
+
 def test_no_module_but_the_architecture_spells_a_blocks_wiring():
     """The pieces of a block run by hand (its residual's ``finish``, attention's ``qkv``/``attend``/``merge``) are
     called only by the architecture, and by the attention layer over its own parts."""
-    pieces, allowed = {"finish", "qkv", "attend", "merge"}, {"modeling/encoder.py", "modeling/blocks.py"}
+    pieces, allowed = {"finish", "qkv", "attend", "merge"}, {"modeling/encoder.py", "modeling/blocks.py",
+                                                              "modeling/t5.py", "modeling/t5_layers.py",
+                                                              "modeling/gpt.py"}
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         where = path.relative_to(PACKAGE).as_posix()
@@ -75,6 +103,35 @@ def test_no_module_but_the_architecture_spells_a_blocks_wiring():
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in pieces
                     and where not in allowed):
                 found.append(f"{where}:{node.lineno} .{node.func.attr}()")
-            if isinstance(node, ast.Attribute) and node.attr == "residual" and where != "modeling/encoder.py":
+            if isinstance(node, ast.Attribute) and node.attr == "residual" and where not in (
+                    "modeling/encoder.py", "modeling/t5.py", "modeling/gpt.py"):
                 found.append(f"{where}:{node.lineno} names.residual")
     assert not found, found
+
+
+T5_CONFIG = {"vocab_size": 50, "hidden_size": 12, "num_hidden_layers": 2, "num_attention_heads": 3,
+             "attention_head_size": 5, "intermediate_size": 20, "hidden_act": ["gelu", "linear"],
+             "relative_attention_num_buckets": 32}
+
+
+@pytest.mark.parametrize("part, calls", [("", ["encoder", "encoder", "decoder", "decoder"]),
+                                         ("_encoder", ["encoder", "encoder"]), ("_decoder", ["decoder", "decoder"])])
+def test_t5_builds_each_part_through_its_architecture(part, calls, monkeypatch):
+    """The builder runs T5's blocks through `T5.block` (the decoder's where a context is given); the built model
+    records its part, and `architecture.of` gives the same architecture over the model's own layers."""
+    from kerasbert.modeling.t5 import T5
+
+    seen, block = [], T5.block
+
+    def spy(self, index, x, mask, positions=None, *, context=None, **options):
+        seen.append("encoder" if context is None else "decoder")
+        return block(self, index, x, mask, positions, context=context, **options)
+
+    monkeypatch.setattr(T5, "block", spy)
+    model = build_transformer_model(config=T5_CONFIG, model="t5.1.1" + part, verbose=False)
+    assert seen == calls
+    t5 = architecture.of(model)
+    assert type(t5) is T5 and t5.family.part == part[1:] and t5.config == model.bert_config
+    assert all(t5.layers[layer.name] is layer for layer in model.layers)
+    with pytest.raises(ModelError, match="T5's blocks run in a graph only"):
+        t5.block(0, None, None, cache=lambda k, v: (k, v))

@@ -40,6 +40,10 @@ def defined() -> dict[str, object]:
     return found
 
 
+T5 = {"vocab_size": 50, "hidden_size": 12, "num_hidden_layers": 1, "num_attention_heads": 3, "attention_head_size": 5,
+      "intermediate_size": 20, "hidden_act": ["gelu", "linear"], "relative_attention_num_buckets": 32}
+
+
 def write_models(folder) -> list[str]:
     """One `.keras` file for each head (compiled with its own loss and metrics), a LayerwiseAdamW with a
     WarmupSchedule, a model compiled with the multilabel loss directly, and sentence-vector models compiled with
@@ -60,7 +64,8 @@ def write_models(folder) -> list[str]:
               "roformer_v2": build_transformer_model("tiny", model="roformer_v2", verbose=False),
               "unilm": build_transformer_model("tiny", application="unilm", verbose=False),
               "electra": build_transformer_model("tiny", model="electra", with_discriminator=True, verbose=False),
-              "pretraining": heads.pretraining(build_transformer_model("tiny", with_mlm=True, verbose=False))}
+              "pretraining": heads.pretraining(build_transformer_model("tiny", with_mlm=True, verbose=False)),
+              "t5": build_transformer_model(config=T5, model="t5.1.1", verbose=False)}
     with_head = {"cls", "mean", "tagging", "crf", "mlm", "mlm-erf", "spans", "nsp", "efficient", "electra", "unilm",
                  "pretraining"}
     pair_losses = {"cosent": CoSENTLoss(), "in_batch": InBatchNegativesLoss()}
