@@ -95,7 +95,8 @@ def crf(task):
 
 def tokenizer(task):
     """bert4keras's Tokenizer on each [first, second, maxlen] case: tokens (whole and cut to maxlen), ids,
-    segments, rematch, decode. With "pre_tokenize": "jieba", its RoFormer examples' ``jieba.cut(s, HMM=False)``.
+    segments, rematch, decode. With "pre_tokenize": "jieba", its RoFormer examples' ``jieba.cut(s, HMM=False)``;
+    "token_start" and "token_end" as given (GPT's examples give None).
 
     Results are one JSON string under "json" (ragged lists), a list with one dict per case.
     """
@@ -106,7 +107,8 @@ def tokenizer(task):
         import jieba
 
         pre_tokenize = lambda s: jieba.cut(s, HMM=False)  # noqa: E731 (as bert4keras's examples write it)
-    tok = Tokenizer(task["vocab"], do_lower_case=task["do_lower_case"], pre_tokenize=pre_tokenize)
+    ends = {key: task[key] for key in ("token_start", "token_end") if key in task}
+    tok = Tokenizer(task["vocab"], do_lower_case=task["do_lower_case"], pre_tokenize=pre_tokenize, **ends)
     results = []
     for first, second, maxlen in task["cases"]:
         tokens = tok.tokenize(first)
@@ -293,12 +295,13 @@ KINDS = {"bert": bert_outputs, "family_checkpoint": family_checkpoint, "vocab": 
          "snippets": snippets, "decode": decode, "positions": positions}
 
 
-def main(job_path):
+def main(job_path, kinds=None):
+    """Run the job's tasks with ``kinds`` (these of this script unless given: another oracle's) and save the npz."""
     with open(job_path) as f:
         job = json.load(f)
     result = {}
     for index, task in enumerate(job["tasks"]):
-        for key, value in KINDS[task["kind"]](task).items():
+        for key, value in (kinds or KINDS)[task["kind"]](task).items():
             result[f"{index}/{key}"] = value
     np.savez(job["out"], **result)
 

@@ -126,9 +126,10 @@ def _pair_lengths(first: int, second: int, budget: int) -> tuple[int, int]:
     return first - (rest + 1) // 2, second - rest // 2
 
 
-def _cut(ids: list[int], length: int) -> list[int]:
-    """Keep ``length`` ids, cutting before the last one ([SEP]) as bert4keras pops index -2."""
-    return ids if len(ids) <= length else ids[:length - 1] + ids[-1:]
+def _cut(ids: list, length: int, kept: int = 1) -> list:
+    """Keep ``length`` ids, cutting before the last ``kept`` (the end token [SEP]; none without one) as bert4keras
+    pops index -2 (-1)."""
+    return ids if len(ids) <= length else ids[:max(length - kept, 0)] + ids[len(ids) - kept:]
 
 
 def pad_ids(rows: Sequence[Sequence[int]], length: int | None = None, multiple: int = 1) -> np.ndarray:
@@ -179,6 +180,8 @@ class Tokenizer:
         do_lower_case: bool or None. lower-case and strip accents (uncased and Chinese BERT models). None: the
             ``do_lower_case`` of the folder's ``tokenizer_config.json`` when it has one, else True.
         pre_tokenize: callable or None. ``text -> words``, first, as bert4keras's (`kerasbert.text.pre_tokenize`).
+        token_start: str or None. the token before each text (``[CLS]``); None: none, as GPT's tokenizers.
+        token_end: str or None. the token after each text (``[SEP]``); None: none.
 
     Example:
     >>> tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "中", "国", "hello", "##s", ","]
@@ -194,23 +197,28 @@ class Tokenizer:
     """
 
     def __init__(self, vocab_path_or_token_dict: str | os.PathLike | Mapping[str, int],
-                 do_lower_case: bool | None = None, pre_tokenize: Callable[[str], Iterable[str]] | None = None) -> None:
+                 do_lower_case: bool | None = None, pre_tokenize: Callable[[str], Iterable[str]] | None = None,
+                 token_start: str | None = "[CLS]", token_end: str | None = "[SEP]") -> None:
         if isinstance(vocab_path_or_token_dict, Mapping):
             where, token_dict = "token_dict", dict(vocab_path_or_token_dict)
         else:
             where, token_dict = os.fspath(vocab_path_or_token_dict), load_vocab(vocab_path_or_token_dict)
         if do_lower_case is None:
             do_lower_case = folder_lower_case(where)
-        missing = [token for token in SPECIAL_TOKENS if token not in token_dict]
+        missing = [token for token in (*SPECIAL_TOKENS[:2], token_start, token_end)
+                   if token is not None and token not in token_dict]
         if missing:
-            raise fail(ConfigError, where, "a vocabulary with " + ", ".join(SPECIAL_TOKENS),
+            raise fail(ConfigError, where, "a vocabulary with " + ", ".join(
+                [*SPECIAL_TOKENS[:2], *(t for t in (token_start, token_end) if t is not None)]),
                        "no " + ", ".join(missing), "add the missing tokens, or pass the vocab.txt of the checkpoint")
         self._do_lower_case, self._token_dict = do_lower_case, token_dict
         self._normalized = functools.partial(normalize, lowercase=do_lower_case) if pre_tokenize is None else (
             PreTokenized(pre_tokenize, token_dict, do_lower_case, normalize))  # text -> words between spaces
         self._token_dict_inv = {index: token for token, index in token_dict.items()}
-        self._token_pad_id, self._token_unk_id, self._token_start_id, self._token_end_id = (
-            token_dict[token] for token in SPECIAL_TOKENS)
+        self._token_pad_id, self._token_unk_id = token_dict[SPECIAL_TOKENS[0]], token_dict[SPECIAL_TOKENS[1]]
+        self._token_start, self._token_end = token_start, token_end
+        self._token_start_id, self._token_end_id = (None if t is None else token_dict[t] for t in (token_start,
+                                                                                                 token_end))
         self._token_mask_id = token_dict.get("[MASK]")
         self._rust = _RustTokenizer(WordPiece(token_dict, unk_token="[UNK]", max_input_chars_per_word=WORD_MAXLEN))
         self._rust.pre_tokenizer = WhitespaceSplit()  # the input is `normalize`d: words are between spaces
@@ -244,12 +252,12 @@ class Tokenizer:
         An unknown word stays whole (normalized), as bert4keras keeps it, so that ``rematch`` finds it;
         ``token_to_id`` maps it to [UNK]. With ``maxlen`` only as much of a long text is read as the cut keeps.
         """
-        tokens = ["[CLS]"]
+        tokens = []
         for normalized, encoding in self._encodings(text, maxlen):
             tokens += [normalized[start:end] if index == self._token_unk_id else token for token, index, (start, end)
                        in zip(encoding.tokens, encoding.ids, encoding.offsets, strict=True)]
-        tokens.append("[SEP]")
-        return tokens if maxlen is None or len(tokens) <= maxlen else tokens[:max(maxlen - 1, 0)] + tokens[-1:]
+        tokens = self._wrapped(tokens, self._token_start, self._token_end)
+        return tokens if maxlen is None else _cut(tokens, maxlen, self._token_end is not None)
 
     def encode(self, first: str | Sequence[str], second: str | Sequence[str] | None = None,
                maxlen: int | None = None) -> tuple[list[int], list[int]]:
@@ -323,7 +331,8 @@ class Tokenizer:
         """
         first = [index for index, segment in zip(token_ids, segment_ids, strict=True) if segment == 0]
         second = [index for index, segment in zip(token_ids, segment_ids, strict=True) if segment != 0]
-        return self._assemble(list(first), [self._token_start_id, *second] if second else None, maxlen)
+        start = [] if self._token_start_id is None else [self._token_start_id]
+        return self._assemble(list(first), [*start, *second] if second else None, maxlen)
 
     def encode_words(self, sentences: Sequence[Sequence[str]]) -> list[list[list[int]]]:
         """Word-piece ids of each word of already split sentences (CoNLL tokens), batched in Rust.
@@ -399,7 +408,7 @@ class Tokenizer:
         if not isinstance(text, str):
             return self.tokens_to_ids(text)
         ids = [index for _, encoding in self._encodings(text, most) for index in encoding.ids]
-        return [self._token_start_id, *ids, self._token_end_id]
+        return self._wrapped(ids, self._token_start_id, self._token_end_id)
 
     def _encodings(self, text: str, most: int | None = None) -> Iterator[tuple[str, Encoding]]:
         """Each part of ``text`` (`kerasbert.text.cuts.parts`) normalized, with its encoding, until the parts hold
@@ -422,19 +431,24 @@ class Tokenizer:
             encodings = self._rust.encode_batch_fast([self._normalized(texts[i]) for i in chunk],
                                                      add_special_tokens=False)
             for i, encoding in zip(chunk, encodings, strict=True):
-                rows[i] = [self._token_start_id, *encoding.ids, self._token_end_id]
+                rows[i] = self._wrapped(encoding.ids, self._token_start_id, self._token_end_id)
         return [self._full_ids(text, most) if row is None else row for row, text in zip(rows, texts, strict=True)]
 
     @staticmethod
-    def _assemble(first: list[int], second: list[int] | None, maxlen: int | None) -> tuple[list[int], list[int]]:
+    def _wrapped(items: Sequence, start, end) -> list:
+        """``items`` between the start and end tokens (or ids), each left out where None."""
+        return [*([] if start is None else [start]), *items, *([] if end is None else [end])]
+
+    def _assemble(self, first: list[int], second: list[int] | None, maxlen: int | None) -> tuple[list[int], list[int]]:
         """Truncate as bert4keras does and join a pair; the second sequence loses its [CLS]."""
         if maxlen is not None and maxlen < 1:
             raise fail(ConfigError, "maxlen", "an int >= 1", str(maxlen))
+        kept = self._token_end_id is not None
         if second is None:
-            token_ids = first if maxlen is None else _cut(first, maxlen)
+            token_ids = first if maxlen is None else _cut(first, maxlen, kept)
             return token_ids, [0] * len(token_ids)
         if maxlen is not None:
             first_length, second_length = _pair_lengths(len(first), len(second), maxlen + 1)
-            first, second = _cut(first, first_length), _cut(second, second_length)
-        second = second[1:]
+            first, second = _cut(first, first_length, kept), _cut(second, second_length, kept)
+        second = second[self._token_start_id is not None:]
         return first + second, [0] * len(first) + [1] * len(second)

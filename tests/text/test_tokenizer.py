@@ -59,8 +59,14 @@ def oracle(vocab_path, tmp_path_factory) -> dict[bool, list[dict]]:
     """bert4keras's results on every case, cased and uncased: one subprocess for the module."""
     tasks = [{"kind": "tokenizer", "vocab": vocab_path, "do_lower_case": lower, "cases": CASES}
              for lower in (True, False)]
+    tasks += [{"kind": "tokenizer", "vocab": vocab_path, "do_lower_case": True, "cases": CASES, "token_start": start,
+               "token_end": end} for start, end in ENDS]
     out = helpers.run_oracle(tasks, str(tmp_path_factory.mktemp("tokenizer_oracle")))
-    return {True: json.loads(str(out["0/json"])), False: json.loads(str(out["1/json"]))}
+    return {True: json.loads(str(out["0/json"])), False: json.loads(str(out["1/json"])),
+            **{ends: json.loads(str(out[f"{2 + i}/json"])) for i, ends in enumerate(ENDS)}}
+
+
+ENDS = [(None, None), ("[CLS]", None), (None, "[SEP]")]  # GPT's tokenizers: no start or end token
 
 
 def _case_ids(group: str) -> list[int]:
@@ -80,6 +86,20 @@ def test_parity_with_bert4keras(vocab_path, oracle, group, lower):
         assert list(tokenizer.encode(first, second, maxlen=maxlen)) == [expected["ids"], expected["segments"]], where
         assert tokenizer.rematch(first, tokens) == expected["rematch"], where
         assert tokenizer.decode(expected["ids"]) == expected["decode"], where
+
+
+@pytest.mark.parametrize("ends", ENDS, ids=["neither", "no-end", "no-start"])
+def test_parity_without_start_or_end_tokens(vocab_path, oracle, ends):
+    tokenizer = Tokenizer(vocab_path, do_lower_case=True, token_start=ends[0], token_end=ends[1])
+    for i, (first, second, maxlen) in enumerate(CASES):
+        expected, where = oracle[ends][i], f"case {i}: {CASES[i]!r}"
+        assert tokenizer.tokenize(first) == expected["tokens"], where
+        assert tokenizer.tokenize(first, maxlen=maxlen) == expected["cut"], where
+        assert list(tokenizer.encode(first, second, maxlen=maxlen)) == [expected["ids"], expected["segments"]], where
+        assert tokenizer.decode(expected["ids"]) == expected["decode"], where
+    firsts = [case[0] for case in CASES[:40]]
+    assert tokenizer.encode_batch(firsts, maxlen=6)[0] == [tokenizer.encode(f, maxlen=6)[0] for f in firsts]
+    assert tokenizer._token_start_id == (None if ends[0] is None else 2)
 
 
 @pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
