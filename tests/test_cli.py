@@ -331,7 +331,8 @@ def test_train_a_family_and_the_run_keeps_it(family_data, tmp_path, capsys):
     code, _, err = run(capsys, *_train_argv(family_data, other, "cls", "--model", "albert", "--config", "tiny"))
     assert code == 2 and "embedding_size" in err and not os.path.exists(os.path.join(other, "args.json"))
     code, _, err = run(capsys, *_train_argv(family_data, other, "cls", "--model", "gpt2"))
-    assert code == 2 and "--model" in err
+    assert code == 2 and "--model: expected a family --task cls fine-tunes: bert, albert" in err
+    assert "found 'gpt2'" in err and not os.path.exists(os.path.join(other, "args.json"))
 
 
 @pytest.mark.slow

@@ -93,12 +93,22 @@ class TrainArgs(TaskOptions):
             raise fail(ConfigError, "--crf", "--task ner", f"--task {self.task}")
         if self.schedule not in SCHEDULES:
             raise fail(ConfigError, "--schedule", " or ".join(SCHEDULES), repr(self.schedule))
-        if self.model is not None and str(self.model).lower() not in MODEL_FAMILIES:
-            raise fail(ConfigError, "--model", f"a family: {', '.join(MODEL_FAMILIES)}", repr(self.model))
+        self._check_family()
         if not (isinstance(self.crf_lr_multiplier, (int, float)) and self.crf_lr_multiplier > 0):
             raise fail(ConfigError, "--crf-lr-multiplier", "a number > 0", repr(self.crf_lr_multiplier))
         self.check_stride()
         self._check_sim_options()
+
+    def _check_family(self) -> None:
+        """``--model``: a family the command line fine-tunes, one of bert4keras's encoder families."""
+        from kerasbert.modeling import families  # not at import: it loads Keras
+
+        if self.model is not None and str(self.model).lower() not in MODEL_FAMILIES:
+            raise fail(ConfigError, "--model", f"a family: {', '.join(MODEL_FAMILIES)}", repr(self.model))
+        if self.model is not None and families.get(self.model).architecture != "encoder":
+            raise fail(ConfigError, "--model", f"a family --task {self.task} fine-tunes: "
+                       f"{', '.join(families.ENCODER_NAMES)}", repr(self.model), "the command line fine-tunes the "
+                       "encoder families; build, load and generate with GPT and T5 in Python (docs/families.md)")
 
     def _check_files(self) -> None:
         """A ConfigError for the first data file, vocabulary, config or checkpoint that is not there."""
