@@ -35,6 +35,9 @@ CFG = {"vocab_size": 128, "hidden_size": 32, "num_hidden_layers": 2, "num_attent
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PUNCTUATION = ["。", "，", "？"]
 CHARS = [chr(0x4E00 + i) for i in range(CFG["vocab_size"] - len(SPECIAL) - len(PUNCTUATION))]  # all in GBK
+MT5 = {"vocab_size": 200, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+       "attention_head_size": 16, "intermediate_size": 64, "hidden_act": ["gelu", "linear"], "hidden_dropout_prob": 0.0,
+       "attention_probs_dropout_prob": 0.0, "initializer_range": 0.02, "relative_attention_num_buckets": 32}
 STEPS = 3
 SEED = 0  # NumPy's global seed before each script
 
@@ -82,6 +85,70 @@ def write_data(folder: str, seed: int = 0) -> dict:
     }
 
 
+def write_random(folder: str, family: str, cfg: dict, seed: int) -> tuple[str, str]:
+    """A random checkpoint of a GPT or T5 family in bert4keras's names (kerasbert's `save_google_checkpoint`, which
+    bert4keras reads back: tests/modeling/test_gpt.py, test_t5.py) and its config: their paths."""
+    from kerasbert import build_transformer_model, save_google_checkpoint
+
+    model = build_transformer_model(config=cfg, model=family, verbose=False)
+    rng = np.random.default_rng(seed)
+    model.set_weights([rng.normal(0.0, 0.3, w.shape).astype("float32") + ("gamma" in w.path) for w in model.weights])
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    return os.path.join(folder, "config.json"), save_google_checkpoint(model, os.path.join(folder, "model.ckpt"))
+
+
+def write_generative(work: str, vocab: str) -> dict:
+    """The GPT2-ML example's checkpoint (over the test's vocabulary) and CPM's (GPT-2 over a SentencePiece model
+    whose id 3 is ``<cls>``, the newline), with each script's ``data``."""
+    import sentencepiece
+
+    import helpers
+
+    spm = helpers.write_sentencepiece(work, vocab_size=160, user_defined_symbols=["<cls>"])
+    size = sentencepiece.SentencePieceProcessor(model_file=spm).get_piece_size()
+    lines = ["我们今天去北京", "天气很好", "自然语言处理是人工智能的一个方向", "中华人民共和国"]
+    gpt2_ml = write_random(os.path.join(work, "gpt2_ml"), "gpt2_ml", CFG, 7)
+    cpm = write_random(os.path.join(work, "cpm"), "gpt2", {**CFG, "vocab_size": size}, 8)
+    return {
+        "basic_language_model_gpt2_ml": {"paths": [*gpt2_ml, vocab], "show": ["".join(CHARS[:3]),
+                                         "".join(CHARS[5:9])], "end": "。", "maxlen": 10, "minlen": 3, "seed": 4},
+        "basic_language_model_cpm_lm": {"paths": [*cpm, spm], "queries": ["\n".join(lines[:3]) + "\n",
+                                        lines[3] + " 北京\n天气"], "maxlen": 8, "seed": 5},
+    }
+
+
+def write_mt5(work: str, seed: int = 0) -> dict:
+    """The mT5 example's files: a random ``mt5.1.1`` checkpoint over a larger vocabulary, the SentencePiece model
+    of the ids kept (``keep_tokens``: T5's ``<pad>``, ``</s>``, ``<unk>`` then others, as the example's reduced
+    Chinese model), its keep_tokens JSON and (title, content) TSV rows; the script's ``data``."""
+    import sentencepiece
+
+    import helpers
+
+    folder, rng = os.path.join(work, "mt5"), np.random.default_rng(seed)
+    os.makedirs(folder, exist_ok=True)
+    spm = helpers.write_sentencepiece(folder, vocab_size=120)
+    size = sentencepiece.SentencePieceProcessor(model_file=spm).get_piece_size()
+    keep_tokens = [0, 1, 2, *sorted(int(i) for i in rng.choice(np.arange(3, MT5["vocab_size"]), size - 3, False))]
+    paths = [*write_random(folder, "mt5.1.1", MT5, 9), spm]
+
+    def text(low, high):
+        chinese = "".join(rng.choice(list(helpers.SP_CHINESE), int(rng.integers(low, high))))
+        return chinese + " " + " ".join(rng.choice(helpers.SP_ENGLISH, int(rng.integers(1, 4))))
+
+    files = {"keep_tokens": json.dumps(keep_tokens)}
+    for name, rows in (("train", 12), ("valid", 2)):  # 12 rows, 3 full batches: STEPS steps, no partial batch
+        files[name] = "".join(f"{text(2, 6)}\t{text(8, 20)}\n" for _ in range(rows))
+    data = {"paths": paths}
+    for name, content in files.items():
+        data[name] = os.path.join(folder, f"{name}.{'json' if name == 'keep_tokens' else 'tsv'}")
+        with open(data[name], "w", encoding="utf-8") as f:
+            f.write(content)
+    return {"task_seq2seq_autotitle_csl_mt5": data}
+
+
 def seeded(pkg: str) -> None:
     """Import ``pkg``'s modules (a first import of TensorFlow draws from NumPy's generator), then seed NumPy."""
     for module in ("backend", "layers", "models", "optimizers", "snippets", "tokenizers"):
@@ -117,7 +184,7 @@ def oracle_main(job_path: str) -> None:
     out = {}
     for name, data in job["data"].items():
         seeded("bert4keras")
-        result = load_script(name).run("bert4keras", *job["paths"], data, job["steps"])
+        result = load_script(name).run("bert4keras", *data.get("paths", job["paths"]), data, job["steps"])
         out.update({f"{name}/{key}": np.asarray(value) for key, value in result.items()})
     np.savez(job["out"], **out)
 
@@ -131,7 +198,7 @@ def results(tmp_path_factory):
     helpers.write_checkpoint(work, helpers.random_google_weights(CFG, seed=5), CFG)
     vocab = helpers.write_vocab(work, [*SPECIAL, *PUNCTUATION, *CHARS])
     paths = [os.path.join(work, "bert_config.json"), os.path.join(work, "bert_model.ckpt"), vocab]
-    data = write_data(work)
+    data = {**write_data(work), **write_generative(work, vocab), **write_mt5(work)}
     job, out = os.path.join(work, "job.json"), os.path.join(work, "oracle.npz")
     with open(job, "w") as f:
         json.dump({"out": out, "paths": paths, "data": data, "steps": STEPS}, f)
@@ -141,7 +208,7 @@ def results(tmp_path_factory):
         ours = {}
         for name, value in data.items():
             seeded("kerasbert.compat")
-            ours[name] = load_script(name).run("kerasbert.compat", *paths, value, STEPS)
+            ours[name] = load_script(name).run("kerasbert.compat", *value.get("paths", paths), value, STEPS)
     finally:
         _, stderr = proc.communicate()
     if proc.returncode:
@@ -189,6 +256,33 @@ def test_basic_language_model_nezha_gen_gpt(results):
     same(ours["shown"], theirs["shown"])
     close(ours["probas"], theirs["probas"])
     assert ours["shown"].shape == (2, 2) and all(len(text) >= 2 + 4 for text in ours["shown"].ravel())
+
+
+@pytest.mark.parametrize("name", ["basic_language_model_gpt2_ml", "basic_language_model_cpm_lm"])
+def test_gpt_language_models(results, name):
+    """GPT2-ML over WordPiece, and CPM (GPT-2 over a SentencePiece model with jieba's words): the same next-token
+    probabilities and token ids, and the same texts sampled after one seed."""
+    ours, theirs = results[0][name], results[1][name]
+    same(ours["shown"], theirs["shown"])
+    close(ours["probas"], theirs["probas"])
+    if "token_ids" in ours:
+        same(ours["token_ids"], theirs["token_ids"])
+    assert all(len(text) > 0 for text in ours["shown"].ravel())
+
+
+def test_task_seq2seq_autotitle_csl_mt5(results):
+    """mT5 built with return_keras_model=False: its model trains with a loss masked by the decoder's own Keras mask,
+    its encoder and decoder (the same weights) title by beam search. The same losses, encoder outputs, decoder
+    probabilities, and titles (the Evaluator's, beam topk 1 and 2) as bert4keras."""
+    ours, theirs = results[0]["task_seq2seq_autotitle_csl_mt5"], results[1]["task_seq2seq_autotitle_csl_mt5"]
+    for key in ("keep_tokens", "c_token_ids", "t_token_ids", "parts", "shown", "greedy", "beams"):
+        same(ours[key], theirs[key])
+    titles = ours["t_token_ids"]
+    assert (titles[:, 0] == 0).all() and (titles[:, 1:] == 0).any()  # T5's start id 0, then padding the mask drops
+    assert list(ours["parts"]) == ["T5_Encoder", "T5_Decoder"]
+    assert len(ours["step_losses"]) == STEPS
+    for key in ("step_losses", "epoch_loss", "encoded", "probas"):
+        close(ours[key], theirs[key])
 
 
 def test_simbert(results):
