@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 
-TASK_NAMES = ("cls", "ner", "seq2seq", "span", "sim", "mlm")  # the tasks of ``kerasbert train --task``; mlm: pretrain
+# the tasks of ``kerasbert train --task``; mlm: pretrain; lm: a GPT family's language model
+TASK_NAMES = ("cls", "ner", "seq2seq", "span", "sim", "mlm", "lm")
 STRIDE_TASKS = ("cls", "ner", "span")  # the tasks whose answers ``--stride`` merges over a long text's windows
 # ``--task sim``: how a text becomes its vector (``--pooling``, `kerasbert.modeling.heads.EMBEDDING_POOLINGS`), the
 # first the default (see `kerasbert.finetune.sim`), and the losses of ``--sim-loss``

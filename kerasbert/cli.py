@@ -163,6 +163,9 @@ def _print_scores(scores: dict | None, title: str) -> None:
     elif "rouge_l" in scores:
         print("  ".join(f"{key.replace('_', '-').upper()} {scores[key]:.4f}"
                         for key in ("rouge_1", "rouge_2", "rouge_l", "bleu")))
+    elif "perplexity" in scores:  # a language model's held-out next tokens
+        print(f"loss {scores['loss']:.4f}  perplexity {scores['perplexity']:.4f}  accuracy {scores['accuracy']:.4f}  "
+              f"({scores['count']} tokens)")
     elif "count" in scores and "loss" in scores:  # a pretraining run's held-out masked LM
         nsp = f"  next sentence accuracy {scores['nsp_accuracy']:.4f}" if "nsp_accuracy" in scores else ""
         print(f"masked-LM loss {scores.get('mlm_loss', scores['loss']):.4f}  accuracy {scores['accuracy']:.4f}  "

@@ -330,9 +330,15 @@ def test_train_a_family_and_the_run_keeps_it(family_data, tmp_path, capsys):
     other = str(tmp_path / "refused")
     code, _, err = run(capsys, *_train_argv(family_data, other, "cls", "--model", "albert", "--config", "tiny"))
     assert code == 2 and "embedding_size" in err and not os.path.exists(os.path.join(other, "args.json"))
-    code, _, err = run(capsys, *_train_argv(family_data, other, "cls", "--model", "gpt2"))
-    assert code == 2 and "--model: expected a family --task cls fine-tunes: bert, albert" in err
-    assert "found 'gpt2'" in err and not os.path.exists(os.path.join(other, "args.json"))
+    # a GPT family trains --task lm alone, a T5 family --task seq2seq alone, and --task lm needs a GPT family
+    for task, family, message in (("cls", "gpt2", "--task: expected --task lm for --model gpt2, found --task cls"),
+                                  ("ner", "mt5.1.1", "--task: expected --task seq2seq for --model mt5.1.1, found "
+                                                     "--task ner"),
+                                  ("lm", "albert", "--model: expected a GPT family for --task lm: gpt, gpt2, gpt2_ml, "
+                                                   "found 'albert'")):
+        argv = _train_argv(family_data, other, "cls", "--model", family)
+        code, _, err = run(capsys, *[task if value == "cls" else value for value in argv])
+        assert code == 2 and message in err and not os.path.exists(os.path.join(other, "args.json")), err
 
 
 @pytest.mark.slow

@@ -37,6 +37,11 @@ from kerasbert.text.schemes import SCHEMES
 
 PATH_FIELDS = ("train", "dev", "config", "checkpoint", "vocab")  # the inputs a run folder names
 RELATIVE = "relative_to_run"  # the key of args.json that holds the inputs' paths relative to the run folder
+# the generative families, by the one task that fine-tunes them (every other family is an encoder's, any task but lm)
+GENERATIVE_FAMILIES = {"lm": ("gpt", "gpt2", "gpt2_ml"), "seq2seq": ("t5", "t5.1.0", "t5.1.1", "mt5.1.1")}
+GENERATIVE_HINTS = {"lm": "a GPT family is a language model: kerasbert train --task lm continues it on your texts",
+                    "seq2seq": "a T5 family is an encoder-decoder: kerasbert train --task seq2seq trains it on source "
+                               "and target pairs"}
 
 
 @dataclasses.dataclass
@@ -76,8 +81,9 @@ class TrainArgs(TaskOptions):
         folder = self.checkpoint if self.checkpoint is not None and os.path.isdir(self.checkpoint) else None
         if self.config is None:
             self.config = folder if folder is not None else "tiny"
-        if self.vocab is None and folder is not None and os.path.isfile(os.path.join(folder, "vocab.txt")):
-            self.vocab = os.path.join(folder, "vocab.txt")
+        for name in ("vocab.txt", "spiece.model"):  # BERT's and GPT's vocabulary, or T5's SentencePiece model
+            if self.vocab is None and folder is not None and os.path.isfile(os.path.join(folder, name)):
+                self.vocab = os.path.join(folder, name)
         if self.lowercase is None and folder is None:
             self.lowercase = True
         elif self.lowercase is None:
@@ -100,15 +106,11 @@ class TrainArgs(TaskOptions):
         self._check_sim_options()
 
     def _check_family(self) -> None:
-        """``--model``: a family the command line fine-tunes, one of bert4keras's encoder families."""
-        from kerasbert.modeling import families  # not at import: it loads Keras
-
+        """``--model``: one of bert4keras's families, and one ``--task`` fine-tunes (`check_task_family`)."""
         if self.model is not None and str(self.model).lower() not in MODEL_FAMILIES:
             raise fail(ConfigError, "--model", f"a family: {', '.join(MODEL_FAMILIES)}", repr(self.model))
-        if self.model is not None and families.get(self.model).architecture != "encoder":
-            raise fail(ConfigError, "--model", f"a family --task {self.task} fine-tunes: "
-                       f"{', '.join(families.ENCODER_NAMES)}", repr(self.model), "the command line fine-tunes the "
-                       "encoder families; build, load and generate with GPT and T5 in Python (docs/families.md)")
+        if self.model is not None:
+            check_task_family(self.task, self.model)
 
     def _check_files(self) -> None:
         """A ConfigError for the first data file, vocabulary, config or checkpoint that is not there."""
@@ -143,7 +145,8 @@ class TrainArgs(TaskOptions):
             if not isinstance(getattr(self, name), int) or not 1 <= getattr(self, name) <= most:
                 raise fail(ConfigError, "--" + name.replace("_", "-"), f"an int from 1 to {most} (the bound of "
                            "generation)", repr(getattr(self, name)))
-        if self.task == "seq2seq" and self.maxlen is not None and self.maxlen <= self.target_maxlen + 2:
+        unilm = str(self.model).lower() not in GENERATIVE_FAMILIES["seq2seq"]  # a T5 reads the source alone
+        if self.task == "seq2seq" and unilm and self.maxlen is not None and self.maxlen <= self.target_maxlen + 2:
             raise fail(ConfigError, "--maxlen", f"more than --target-maxlen + 2 = {self.target_maxlen + 2} word "
                        "pieces: room for the source, [CLS] and [SEP]", repr(self.maxlen))
         for name in ("max_steps", "save_every", "bilstm_units"):
@@ -233,6 +236,29 @@ class TrainArgs(TaskOptions):
                 values[name] = _found(values.get(name), os.path.join(run_dir, str(path)))
         return cls(**{"crf_lr_multiplier": 1.0, "out": "", **values})
 
+def check_task_family(task: str, family: str) -> None:
+    """A ConfigError naming ``--task`` where the family ``family`` is not fine-tuned by ``task``: the GPT families
+    train ``--task lm`` alone and the T5 families ``--task seq2seq`` alone (`GENERATIVE_FAMILIES`), and ``lm``
+    needs a GPT family.
+
+    Example:
+    >>> check_task_family("lm", "gpt2")
+    >>> check_task_family("cls", "gpt2")
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ConfigError: --task: expected --task lm for --model gpt2, found --task cls. a GPT family is \
+a language model: kerasbert train --task lm continues it on your texts
+    """
+    family = str(family).lower()
+    for allowed, names in GENERATIVE_FAMILIES.items():
+        if family in names and task != allowed:
+            raise fail(ConfigError, "--task", f"--task {allowed} for --model {family}", f"--task {task}",
+                       GENERATIVE_HINTS[allowed])
+    if task == "lm" and family not in GENERATIVE_FAMILIES["lm"]:
+        raise fail(ConfigError, "--model", f"a GPT family for --task lm: {', '.join(GENERATIVE_FAMILIES['lm'])}",
+                   repr(family), "pass --model gpt, gpt2 or gpt2_ml with the GPT checkpoint's config")
+
+
 def _exists(path: str) -> bool:
     """Something is at ``path``: a file or folder, a checkpoint prefix's files, or a glob's matches."""
     return os.path.exists(path) or bool(glob.glob(glob.escape(path) + ".*") or (is_glob(path) and glob.glob(path)))
@@ -279,9 +305,9 @@ def column(value: str) -> str | int:
 def task_argument(parser, extra: tuple[str, ...] = (), **options) -> None:
     """``--task``, its choices the task names (`kerasbert.choices.TASK_NAMES`) and ``extra``."""
     parser.add_argument("--task", choices=(*TASK_NAMES, *extra),
-                        help="text classification, entity tagging, sequence to sequence (UniLM), sentence "
-                             "similarity, nested entity spans, or masked-LM pretraining (mlm: see kerasbert "
-                             "pretrain)", **options)
+                        help="text classification, entity tagging, sequence to sequence (UniLM, or a T5 family), "
+                             "sentence similarity, nested entity spans, masked-LM pretraining (mlm: see kerasbert "
+                             "pretrain), or a GPT family's language model (lm)", **options)
 
 
 def reading_arguments(group, crf_help: str) -> None:
@@ -313,7 +339,8 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--train", help="training file: TSV/CSV/JSONL (cls), CoNLL or span JSONL (ner), "
                                       "source/target JSONL or two-column TSV (seq2seq), text_a/text_b/label "
                                       "TSV/CSV/JSONL (sim), span JSONL with nested entities or CoNLL (span), "
-                                      "plain-text or JSONL documents (mlm)")
+                                      "plain-text or JSONL documents (mlm), a text a line or JSONL of "
+                                      "{\"text\": ...} (lm)")
     data.add_argument("--dev", help="dev file in the same format: scored every epoch, keeps the best model")
     data.add_argument("--out", required=True, help="the run folder to write (new or empty)")
     reading_arguments(data, "NER: a CRF on the tagging head")
@@ -356,7 +383,8 @@ def encoder_arguments(model) -> None:
     family_argument(model)
     model.add_argument("--checkpoint", help="Google checkpoint or Hugging Face folder to start from (default: "
                                             "random weights)")
-    model.add_argument("--vocab", help="vocab.txt of the checkpoint (default: the one in the checkpoint folder)")
+    model.add_argument("--vocab", help="vocab.txt of the checkpoint, or its SentencePiece .model (T5, CPM-style "
+                                       "GPT-2; default: the checkpoint folder's vocab.txt or spiece.model)")
 
 
 def _model_arguments(model, defaults: TrainArgs) -> None:
@@ -368,9 +396,10 @@ def _model_arguments(model, defaults: TrainArgs) -> None:
     model.add_argument("--bilstm-units", type=int, help="NER: a BiLSTM of this size before the tagging head")
     model.add_argument("--dropout", type=float, help="dropout before the head")
     model.add_argument("--target-maxlen", type=int, default=defaults.target_maxlen,
-                       help=f"seq2seq: the most word pieces generated (default: {defaults.target_maxlen})")
+                       help=f"seq2seq and lm: the most word pieces generated (seq2seq on T5: also the most target "
+                            f"pieces trained; default: {defaults.target_maxlen})")
     model.add_argument("--beams", type=int, default=defaults.beams,
-                       help="seq2seq: beams of the beam search that generates; 1 is greedy (default: 1)")
+                       help="seq2seq and lm: beams of the beam search that generates; 1 is greedy (default: 1)")
     model.add_argument("--pooling", choices=SIM_POOLINGS,
                        help=f"sim: how a text becomes its vector (default: {SIM_POOLINGS[0]})")
     model.add_argument("--sim-loss", choices=SIM_LOSSES,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import keras
@@ -44,7 +44,7 @@ from kerasbert.text.pipeline import Features, to_dataset
 from kerasbert.text.readers import LabelSet, write_text
 from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["DEV_SEED", "MaskedLmTask", "PiecesPerSecond"]
+__all__ = ["DEV_SEED", "MaskedLmTask", "PiecesPerSecond", "row_sums"]
 
 DEV_SEED = 20190531  # dev rows' one mask draw, the same in every run
 UNCAPPED = 2**31 - 1  # --max-predictions left out: the rate alone says how many pieces a row predicts
@@ -161,7 +161,7 @@ class MaskedLmTask(Task):
         if self.tokenizer is None:
             raise fail(ConfigError, "mlm scoring", "rows encoded by this task first (its tokenizer)", "none")
         batches, rows = self.batches(to_dataset(features, batch_size), self.tokenizer, 0, None), []
-        sums = _row_sums(model, batches.element_spec)
+        sums = row_sums(model, batches.element_spec)
         keys = ("loss", "right", "count", "nsp_loss", "nsp_right")
         for inputs, targets in batches:
             columns = [keras.ops.convert_to_numpy(x).tolist() for x in sums(inputs, targets)]
@@ -222,10 +222,19 @@ class PiecesPerSecond(keras.callbacks.Callback):
 _ROW_SUMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> (batch spec, its graph function)
 
 
-def _row_sums(model, spec):
+def row_sums(model: keras.Model, spec) -> Callable:
     """``model``'s graph function ``(inputs, targets) -> (loss, right, count)`` summed per row over the pieces whose
     target is not 0 (and ``nsp_loss, nsp_right`` per row where the targets hold next sentence labels), traced once
-    for batches of ``spec`` (any batch size and length): the vocabulary-wide probabilities never leave the graph."""
+    for batches of ``spec`` (any batch size and length): the vocabulary-wide probabilities never leave the graph.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> model = build_transformer_model("tiny", application="lm", with_mlm=True, verbose=False)
+    >>> features = Features([[2, 7, 9, 3]], [[0, 0, 0, 0]], labels=[[7, 9, 3, 0]])
+    >>> dataset = to_dataset(features, 1)
+    >>> [int(x[0]) for x in row_sums(model, dataset.element_spec)(*next(iter(dataset)))][2]   # 3 labels counted
+    3
+    """
     import tensorflow as tf
 
     kept = _ROW_SUMS.get(model)

@@ -4,7 +4,8 @@ Layout of ``kerasbert train ... --out RUN``::
 
     RUN/args.json          the training arguments (a resumed run reads them back)
     RUN/labels.json        the label set (classification labels or BIO tags)
-    RUN/bert_config.json   the model config used; RUN/vocab.txt the vocabulary used
+    RUN/bert_config.json   the model config used; RUN/vocab.txt the vocabulary used (RUN/spiece.model a
+                           SentencePiece model's)
     RUN/model.keras        the best model on dev (the last one without dev), no optimizer
     RUN/history.csv        one row per epoch: train loss and metrics, dev metrics
     RUN/curves.png         loss and metrics per epoch, train vs dev
@@ -53,19 +54,32 @@ from kerasbert.files import TEMPORARY, atomic_path, remove_temporaries, replace_
 from kerasbert.finetune.args import TrainArgs
 from kerasbert.finetune.distribute import is_multiworker_name
 from kerasbert.text.readers import LabelSet, read_text
-from kerasbert.text.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     import keras
 
     from kerasbert.finetune.tasks import Task
+    from kerasbert.text.sentencepiece import SpTokenizer
+    from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["RUN_FILES", "LoadedRun", "Run", "State", "finished_run", "open_run", "resumed_args", "score_file",
-           "scored_file", "train_args", "with_stride"]
+__all__ = ["RUN_FILES", "VOCAB_FILES", "LoadedRun", "Run", "State", "finished_run", "open_run", "resumed_args",
+           "score_file", "scored_file", "train_args", "vocab_name", "with_stride"]
 
-RUN_FILES = ("args.json", "labels.json", "bert_config.json", "vocab.txt", "model.keras", "history.csv", "curves.png",
+VOCAB_FILES = ("vocab.txt", "spiece.model")  # a run's copy of its vocabulary: WordPiece's, or SentencePiece's model
+RUN_FILES = ("args.json", "labels.json", "bert_config.json", *VOCAB_FILES, "model.keras", "history.csv", "curves.png",
              "metrics.json", "confusion.png", "per_type.txt", "state", "state.old", "google", "eval-*.json",
              TEMPORARY + "*")  # what kerasbert writes in a run folder: what --overwrite may remove
+def vocab_name(vocab: str) -> str:
+    """The name of a run's copy of the vocabulary ``vocab``: ``spiece.model`` for a SentencePiece model, else
+    ``vocab.txt``.
+
+    Example:
+    >>> vocab_name("mt5/spiece.model"), vocab_name("chinese_L-12_H-768_A-12/vocab.txt")
+    ('spiece.model', 'vocab.txt')
+    """
+    return VOCAB_FILES[1] if str(vocab).endswith(".model") else VOCAB_FILES[0]
+
+
 _DAMAGED = "the saved state is damaged: start the run over with --overwrite instead of --resume"
 _NO_MODEL = "the run has not finished an epoch yet; resume it with `kerasbert train --out RUN --resume`"
 
@@ -209,6 +223,11 @@ class Run:
         except ValueError as error:
             raise fail(ConfigError, path, "JSON", f"invalid JSON ({error})") from None
 
+    def vocab(self) -> str:
+        """The path of the run's copy of its vocabulary (`vocab_name`); a clear error when there is none."""
+        found = [name for name in VOCAB_FILES if os.path.isfile(self.file(name))]
+        return self.file(found[0]) if found else self._require(VOCAB_FILES[0])
+
     def labels(self) -> LabelSet:
         return LabelSet.load(self._require("labels.json"))
 
@@ -345,7 +364,7 @@ def resumed_args(source: Run, task: str | None, overwrite: bool) -> TrainArgs:
     if task and task != args.task:
         raise fail(ConfigError, "--task", f"{args.task}, the task of the run {source.path}", task,
                    "leave --task out to resume, or train the new task into another --out")
-    for name, file in (("vocab", "vocab.txt"), ("config", "bert_config.json")):
+    for name, file in (*(("vocab", vocab) for vocab in VOCAB_FILES), ("config", "bert_config.json")):
         if os.path.isfile(source.file(file)):
             setattr(args, name, source.file(file))
     missing = args.missing()
@@ -366,7 +385,8 @@ class LoadedRun:
         run: Run. the folder.
         args: TrainArgs. its ``args.json``, input paths as they are found now.
         task: Task. the task those arguments describe.
-        tokenizer: Tokenizer. the run's ``vocab.txt`` with its case.
+        tokenizer: Tokenizer or SpTokenizer. the task's tokenizer of the run's ``vocab.txt`` (with its case) or
+            ``spiece.model``.
         labels: LabelSet. its ``labels.json``.
         model: keras.Model. the best model (``model.keras``), without optimizer.
     """
@@ -374,7 +394,7 @@ class LoadedRun:
     run: Run
     args: TrainArgs
     task: Task
-    tokenizer: Tokenizer
+    tokenizer: Tokenizer | SpTokenizer
     labels: LabelSet
     model: keras.Model
 
@@ -393,8 +413,9 @@ def open_run(run_dir: str) -> LoadedRun:
 
     run = Run(run_dir)
     args = TrainArgs.saved(run.read_json("args.json"), run.path)
-    return LoadedRun(run, args, task_of(args), Tokenizer(run.file("vocab.txt"), do_lower_case=args.lowercase),
-                     run.labels(), run.load_model())
+    task = task_of(args)
+    return LoadedRun(run, args, task, task.make_tokenizer(run.vocab(), args.lowercase), run.labels(),
+                     run.load_model())
 
 
 def scored_file(run_dir: str, data: str | None) -> str:

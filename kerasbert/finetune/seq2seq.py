@@ -14,13 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from kerasbert.choices import GENERATE_LIMITS
 from kerasbert.errors import DataError, ModelError, fail
 from kerasbert.finetune import metrics
+from kerasbert.finetune.lm import generated_ids, language_model
 from kerasbert.finetune.task_base import Task
-from kerasbert.generation.generate import generate
 from kerasbert.modeling import heads
-from kerasbert.modeling.masks import application_of
 from kerasbert.text.pipeline import Features, encode_classification
 from kerasbert.text.readers import ClassificationExample, LabelSet, iter_classification, write_text
 from kerasbert.text.tokenizer import Tokenizer
@@ -94,10 +92,7 @@ class Seq2SeqTask(Task):
 
     def head(self, backbone, labels: LabelSet):
         """The backbone itself: built with ``application="unilm"``, its output is the next-token softmax."""
-        if application_of(backbone) != "unilm":
-            raise fail(ModelError, "seq2seq backbone", 'a model built with application="unilm"',
-                       repr(application_of(backbone)))
-        return backbone
+        return language_model(backbone, "unilm", "seq2seq backbone")
 
     def compile_arguments(self, model) -> dict:
         return heads.loss_and_metrics(model)  # cross-entropy over the labels that are not 0: the target tokens
@@ -106,10 +101,7 @@ class Seq2SeqTask(Task):
         """The generated word-piece ids of each source, without the ``[SEP]`` that ends them; ``batch_size``
         sources a search, fewer when their beams would pass the bound of rows decoded at once."""
         end = self._decoder().token_to_id("[SEP]")
-        found = generate(model, features.prompts, "beam" if self.beams > 1 else "greedy",
-                         beams=self.beams if self.beams > 1 else None, end_ids=end, max_length=self.target_maxlen,
-                         batch_size=max(1, min(batch_size, GENERATE_LIMITS["rows"] // self.beams)))
-        return [ids[:-1] if ids and ids[-1] == end else ids for ids in (g.ids[0] for g in found)]
+        return generated_ids(model, features.prompts, self.beams, end, self.target_maxlen, batch_size)
 
     def predict(self, model, features: Features, examples, labels: LabelSet, batch_size: int,
                 verbose: int = 0) -> list[dict]:

@@ -4,8 +4,9 @@ A task reads its files (`kerasbert.text.readers`), builds its label set, encodes
 (`kerasbert.text.pipeline`), attaches its head (`kerasbert.modeling.heads`), turns model outputs into prediction
 rows (`kerasbert.text.predictions`) and scores them (`kerasbert.finetune.metrics`). `kerasbert.finetune.training`
 and `kerasbert.finetune.runs` only talk to this interface, so every task shares one training loop and one
-run-folder format. The tasks are `kerasbert.finetune.tasks` (``cls``, ``ner``), `kerasbert.finetune.seq2seq` and
-`kerasbert.finetune.sim`.
+run-folder format. The tasks are `kerasbert.finetune.tasks` (``cls``, ``ner``), `kerasbert.finetune.seq2seq` (and
+`kerasbert.finetune.t5_seq2seq` on T5), `kerasbert.finetune.sim`, `kerasbert.finetune.span`, `kerasbert.finetune.mlm`
+and `kerasbert.finetune.lm`.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ class Task(TaskOptions, abc.ABC):
     dev_keys: tuple = field(default=(), init=False)  # the scores logged as val_<key> after each epoch
     application: str = field(default="encoder", init=False)  # the backbone's attention (kerasbert.modeling.masks)
     group: int = field(default=1, init=False)  # rows an example encodes to, batched together (`Features.group`)
+
+    def make_tokenizer(self, vocab: str, lowercase: bool | None) -> Tokenizer:
+        """The tokenizer of the run's vocabulary (``--vocab``, or the run folder's copy): BERT's word pieces between
+        ``[CLS]`` and ``[SEP]``, lower-cased with ``lowercase``; a task of another family's tokenizer overrides it."""
+        return Tokenizer(vocab, do_lower_case=lowercase)
 
     def batches(self, dataset, tokenizer: Tokenizer, seed: int, epoch: int | None, skip: int = 0):
         """The batches the model sees, from `kerasbert.text.pipeline.to_dataset`'s: as they are, unless the task

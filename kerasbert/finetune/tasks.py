@@ -1,7 +1,8 @@
-"""The fine-tuning tasks by name: ``cls`` and ``ner`` here, ``seq2seq`` in `kerasbert.finetune.seq2seq`, ``sim`` in
-`kerasbert.finetune.sim`, ``span`` in `kerasbert.finetune.span`, ``mlm`` in `kerasbert.finetune.mlm`; each a
+"""The fine-tuning tasks by name: ``cls`` and ``ner`` here, ``seq2seq`` in `kerasbert.finetune.seq2seq` (a UniLM)
+and `kerasbert.finetune.t5_seq2seq` (a T5 family), ``sim`` in `kerasbert.finetune.sim`, ``span`` in
+`kerasbert.finetune.span`, ``mlm`` in `kerasbert.finetune.mlm`, ``lm`` in `kerasbert.finetune.lm`; each a
 `kerasbert.finetune.task_base.Task`, what training, evaluation and prediction need of it. `get_task` makes one by
-name, `task_of` the one a run's arguments describe.
+name (and family), `task_of` the one a run's arguments describe.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from kerasbert import layer_names as names
 from kerasbert.choices import TASK_NAMES
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.finetune import metrics, plots
+from kerasbert.finetune.lm import LanguageModelTask
 from kerasbert.finetune.mlm import MaskedLmTask
 from kerasbert.finetune.options import TaskOptions
 from kerasbert.finetune.seq2seq import Seq2SeqTask
 from kerasbert.finetune.sim import SimilarityTask
 from kerasbert.finetune.span import SpanTask
+from kerasbert.finetune.t5_seq2seq import T5Seq2SeqTask
 from kerasbert.finetune.task_base import EntityTask, Task, predict_batches
-from kerasbert.modeling import heads, losses
+from kerasbert.modeling import families, heads, losses
 from kerasbert.text.ner_readers import NerExample, iter_conll, iter_span_jsonl
 from kerasbert.text.pipeline import Features, encode_classification, encode_ner, ner_tag_set, text_example, to_dataset
 from kerasbert.text.predictions import entities_row, label_row
@@ -165,16 +168,24 @@ class NerTask(EntityTask):
 
 
 # in the order of kerasbert.choices.TASK_NAMES
-TASKS = dict(zip(TASK_NAMES, (ClassificationTask, NerTask, Seq2SeqTask, SpanTask, SimilarityTask, MaskedLmTask),
-                  strict=True))
+TASKS = dict(zip(TASK_NAMES, (ClassificationTask, NerTask, Seq2SeqTask, SpanTask, SimilarityTask, MaskedLmTask,
+                              LanguageModelTask), strict=True))
+ARCHITECTURE_TASKS = {("seq2seq", "t5"): T5Seq2SeqTask}  # a task of another class on an architecture's families
 
 
-def get_task(name: str, **options) -> Task:
-    """The task called ``name`` (``"cls"``, ``"ner"`` or ``"seq2seq"``) with its options
-    (`kerasbert.finetune.options.TaskOptions`'s fields)."""
+def get_task(name: str, family: str | None = None, **options) -> Task:
+    """The task called ``name`` (``"cls"``, ``"ner"``, ``"seq2seq"``, ...) with its options
+    (`kerasbert.finetune.options.TaskOptions`'s fields), for the family ``family`` (None: an encoder family):
+    ``seq2seq`` on a T5 family is `T5Seq2SeqTask`.
+
+    Example:
+    >>> type(get_task("seq2seq", "mt5.1.1")).__name__, type(get_task("seq2seq")).__name__
+    ('T5Seq2SeqTask', 'Seq2SeqTask')
+    """
     if name not in TASKS:
         raise fail(ConfigError, "--task", f"one of {sorted(TASKS)}", repr(name))
-    return TASKS[name](**options)
+    architecture = families.get(family).architecture if family is not None else "encoder"
+    return ARCHITECTURE_TASKS.get((name, architecture), TASKS[name])(**options)
 
 
 def task_of(args: TrainArgs | argparse.Namespace) -> Task:
@@ -187,4 +198,4 @@ def task_of(args: TrainArgs | argparse.Namespace) -> Task:
     >>> task_of(argparse.Namespace(task="ner", crf=True)).crf
     True
     """
-    return get_task(args.task, **TaskOptions.of(args).task_options())
+    return get_task(args.task, getattr(args, "model", None), **TaskOptions.of(args).task_options())

@@ -36,12 +36,12 @@ from kerasbert.choices import MAXLEN
 from kerasbert.errors import ConfigError, fail
 from kerasbert.files import copy_file, is_glob
 from kerasbert.finetune import streaming
-from kerasbert.finetune.args import TrainArgs
+from kerasbert.finetune.args import TrainArgs, check_task_family
 from kerasbert.finetune.callbacks import EpochKeeper, OneEpoch
 from kerasbert.finetune.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
 from kerasbert.finetune.interrupt import StopRequest
 from kerasbert.finetune.options import TaskOptions
-from kerasbert.finetune.runs import Run, State, open_run, score_file, scored_file, train_args, with_stride
+from kerasbert.finetune.runs import Run, State, open_run, score_file, scored_file, train_args, vocab_name, with_stride
 from kerasbert.finetune.tasks import Task, task_of
 from kerasbert.log import logger
 from kerasbert.modeling import families
@@ -135,7 +135,9 @@ def train(task: str, train: str, out: str, *, resume: bool = False, overwrite: b
         source.check_new(overwrite, args.inputs())
     # non-chief workers write to a temporary folder, removed at the end (the TF multi-worker guide)
     run = source if chief else Run(_temporary_folder("kerasbert-worker-"))
-    the_task = task_of(args)
+    args.model = families.resolve(args.model, resolve_config(args.config)).name  # args.json names the family built
+    check_task_family(args.task, args.model)
+    the_task = task_of(args)  # of the family: seq2seq on a T5 is not a UniLM
     monitor = _monitor(args, the_task, strategy)
     inputs = _read_inputs(args, the_task, source.labels() if resume else None, verbose)
     keras.utils.set_random_seed(args.seed)
@@ -187,17 +189,17 @@ def _monitor(args: TrainArgs, the_task: Task, strategy) -> str:
 
 def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbose: int) -> _Inputs:
     """Read and check the vocabulary, config, training and dev data (``labels``: a resumed run's)."""
-    tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
-    refuse_word_vocabulary(tokenizer.ids_to_tokens(range(tokenizer.vocab_size)), args.vocab)
+    tokenizer = the_task.make_tokenizer(args.vocab, args.lowercase)
+    if isinstance(tokenizer, Tokenizer):  # word pieces; a SentencePiece model's pieces are its own words
+        refuse_word_vocabulary(tokenizer.ids_to_tokens(range(tokenizer.vocab_size)), args.vocab)
     config = resolve_config(args.config)
     if args.checkpoint is not None and tokenizer.vocab_size > config.vocab_size:  # fewer: ids stay in range
         raise fail(ConfigError, args.vocab, f"at most {config.vocab_size} tokens, the vocab_size of {config.source}",
-                   f"{tokenizer.vocab_size} tokens", "pass the vocab.txt that came with the checkpoint")
+                   f"{tokenizer.vocab_size} tokens", "pass the vocabulary that came with the checkpoint")
     if args.checkpoint is None and config.vocab_size != tokenizer.vocab_size:
         logger.info("training from scratch: vocab_size %d -> %d (the size of %s)", config.vocab_size,
                     tokenizer.vocab_size, args.vocab)
         config = config.replace(vocab_size=tokenizer.vocab_size)
-    args.model = families.resolve(args.model, config).name  # args.json names the family the run built
     labels, count, train_data, prepared = _train_data(args, the_task, tokenizer, config, labels, verbose)
     for name, value in the_task.task_options().items():  # as the training data settled them (sim: its loss)
         setattr(args, name, value)
@@ -269,7 +271,7 @@ def _write_run_files(run: Run, args: TrainArgs, inputs: _Inputs) -> None:
     def write(staging: Run) -> None:
         inputs.labels.save(staging.file("labels.json"))
         staging.write_json("bert_config.json", inputs.config.to_dict())
-        copy_file(args.vocab, staging.file("vocab.txt"))
+        copy_file(args.vocab, staging.file(vocab_name(args.vocab)))
         staging.write_json("args.json", args.to_saved(run.path))  # last: it marks a run folder
 
     run.create(write)
@@ -408,7 +410,8 @@ def _finish(run, args, the_task, inputs: _Inputs, state, monitor) -> dict:
         os.makedirs(run.file("google"), exist_ok=True)
         save_google_checkpoint(best, run.file("google"))
         copy_file(run.file("bert_config.json"), run.file("google/bert_config.json"))
-        copy_file(run.file("vocab.txt"), run.file("google/vocab.txt"))
+        vocab = run.vocab()
+        copy_file(vocab, run.file(os.path.join("google", os.path.basename(vocab))))
     return result
 
 

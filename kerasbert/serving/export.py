@@ -143,6 +143,7 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     >>> info["task"], info["labels"]
     ('cls', ['neg', 'pos'])
     """
+    from kerasbert.finetune.args import GENERATIVE_FAMILIES
     from kerasbert.finetune.runs import open_run, with_stride
     from kerasbert.modeling.config import resolve_config
     from kerasbert.text.windows import check_stride
@@ -160,6 +161,9 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     if args.task not in LOSS_BOUND:
         raise fail(ModelError, os.fspath(run_dir), f"a run of --task {' or '.join(LOSS_BOUND)} to export",
                    f"a {args.task} run", "generate with `kerasbert predict RUN` or kerasbert.generate")
+    if args.model in GENERATIVE_FAMILIES["seq2seq"]:  # the seq2seq graphs are a UniLM's
+        raise fail(ModelError, os.fspath(run_dir), "a seq2seq run of an encoder family (a UniLM) to export",
+                   f"a run of {args.model}", "generate with `kerasbert predict RUN` or kerasbert.generate")
     if args.task == "seq2seq" and int8 and format == "openvino":
         raise fail(ConfigError, "--int8", "--format onnx for a seq2seq run (its decoder's int8 needs no calibration)",
                    "--format openvino", "export it with --format onnx --int8, or in float32")

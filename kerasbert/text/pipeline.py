@@ -381,13 +381,12 @@ def length_buckets(dataset, maxlen: int, smallest: int = 16):
 
     def pad(*batch):
         batch = batch if len(batch) > 1 else batch[0]
-        inputs = batch[0] if isinstance(batch, tuple) else batch
-        length = tf.shape(inputs[ln.TOKEN_INPUT])[1]
-        target = sizes[tf.minimum(tf.searchsorted(sizes, [length])[0], len(sizes) - 1)]
 
-        def widen(x):  # [B, S, ...] -> [B, target, ...]; labels of classification ([B]) stay
-            if x.shape.rank is None or x.shape.rank < 2:
+        def widen(x):  # [B, S, ...] -> [B, bucket of S, ...], each its own S (T5's sources and targets differ);
+            if x.shape.rank is None or x.shape.rank < 2:  # labels of classification ([B]) stay
                 return x
+            length = tf.shape(x)[1]
+            target = tf.maximum(sizes[tf.minimum(tf.searchsorted(sizes, [length])[0], len(sizes) - 1)], length)
             paddings = tf.concat([[[0, 0], [0, target - length]], tf.zeros([x.shape.rank - 2, 2], tf.int32)], 0)
             return tf.pad(x, paddings)
 
