@@ -297,6 +297,9 @@ def _run_prepare(args: argparse.Namespace) -> int:
     from kerasbert.text.tokenizer import Tokenizer
 
     task = task_of(args)
+    if not task.streams:
+        raise fail(ConfigError, "--task", "a task whose rows stream from prepared shards", repr(args.task),
+                   f"train --task {args.task} on one --train file; it is read in memory")
     labels = LabelSet.load(args.labels) if args.labels else None
     tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
     refuse_word_vocabulary(tokenizer.ids_to_tokens(range(tokenizer.vocab_size)), args.vocab)

@@ -105,6 +105,7 @@ class LanguageModelTask(Task):
     monitor: str = field(default="val_loss", init=False)
     dev_keys: tuple = field(default=("loss", "perplexity", "accuracy"), init=False)
     application: str = field(default="lm", init=False)
+    streams: bool = field(default=False, init=False)  # its rows are read from one file, in memory
 
     def __post_init__(self) -> None:
         self._tokenizer = None

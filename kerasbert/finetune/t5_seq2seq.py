@@ -67,6 +67,7 @@ class T5Seq2SeqTask(Seq2SeqTask):
     """
 
     application: str = field(default="encoder", init=False)  # T5 builds its own masks: its decoder is causal
+    streams: bool = field(default=False, init=False)  # its decoder ids are no field of the prepared shards
 
     def make_tokenizer(self, vocab: str, lowercase: bool | None) -> SpTokenizer:
         """bert4keras's T5 tokenizer: SentencePiece, no start token, ``</s>`` at the end."""

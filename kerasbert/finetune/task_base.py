@@ -71,6 +71,7 @@ class Task(TaskOptions, abc.ABC):
     dev_keys: tuple = field(default=(), init=False)  # the scores logged as val_<key> after each epoch
     application: str = field(default="encoder", init=False)  # the backbone's attention (kerasbert.modeling.masks)
     group: int = field(default=1, init=False)  # rows an example encodes to, batched together (`Features.group`)
+    streams: bool = field(default=True, init=False)  # whether its rows stream from `kerasbert prepare`'s shards
 
     def make_tokenizer(self, vocab: str, lowercase: bool | None) -> Tokenizer:
         """The tokenizer of the run's vocabulary (``--vocab``, or the run folder's copy): BERT's word pieces between

@@ -351,6 +351,10 @@ def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, l
     One file is read and encoded in memory. A folder from ``kerasbert prepare`` is streamed from its
     shards; a glob is first prepared (streamed, tokenized once) into a temporary folder, removed at the end.
     """
+    if not the_task.streams and _streamed(args.train):
+        raise fail(ConfigError, "--train", f"one file, read in memory, for --task {args.task} with --model "
+                   f"{args.model or 'the config'}", f"the streamed data {args.train!r}",
+                   "concatenate the files into one --train file")
     if args.stride is not None and _streamed(args.train):
         raise fail(ConfigError, "--stride", "a --train file, read in memory", f"the streamed data {args.train!r}",
                    "prepared shards hold rows already cut at --maxlen: train on the file, or leave --stride out")

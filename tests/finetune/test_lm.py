@@ -130,3 +130,18 @@ def test_texts_a_line_skip_blank_lines_and_jsonl_refuses_an_empty_text(tmp_path)
     path.write_text('{"text": "北京"}\n{"text": ""}\n', encoding="utf-8")
     with pytest.raises(DataError, match=r"texts.jsonl: text 2: expected a non-empty text, found ''"):
         LanguageModelTask().read(str(path))
+
+
+@pytest.mark.slow
+def test_streamed_data_is_refused_before_anything_is_written(gpt2_run, tmp_path, capsys):
+    out = str(tmp_path / "streamed")
+    glob = os.path.join(os.path.dirname(gpt2_run["train"]), "*.txt")
+    code = main(["train", "--task", "lm", "--model", "gpt2", "--config", gpt2_run["config"], "--checkpoint",
+                 gpt2_run["checkpoint"], "--vocab", gpt2_run["vocab"], "--train", glob, "--out", out, "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--train: expected one file, read in memory, for --task lm with --model gpt2" in err
+    assert not os.path.exists(os.path.join(out, "args.json"))
+    code = main(["prepare", "--task", "lm", "--data", gpt2_run["train"], "--vocab", gpt2_run["vocab"], "--out", out])
+    err = capsys.readouterr().err
+    assert code == 2 and "--task: expected a task whose rows stream from prepared shards, found 'lm'" in err
+    assert not os.path.exists(out) or not os.listdir(out)
