@@ -1,20 +1,69 @@
-"""``bert4keras.models`` -> ``kerasbert.compat.models``: `build_transformer_model`."""
+"""``bert4keras.models`` -> ``kerasbert.compat.models``: `build_transformer_model`, and `T5Transformer`, what it
+returns for a whole T5 with ``return_keras_model=False``."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from kerasbert.compat import backend
-from kerasbert.modeling import models
+from kerasbert.modeling import families, models
 from kerasbert.modeling.backbone import TransformerModel
 from kerasbert.modeling.config import resolve_config
+from kerasbert.modeling.t5 import T5
 
-__all__ = ["build_transformer_model"]
+__all__ = ["T5Transformer", "build_transformer_model"]
+
+
+@dataclasses.dataclass(frozen=True)
+class T5Transformer:
+    """bert4keras's ``T5`` object: the whole encoder-decoder and its two parts alone, three graphs over one set of
+    layers, so training ``model`` trains ``encoder`` and ``decoder`` too (a seq2seq script trains the one and
+    decodes with the others).
+
+    Args:
+        model: TransformerModel. ``[Encoder-Input-Token, Decoder-Input-Token]`` -> the next-token probabilities.
+        encoder: TransformerModel. ``[Encoder-Input-Token]`` -> the encoder's output ``[B, S, H]``.
+        decoder: TransformerModel. ``[Input-Context, Decoder-Input-Token]`` -> the next-token probabilities, every
+            position of the context read.
+        name: str. the ``name=`` given (the parts are ``{name}_Encoder`` and ``{name}_Decoder``), or None.
+    """
+
+    model: TransformerModel
+    encoder: TransformerModel
+    decoder: TransformerModel
+    name: str | None = None
+
+    @property
+    def inputs(self) -> list:
+        """The whole model's inputs."""
+        return self.model.inputs
+
+    @property
+    def outputs(self) -> list:
+        """The whole model's outputs."""
+        return self.model.outputs
+
+    @classmethod
+    def of(cls, model: TransformerModel, name: str | None = None) -> T5Transformer:
+        """The encoder and decoder alone wired over a whole T5 ``model``'s own layers, named as bert4keras names
+        them (``Encoder``/``Decoder``, ``{name}_Encoder``/``{name}_Decoder`` with a ``name``)."""
+        whole, length = T5.of(model), model.inputs[0].shape[1]
+        parts = []
+        for part in families.PARTS:
+            t5 = whole.alone(part)
+            inputs, title = t5.inputs(length), part.title()
+            alone = TransformerModel(inputs, t5.outputs(inputs, "encoder", {})[0], name=f"{name}_{title}" if name
+                                     else title, bert_config=whole.config, family=t5.family.name,
+                                     application="encoder")
+            alone.jit_compile = model.jit_compile
+            parts.append(alone)
+        return cls(model, *parts, name)
 
 
 def build_transformer_model(config_path: str | os.PathLike | None = None,
                             checkpoint_path: str | os.PathLike | None = None, model: str | None = None,
-                            application: str = "encoder", **kwargs) -> TransformerModel:
+                            application: str = "encoder", **kwargs) -> TransformerModel | T5Transformer:
     """`kerasbert.modeling.models.build_transformer_model`, with bert4keras's `set_gelu` applied.
 
     ``model`` takes bert4keras's encoder families, passed through: ``bert`` (``roberta``), ``albert``,
@@ -27,6 +76,10 @@ def build_transformer_model(config_path: str | os.PathLike | None = None,
     (``hidden_act="gelu_tanh"``), as bert4keras does, whatever the family; an explicit ``hidden_act=...``
     argument wins. Every other argument, and the model built, are kerasbert's.
 
+    For a whole T5 (``model="t5"``, ``"t5.1.1"``, ``"mt5.1.1"``), ``return_keras_model=False`` returns bert4keras's
+    `T5Transformer` instead: ``.model``, ``.encoder`` and ``.decoder`` share their layers; any other family takes
+    no ``return_keras_model`` (a ConfigError, as for every bert4keras-only argument).
+
     Example:
     >>> from kerasbert.compat.backend import set_gelu
     >>> set_gelu("tanh")
@@ -37,9 +90,27 @@ def build_transformer_model(config_path: str | os.PathLike | None = None,
     >>> albert.family, config_of(albert).activation
     ('albert', 'gelu_tanh')
     >>> set_gelu("erf")
+    >>> config = {"vocab_size": 100, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+    ...           "attention_head_size": 4, "intermediate_size": 32, "hidden_act": ["gelu", "linear"],
+    ...           "relative_attention_num_buckets": 32}
+    >>> t5 = build_transformer_model(config=config, model="mt5.1.1", return_keras_model=False, name="T5",
+    ...                              verbose=False)
+    >>> t5.encoder.name, [t.name for t in t5.decoder.inputs], t5.decoder.family
+    ('T5_Encoder', ['Input-Context', 'Decoder-Input-Token'], 'mt5.1.1_decoder')
+    >>> t5.encoder.get_layer("Embedding-Token") is t5.model.get_layer("Embedding-Token")
+    True
     """
     if backend.gelu_version() == "tanh" and "hidden_act" not in kwargs:
         config = kwargs.get("config")
         if resolve_config(config if config is not None else config_path).activation == "gelu":
             kwargs["hidden_act"] = "gelu_tanh"
-    return models.build_transformer_model(config_path, checkpoint_path, model, application, **kwargs)
+    split = "return_keras_model" in kwargs and _whole_t5(model, kwargs.get("config"), config_path)
+    keras_model = kwargs.pop("return_keras_model") if split else True
+    built = models.build_transformer_model(config_path, checkpoint_path, model, application, **kwargs)
+    return built if keras_model else T5Transformer.of(built, kwargs.get("name"))
+
+
+def _whole_t5(model: str | None, config, config_path) -> bool:
+    """Whether ``model`` (else the config's ``model_type``) is a whole T5, whose parts bert4keras returns too."""
+    family = families.resolve(model, resolve_config(config if config is not None else config_path))
+    return family.architecture == "t5" and not family.part

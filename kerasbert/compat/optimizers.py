@@ -81,7 +81,7 @@ class Adam(keras.optimizers.Optimizer):
         """One Adam step on one variable."""
         index = variable_index(self, variable)
         m, v, dtype = self._m[index], self._v[index], variable.dtype
-        gradient, lr = ops.cast(gradient, dtype), ops.cast(learning_rate, dtype)
+        gradient, lr = ops.cast(_dense(gradient), dtype), ops.cast(learning_rate, dtype)
         beta_1, beta_2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
         step = ops.cast(self.iterations + 1, dtype)
         self.assign(m, beta_1 * m + (1 - beta_1) * gradient)
@@ -96,6 +96,18 @@ class Adam(keras.optimizers.Optimizer):
         """Every constructor argument."""
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon,
                 "bias_correction": self.bias_correction}
+
+
+def _dense(gradient):
+    """An embedding's sparse gradient (TensorFlow's ``IndexedSlices``, a row once per lookup) as a dense tensor,
+    each row summed first, as tf.keras's optimizers take it: squared lookup by lookup, the moment ``v`` of a row
+    looked up twice in a batch would be half its due and the step sqrt(2) times too long."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        if isinstance(gradient, tf.IndexedSlices):
+            return tf.convert_to_tensor(gradient)
+    return gradient
 
 
 def _extend(mixin: type, base, name: str | None, suffix: str, where: str) -> type:

@@ -281,8 +281,11 @@ def test_task_seq2seq_autotitle_csl_mt5(results):
     assert (titles[:, 0] == 0).all() and (titles[:, 1:] == 0).any()  # T5's start id 0, then padding the mask drops
     assert list(ours["parts"]) == ["T5_Encoder", "T5_Decoder"]
     assert len(ours["step_losses"]) == STEPS
-    for key in ("step_losses", "epoch_loss", "encoded", "probas"):
+    for key in ("step_losses", "epoch_loss", "probas"):
         close(ours[key], theirs[key])
+    # after six Adam steps: a weight whose gradient is near 0 moves by lr * g / (|g| + eps) on either side, where a
+    # rounding in g shows, so the encoder's output is compared more loosely
+    close(ours["encoded"], theirs["encoded"], atol=2e-3)
 
 
 def test_simbert(results):

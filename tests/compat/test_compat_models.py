@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from kerasbert import config_of
+from kerasbert import ConfigError, config_of
 from kerasbert.compat.backend import set_gelu
 from kerasbert.compat.models import build_transformer_model
 
@@ -58,3 +58,37 @@ def test_a_hugging_face_config_names_its_family_when_model_is_left_out():
     config = {**ALBERT, "model_type": "albert"}
     assert build_transformer_model(config=config, verbose=False).family == "albert"
     assert build_transformer_model(config=dict(helpers.TINY), verbose=False).family == "bert"
+
+
+T5_CONFIG = {"vocab_size": 50, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+             "attention_head_size": 4, "intermediate_size": 32, "hidden_act": ["gelu", "linear"],
+             "relative_attention_num_buckets": 32}
+
+
+@pytest.mark.parametrize("name", ["T5", None])
+def test_return_keras_model_false_gives_t5s_model_encoder_and_decoder_over_one_set_of_layers(name):
+    """bert4keras's T5 object: the decoder alone on the encoder alone's output gives the whole model's
+    probabilities, all three over the same variables; the parts named as bert4keras names them."""
+    t5 = build_transformer_model(config=T5_CONFIG, model="mt5.1.1", return_keras_model=False, name=name,
+                                 verbose=False)
+    assert (t5.encoder.name, t5.decoder.name) == (("T5_Encoder", "T5_Decoder") if name else ("Encoder", "Decoder"))
+    assert [t.name for t in t5.encoder.inputs] == ["Encoder-Input-Token"]
+    assert [t.name for t in t5.decoder.inputs] == ["Input-Context", "Decoder-Input-Token"]
+    assert (t5.encoder.family, t5.decoder.family, t5.inputs) == ("mt5.1.1_encoder", "mt5.1.1_decoder", t5.model.inputs)
+    whole = {id(w) for w in t5.model.weights}
+    parts = [{id(w) for w in part.weights} for part in (t5.encoder, t5.decoder)]
+    shared = {id(t5.model.get_layer("Embedding-Token").embeddings)}  # both stacks read the token embedding
+    assert parts[0] | parts[1] == whole and parts[0] & parts[1] == shared
+    rng = np.random.default_rng(0)
+    source, target = rng.integers(1, 50, (2, 7)), rng.integers(1, 50, (2, 5))
+    target[:, 0] = 0
+    expected = t5.model.predict([source, target], verbose=0)
+    got = t5.decoder.predict([t5.encoder.predict(source, verbose=0), target], verbose=0)
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+def test_return_keras_model_is_for_a_whole_t5_only():
+    """Other families, and a T5 part alone, take no return_keras_model (bert4keras-only, as compound_tokens)."""
+    for model, config in (("bert", ALBERT), ("mt5.1.1_encoder", T5_CONFIG)):
+        with pytest.raises(ConfigError, match="return_keras_model"):
+            build_transformer_model(config=config, model=model, return_keras_model=False, verbose=False)

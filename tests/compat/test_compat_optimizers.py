@@ -124,6 +124,17 @@ def test_wrappers_around_a_keras_optimizer_by_formula():
         np.testing.assert_allclose(weight.numpy(), expected, rtol=1e-6)
 
 
+def test_adam_sums_an_embeddings_sparse_gradient_per_row_first():
+    """Row 1 looked up twice with gradient 1 each: as tf.keras (and bert4keras), Adam's first step sees g = 2 and
+    moves it by lr * 2 / (2 + eps); squared lookup by lookup it would move sqrt(2) * lr. Row 0, looked up once,
+    moves by lr; row 2, never, stays."""
+    weights = keras.Variable(np.zeros((3, 1), "float32"))
+    gradient = tf.IndexedSlices(tf.constant([[1.0], [1.0], [-3.0]]), tf.constant([1, 1, 0]), tf.constant([3, 1]))
+    O.Adam(learning_rate=0.1).apply([gradient], [weights])
+    np.testing.assert_allclose(weights.numpy().ravel(), [0.1 * 3 / (3 + 1e-6), -0.1 * 2 / (2 + 1e-6), 0.0],
+                               rtol=1e-6)
+
+
 def test_config_round_trip_and_serialization():
     cls = O.extend_with_lookahead(O.extend_with_piecewise_linear_lr(O.AdamW))
     optimizer = cls(learning_rate=0.02, weight_decay_rate=0.05, exclude_from_weight_decay=["Norm", "bias"],
