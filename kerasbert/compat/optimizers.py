@@ -110,14 +110,21 @@ def _dense(gradient):
     return gradient
 
 
+_EXTENDED: dict[tuple[type, type, str], type] = {}  # (mixin, base, name) -> the class made for it
+
+
 def _extend(mixin: type, base, name: str | None, suffix: str, where: str) -> type:
-    """``class name(mixin, base)``, registered with Keras as ``kerasbert>name``."""
+    """``class name(mixin, base)``, registered with Keras as ``kerasbert>name``; the same class again for the same
+    mixin, base and name (a script's ``extend_with_weight_decay(Adam, 'AdamW')`` is `AdamW`), so that a saved
+    model loads as the class it was saved with."""
     if not (isinstance(base, type) and issubclass(base, keras.optimizers.Optimizer)):
         raise fail(ConfigError, where, "a keras.optimizers.Optimizer subclass", repr(base),
                    "pass the class (Adam, keras.optimizers.Adam), not an instance or a Keras 2 optimizer")
     name = name or base.__name__ + suffix
-    cls = type(name, (mixin, base), {"__module__": __name__, "__qualname__": name})
-    return register(cls, name=name)
+    if (mixin, base, name) not in _EXTENDED:
+        cls = type(name, (mixin, base), {"__module__": __name__, "__qualname__": name})
+        _EXTENDED[mixin, base, name] = register(cls, name=name)
+    return _EXTENDED[mixin, base, name]
 
 
 def _path(optimizer, variable) -> str:

@@ -149,6 +149,7 @@ def test_config_round_trip_and_serialization():
 
 
 def test_model_with_adamw_saves_and_loads(tmp_path):
+    assert O.extend_with_weight_decay(O.Adam, "AdamW") is O.AdamW  # a script's own AdamW: the same class
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
     model.compile(O.AdamW(learning_rate=0.01, weight_decay_rate=0.1, exclude_from_weight_decay=["bias"]), "mse")
     model.fit(np.ones((4, 3), "float32"), np.zeros((4, 2), "float32"), epochs=1, verbose=0)
