@@ -75,7 +75,7 @@ def config_rows() -> list[Case]:
            ("config-dropout-above-one", {"hidden_dropout_prob": 1.5}, ("hidden_dropout_prob", "1.5"))]
     rows += [Case(name, functools.partial(lambda tmp, _, changes: config(tmp, **changes), changes=changes),
                   from_json, ConfigError, ("bert_config.json", *words), cli=summary) for name, changes, words in bad]
-    raw = [("config-gpt2", json.dumps(GPT2), ("model_type", "'gpt2'")),
+    raw = [("config-llama", json.dumps({**GPT2, "model_type": "llama"}), ("model_type", "'gpt2'", "'llama'")),
            ("config-gpt2-keys-without-model_type", json.dumps({k: v for k, v in GPT2.items() if k != "model_type"}),
             ("hidden_size", "n_embd")),
            ("config-trailing-comma", json.dumps(helpers.TINY)[:-1] + ",}", ("JSON", "line 1")),

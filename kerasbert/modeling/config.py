@@ -18,6 +18,7 @@ from kerasbert.choices import names_a_file
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.files import write_text
 from kerasbert.modeling.families import MODEL_TYPES, WRAP_HINT
+from kerasbert.modeling.hf_configs import HF_MODEL_TYPES, from_hf, to_hf
 
 # hidden_act spellings accepted in configs -> the activation kerasbert uses.
 # "gelu" is the exact erf form (Google BERT, bert4keras, HF); the tanh approximation has
@@ -29,6 +30,7 @@ ACTIVATIONS = {
     "gelu_tanh": "gelu_tanh",
     "gelu_approximate": "gelu_tanh",
     "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_python": "gelu",
     "relu": "relu",
     "swish": "swish",
     "silu": "swish",
@@ -66,6 +68,8 @@ class BertConfig:
         attention_head_size: int or None. the width of one head where it is not H / A (T5's ``d_kv``); None: H / A.
         relative_attention_num_buckets: int or None. T5's relative position buckets (T5's configs give it, 32; None
             in any other family's).
+        relative_attention_max_distance: int or None. T5's distance from which keys share the last bucket (None: 128,
+            as bert4keras fixes it).
         extra: dict. keys of the source file kerasbert does not use, kept for `to_json`.
 
     Example:
@@ -90,6 +94,7 @@ class BertConfig:
     max_relative_position: int = 64
     attention_head_size: int | None = None
     relative_attention_num_buckets: int | None = None
+    relative_attention_max_distance: int | None = None
     extra: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
     source: str = dataclasses.field(default="<dict>", repr=False, compare=False)
 
@@ -99,14 +104,17 @@ class BertConfig:
     # ---------------------------------------------------------------- reading
     @classmethod
     def from_dict(cls, values: dict[str, Any], source: str = "<dict>") -> "BertConfig":
-        """Build a config from a dict with Google or Hugging Face keys."""
+        """Build a config from a dict with Google or Hugging Face keys (T5's, mT5's and GPT-2's renamed by
+        `kerasbert.modeling.hf_configs.from_hf`)."""
         if not isinstance(values, dict):
             raise fail(ConfigError, source, "a JSON object of BERT hyper-parameters", type(values).__name__)
         values = dict(values)
         model_type = values.get("model_type", "bert")
         if model_type not in MODEL_TYPES:
             raise fail(ConfigError, f"{source}: model_type", f"one of {', '.join(map(repr, MODEL_TYPES))}",
-                       repr(model_type), "kerasbert builds these encoder families")
+                       repr(model_type), "kerasbert builds these Hugging Face model types")
+        if model_type in HF_MODEL_TYPES:
+            values = from_hf(values, source)
         position = values.get("position_embedding_type", "absolute")
         if MODEL_TYPES[model_type] == "bert" and position != "absolute":
             raise fail(ConfigError, f"{source}: position_embedding_type", '"absolute"', repr(position),
@@ -170,7 +178,7 @@ class BertConfig:
                 or self.type_vocab_size < 0:
             raise fail(ConfigError, f"{where}: type_vocab_size", "an integer >= 0", repr(self.type_vocab_size))
         self._check_limits()
-        for key in ("attention_head_size", "relative_attention_num_buckets"):
+        for key in ("attention_head_size", "relative_attention_num_buckets", "relative_attention_max_distance"):
             value = getattr(self, key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or not 0 < value <= LIMITS["hidden_size"]):
@@ -238,6 +246,13 @@ class BertConfig:
         return self.extra.get("model_type")
 
     @property
+    def hugging_face(self) -> bool:
+        """Whether it is a Hugging Face T5, mT5 or GPT-2 ``config.json`` (its ``model_type``): the model then
+        computes transformers' numbers where they differ from bert4keras's (the config's norm ε; T5's
+        `kerasbert.modeling.t5.T5Options`)."""
+        return self.model_type in HF_MODEL_TYPES
+
+    @property
     def activation(self) -> str:
         """The canonical activation name: gelu (erf), gelu_tanh, relu or swish (a gated one's first)."""
         return ACTIVATIONS[self.hidden_act if isinstance(self.hidden_act, str) else self.hidden_act[0]]
@@ -258,13 +273,15 @@ class BertConfig:
 
     # ---------------------------------------------------------------- writing
     def to_dict(self) -> dict[str, Any]:
-        """Google's key set (plus layer_norm_eps and any extra keys read in)."""
+        """Google's key set (plus layer_norm_eps and any extra keys read in); a Hugging Face T5, mT5 or GPT-2
+        config's own keys (`kerasbert.modeling.hf_configs.to_hf`)."""
         defaults = {"embedding_size": None, "max_relative_position": 64,  # written only where a family sets them
-                    "attention_head_size": None, "relative_attention_num_buckets": None}
+                    "attention_head_size": None, "relative_attention_num_buckets": None,
+                    "relative_attention_max_distance": None}
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "source")
                and not (f.name in defaults and getattr(self, f.name) == defaults[f.name])}
         out.update({k: v for k, v in self.extra.items() if k not in out})
-        return out
+        return to_hf(out, self.activation) if self.hugging_face else out
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:
         """Return the JSON text; also write it (atomically) when ``path`` is given."""

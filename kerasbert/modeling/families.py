@@ -96,12 +96,14 @@ NAMES = MODEL_FAMILIES  # every model= value: the families, then their aliases
 PARTS = ("encoder", "decoder")  # an encoder-decoder's parts built alone: model="t5.1.1_encoder", "t5.1.1_decoder"
 PART_NAMES = tuple(f"{name}_{part}" for name, family in _FAMILIES.items() if family.architecture == "t5"
                    for part in PARTS)
-# Hugging Face config.json model_type -> the family it describes; `model_type` is the other way
+# Hugging Face config.json model_type -> the family it describes (a gated "t5" is T5.1.1: `named`); `model_type`
+# is the other way
 MODEL_TYPES = {"bert": "bert", "albert": "albert", "electra": "electra", "nezha": "nezha",
-               "roformer": "roformer"}
+               "roformer": "roformer", "t5": "t5", "mt5": "mt5.1.1", "gpt2": "gpt2"}
 
 
-_KIN = {"albert_unshared": "albert", "roformer_v2": "roformer"}  # families that read their kin's checkpoints
+# families that read their kin's checkpoints, and T5's versions, whose Hugging Face model_type is T5's or mT5's
+_KIN = {"albert_unshared": "albert", "roformer_v2": "roformer", "t5.1.1": "t5", "mt5.1.1": "mt5"}
 
 
 def model_type(family: Family) -> str:
@@ -110,10 +112,18 @@ def model_type(family: Family) -> str:
     ``roformer_v2``, which transformers lacks).
 
     Example:
-    >>> model_type(get("albert_unshared")), model_type(get("nezha"))
-    ('albert', 'nezha')
+    >>> model_type(get("albert_unshared")), model_type(get("nezha")), model_type(get("t5.1.1_encoder"))
+    ('albert', 'nezha', 't5')
     """
-    return _KIN.get(family.name, family.name)
+    name = family.name[:-len(family.part) - 1] if family.part else family.name
+    return _KIN.get(name, name)
+
+
+def named(config) -> str | None:
+    """The family a Hugging Face config's ``model_type`` names, None for a Google config: ``"t5"`` for an ungated
+    T5 config, ``"t5.1.1"`` for a gated one (``feed_forward_proj`` ``"gated-gelu"``)."""
+    family = MODEL_TYPES.get(config.model_type) if config.model_type else None
+    return "t5.1.1" if family == "t5" and config.gated else family
 
 
 def get(name: str) -> Family:
@@ -176,11 +186,14 @@ def resolve(model: str | None, config) -> Family:
     >>> resolve(None, cfg).name, resolve("albert_unshared", cfg).name
     ('albert', 'albert_unshared')
     """
-    named = MODEL_TYPES.get(config.model_type) if config.model_type else None
-    family = get(model if model is not None else named or "bert")
-    if named not in (None, "bert") and model_type(family) != named:
+    kind = named(config)
+    family = get(model if model is not None else kind or "bert")
+    whole = family.name[:-len(family.part) - 1] if family.part else family.name
+    if kind not in (None, "bert") and (model_type(family) != config.model_type or (
+            family.architecture == "t5" and whole != kind)):
         raise fail(ConfigError, f"{config.source}: model_type", f"a {family.name} config for model={model!r}",
-                   repr(config.model_type), f"build with model={named!r}, or leave model out")
+                   repr(config.model_type) + (f" ({kind})" if kind != config.model_type else ""),
+                   f"build with model={kind!r}, or leave model out")
     missing = [key for key in family.required if getattr(config, key) is None]
     if missing:
         raise fail(ConfigError, f"{config.source}: {missing[0]}", f"the key every {family.name} config gives",

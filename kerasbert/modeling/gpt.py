@@ -97,8 +97,9 @@ class Sublayer:
         return [layer for layer in (self.before, self.layer, self.dropout, self.add, self.after) if layer is not None]
 
 
-def _norm(name: str, layout: Layout, dtype) -> LayerNorm:
-    return LayerNorm(epsilon=layout.epsilon, dtype=dtype, name=name)
+def _norm(name: str, cfg: BertConfig, layout: Layout, dtype) -> LayerNorm:
+    """A LayerNorm of the family's ε, or of the config's where it is a Hugging Face GPT-2 config."""
+    return LayerNorm(epsilon=cfg.layer_norm_eps if cfg.hugging_face else layout.epsilon, dtype=dtype, name=name)
 
 
 def _embedding_layers(cfg: BertConfig, layout: Layout, init, dtype, hierarchical: float | None) -> list:
@@ -117,7 +118,8 @@ def _embedding_layers(cfg: BertConfig, layout: Layout, init, dtype, hierarchical
                    Add(dtype=dtype, name=names.EMBEDDING_TOKEN_SEGMENT)]
     for name in (*layout.after_positions, *layout.final):
         norm = name in (names.EMBEDDING_NORM, names.OUTPUT_NORM)
-        layers.append(_norm(name, layout, dtype) if norm else Dropout(cfg.hidden_dropout_prob, dtype=dtype, name=name))
+        layers.append(_norm(name, cfg, layout, dtype) if norm
+                      else Dropout(cfg.hidden_dropout_prob, dtype=dtype, name=name))
     return layers
 
 
@@ -129,7 +131,8 @@ def _block_layers(index: int, cfg: BertConfig, layout: Layout, init, dtype) -> l
                                name=names.block(index, names.FEED_FORWARD))
     layers = []
     for part, sublayer in ((names.ATTENTION, attention), (names.FEED_FORWARD, feed_forward)):
-        norms = [_norm(names.residual(sublayer.name, suffix), layout, dtype) for suffix in layout.norms[part] if suffix]
+        norms = [_norm(names.residual(sublayer.name, suffix), cfg, layout, dtype) for suffix in layout.norms[part]
+                 if suffix]
         layers += [sublayer, *norms, Dropout(cfg.hidden_dropout_prob, dtype=dtype,
                                              name=names.residual(sublayer.name, "Dropout")),
                    keras.layers.Add(dtype=dtype, name=names.residual(sublayer.name, "Add"))]

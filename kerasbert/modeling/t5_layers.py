@@ -57,18 +57,20 @@ class T5PaddingMask(keras.layers.Layer):
 
     Args:
         causal: bool. a decoder's mask: query i sees keys j <= i.
+        padding: bool. hide the id-0 keys after the first position; False: a causal mask alone (transformers'
+            T5 decoder, `kerasbert.modeling.t5.T5Options`).
 
     Example:
     >>> ops.convert_to_numpy(T5PaddingMask(causal=True)(ops.array([[0, 4, 0]])))[0].astype(int).tolist()
     [[1, 0, 0], [1, 1, 0], [1, 1, 0]]
     """
 
-    def __init__(self, causal: bool = False, **kwargs):
+    def __init__(self, causal: bool = False, padding: bool = True, **kwargs):
         super().__init__(**kwargs)
-        self.causal = causal
+        self.causal, self.padding = causal, padding
 
     def call(self, token_ids):
-        seen = first_kept(token_ids)  # (B, S)
+        seen = first_kept(token_ids) if self.padding else ops.ones_like(token_ids, dtype="bool")  # (B, S)
         if not self.causal:
             return seen
         order = ops.arange(ops.shape(token_ids)[1])
@@ -85,7 +87,7 @@ class T5PaddingMask(keras.layers.Layer):
         return Formula.of("0")
 
     def get_config(self):
-        return {**super().get_config(), "causal": self.causal}
+        return {**super().get_config(), "causal": self.causal, "padding": self.padding}
 
 
 @register
@@ -183,6 +185,7 @@ class RelativePositionBuckets(keras.layers.Layer):
         num_buckets: int. N, T5's ``relative_attention_num_buckets``.
         num_heads: int. A.
         bidirectional: bool. the encoder's buckets (keys on both sides); False: the decoder's (causal).
+        max_distance: int. the distance from which keys share the last bucket.
         embeddings_initializer: initializer of the table.
 
     Example:
@@ -192,9 +195,10 @@ class RelativePositionBuckets(keras.layers.Layer):
     """
 
     def __init__(self, num_buckets: int, num_heads: int, bidirectional: bool = True, embeddings_initializer="zeros",
-                 **kwargs):
+                 max_distance: int = MAX_DISTANCE, **kwargs):
         super().__init__(**kwargs)
         self.num_buckets, self.num_heads, self.bidirectional = num_buckets, num_heads, bidirectional
+        self.max_distance = max_distance
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
 
     def build(self, input_shape):
@@ -208,7 +212,7 @@ class RelativePositionBuckets(keras.layers.Layer):
 
     def between(self, queries, keys):
         """The bias of queries at positions ``[Q]`` over keys at ``[K]``: ``[A, Q, K]``."""
-        ids = buckets(keys[None, :] - queries[:, None], self.num_buckets, self.bidirectional)
+        ids = buckets(keys[None, :] - queries[:, None], self.num_buckets, self.bidirectional, self.max_distance)
         return ops.transpose(ops.take(ops.convert_to_tensor(self.embeddings), ids, axis=0), (2, 0, 1))
 
     def compute_output_spec(self, inputs):
@@ -222,7 +226,7 @@ class RelativePositionBuckets(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "num_buckets": self.num_buckets, "num_heads": self.num_heads,
-                "bidirectional": self.bidirectional,
+                "bidirectional": self.bidirectional, "max_distance": self.max_distance,
                 "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer)}
 
 
@@ -250,9 +254,21 @@ class _BiasedAttention(_ProjectedBlock):
         heads = ops.reshape(projected, (shape[0], shape[1], parts, self.num_heads, self.head_size))
         return ops.transpose(heads, (2, 0, 3, 1, 4))
 
-    def _attention(self, q, k, v, seen, bias, training):
-        """Each query's context ``[B, Q, H]`` over keys it may see (``seen``, broadcast to ``[B, 1, Q, K]``)."""
-        scores = ops.cast(ops.einsum("bhqd,bhkd->bhqk", q, k), "float32") + ops.cast(bias, "float32")[None]
+    def attend(self, q, k, v, seen, bias, training=None):
+        """Each query's context ``[B, Q, H]`` over keys it may see: what `call` and a decoder that keeps earlier
+        keys and values (`kerasbert.generation.seq2seq_cache`) share.
+
+        Args:
+            q: ``[B, A, Q, d]`` queries.
+            k: ``[B, A, K, d]`` keys.
+            v: ``[B, A, K, d]`` values.
+            seen: bool, broadcast to ``[B, 1, Q, K]``: False where a query may not see a key; None: every key.
+            bias: ``[A, Q, K]`` the relative position bias; None: none (transformers' cross-attention).
+            training: bool. dropout on the probabilities.
+        """
+        scores = ops.cast(ops.einsum("bhqd,bhkd->bhqk", q, k), "float32")
+        if bias is not None:
+            scores = scores + ops.cast(bias, "float32")[None]
         if seen is not None:
             scores = ops.where(seen, scores, -math.inf)
         probs = ops.cast(ops.softmax(scores, axis=-1), q.dtype)  # (batch, heads, Q, K), the softmax in float32
@@ -302,8 +318,11 @@ class T5SelfAttention(_BiasedAttention):
 
     def call(self, inputs, training=None):
         x, mask, bias = inputs
-        q, k, v = ops.unstack(self._split(self.qkv_dense(x), 3), axis=0)  # each (batch, heads, S, d)
-        return self._attention(q, k, v, visible(mask), bias, training)
+        return self.attend(*self.qkv(x), visible(mask), bias, training)
+
+    def qkv(self, x):
+        """Q, K and V of every position of ``x`` ``[B, S, H]``, each ``[B, A, S, d]``."""
+        return ops.unstack(self._split(self.qkv_dense(x), 3), axis=0)
 
 
 @register
@@ -312,6 +331,7 @@ class T5CrossAttention(_BiasedAttention):
     ``[B, Q, H]``, keys and values of the encoder's ``context`` ``[B, K, H]``, ``bias`` ``[A, Q, K]``, ``mask``
     ``[B, K]`` the context's real positions (without it every position is seen, as bert4keras's decoder alone).
     Projections ``q`` ``[H, A·d]``, ``kv`` ``[H, 2·A·d]`` (Google's ``k``, ``v`` side by side), ``output``.
+    With ``position_bias=False`` (transformers' T5) it takes no bias: ``[x, context]`` or ``[x, context, mask]``.
 
     Example:
     >>> layer = T5CrossAttention(2, 3)
@@ -321,6 +341,10 @@ class T5CrossAttention(_BiasedAttention):
 
     PROJECTIONS = {"q": ("H", "A·d"), "kv": ("H", "2·A·d"), "output": ("A·d", "H")}
 
+    def __init__(self, num_heads: int, head_size: int, position_bias: bool = True, **kwargs):
+        super().__init__(num_heads, head_size, **kwargs)
+        self.position_bias = position_bias
+
     def build(self, input_shape):
         hidden = input_shape[0][-1]
         # 4·H·A·d parameters
@@ -329,7 +353,19 @@ class T5CrossAttention(_BiasedAttention):
         self._build_output(hidden)
 
     def call(self, inputs, training=None):
-        x, context, bias = inputs[:3]
-        q = self._split(self.q_dense(x), 1)[0]  # (batch, heads, Q, d)
-        k, v = ops.unstack(self._split(self.kv_dense(context), 2), axis=0)  # each (batch, heads, K, d)
-        return self._attention(q, k, v, visible(inputs[3]) if len(inputs) > 3 else None, bias, training)
+        x, context, *rest = inputs
+        bias = rest.pop(0) if self.position_bias else None
+        k, v = self.keys_values(context)
+        return self.attend(self.query(x), k, v, visible(rest[0]) if rest else None, bias, training)
+
+    def get_config(self):
+        return {**super().get_config(), "position_bias": self.position_bias}
+
+    def query(self, x):
+        """The queries of ``x`` ``[B, Q, H]``: ``[B, A, Q, d]``."""
+        return self._split(self.q_dense(x), 1)[0]
+
+    def keys_values(self, context):
+        """The keys and values of the encoder's output ``context`` ``[B, K, H]``, each ``[B, A, K, d]``: what a
+        decoder computes once a source and keeps."""
+        return ops.unstack(self._split(self.kv_dense(context), 2), axis=0)

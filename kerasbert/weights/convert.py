@@ -11,6 +11,11 @@ The config is read and checked first; then every variable's name and shape (from
 yet) against the sizes it gives; only then is each variable read, one at a time. The embeddings and every encoder
 block must be there; the pre-training heads (pooler, MLM, NSP, ELECTRA's discriminator) are converted when
 present and listed when absent. Weights of a checkpoint of another family are refused with the family they look like.
+
+T5's, mT5's and GPT-2's folders (`kerasbert.weights.hf_generative`) cross the same way, their config written in the
+destination's own keys: transformers' (``d_model``, ``n_embd``, ...) or bert4keras's (``hidden_size``, ...). The
+weights cross unchanged, and the config says whose numbers a model of them computes: bert4keras's T5 adds a position
+bias to its cross-attention, where transformers' does not.
 """
 
 from __future__ import annotations
@@ -35,11 +40,13 @@ from kerasbert.weights.checkpoint import checkpoint_format
 from kerasbert.weights.family_names import family_shapes
 from kerasbert.weights.google import TFCheckpoint, google_format, resolve_checkpoint, write_google_tensors
 from kerasbert.weights.hf import SAFETENSORS, hf_family_config, hf_format, open_hf
+from kerasbert.weights.hf_generative import generative_shapes, google_config, hf_config
 from kerasbert.weights.names import OPTIONAL_LAYERS
 from kerasbert.weights.table import Format, family_hint, listed
 
 CONFIG_FILES = {"google": "bert_config.json", "hf": "config.json"}
 TOKENIZER_CONFIG = "tokenizer_config.json"
+TOKENIZER_FILES = ("vocab.txt", "spiece.model")  # copied beside the weights: a WordPiece or a SentencePiece vocabulary
 
 
 def _folder_of(path: str) -> str:
@@ -61,6 +68,8 @@ def _config(src_folder: str, to: str, model: str | None) -> tuple[dict, BertConf
         raise fail(ConfigError, src_folder, "a bert_config.json or config.json beside the weights", "neither")
     config = BertConfig.from_json(path)  # JSON, an object, BERT's keys, sane sizes: before any weight is read
     family = families.resolve(model, config)
+    if family.architecture != "encoder":
+        return (hf_config(config, family) if to == "hf" else google_config(config)), config, family
     with open(path, encoding="utf-8-sig") as f:
         values = json.load(f)
     if to == "hf":
@@ -113,10 +122,26 @@ def _file_shape(shape: tuple[int, ...], parts: int, transposed: bool) -> tuple[i
     return shape[::-1] if transposed else shape
 
 
-def _plan(frm: Format, to: Format, config: BertConfig) -> list[tuple[str, str, str, tuple[int, ...]]]:
-    """(layer, source name, destination name, source shape) of every variable both formats know, ``{i}`` expanded
-    to the config's layers."""
-    shapes = family_shapes(families.get(frm.family), config)
+def _rows(layer: str, src: list[str], dst: list[str], shape: tuple[int, ...], frm: Format) -> list:
+    """The plan's rows of one weight (``shape`` in kerasbert's layout): each source name with its destination name;
+    where one format fuses what the other keeps apart (GPT-2's ``c_attn``, Google's query, key and value), each part
+    with ``("join" | "split", index, count)``."""
+    if len(src) == len(dst):
+        return [(layer, a, b, _file_shape(shape, len(src), frm.transposed(a)), None)
+                for a, b in zip(src, dst, strict=True)]
+    if len(dst) == 1:
+        return [(layer, a, dst[0], _file_shape(shape, len(src), frm.transposed(a)), ("join", k, len(src)))
+                for k, a in enumerate(src)]
+    return [(layer, src[0], b, _file_shape(shape, 1, frm.transposed(src[0])), ("split", k, len(dst)))
+            for k, b in enumerate(dst)]
+
+
+def _plan(frm: Format, to: Format, config: BertConfig) -> list[tuple]:
+    """(layer, source name, destination name, source shape, part) of every variable both formats know, ``{i}``
+    expanded to the config's layers (`_rows`)."""
+    family = families.get(frm.family)
+    shapes = family_shapes(family, config) if family.architecture == "encoder" else generative_shapes(
+        family, config, frm.names)
     plan = []
     for key, names in frm.names.items():
         if key not in to.names or key not in shapes or (key[0] == ln.EMBEDDING_SEGMENT and not config.type_vocab_size):
@@ -124,9 +149,8 @@ def _plan(frm: Format, to: Format, config: BertConfig) -> list[tuple[str, str, s
         src = names if isinstance(names, tuple) else (names,)
         dst = to.names[key] if isinstance(to.names[key], tuple) else (to.names[key],)
         for i in range(config.num_hidden_layers) if ln.BLOCK_KEY in key[0] else [""]:
-            for a, b in zip(src, dst, strict=True):
-                plan.append((key[0].format(i=i), a.format(i=i), b.format(i=i),
-                             _file_shape(shapes[key], len(src), frm.transposed(a.format(i=i)))))
+            plan += _rows(key[0].format(i=i), [a.format(i=i) for a in src], [b.format(i=i) for b in dst],
+                          shapes[key], frm)
     return plan
 
 
@@ -139,33 +163,43 @@ def _checked_plan(source, plan: list, frm: Format) -> list:
         raise fail(CheckpointError, source.path, f"{frm.family} variables ({plan[0][1]}, ...)",
                    f"none among its {len(available)} variables",
                    family_hint(available, frm) or f"is it a {frm.family} checkpoint?")
-    for layer, name, _, shape in present:
+    for layer, name, _, shape, _ in present:
         if tuple(available[name]) != shape:
             raise fail(CheckpointError, f"{name} in {source.path}", f"shape {list(shape)} (from {config_file})",
                        f"{list(available[name])}", f"{layer}'s sizes in {config_file} do not match the weights")
-    missing = [name for layer, name, _, _ in plan if name not in available and layer not in OPTIONAL_LAYERS]
+    missing = [name for layer, name, *_ in plan if name not in available and layer not in OPTIONAL_LAYERS]
     if missing:
         other = family_hint(available, frm)
         raise fail(CheckpointError, source.path, "every embedding and encoder variable", listed(missing),
                    "the checkpoint is incomplete" + (f", or {other}" if other else "") + "; nothing was written")
-    absent = sorted({layer for layer, name, _, _ in plan if name not in available})
+    absent = sorted({layer for layer, name, *_ in plan if name not in available})
     if absent:
         logger.info("%s has no %s: not converted", source.path, ", ".join(absent))
     return present
 
 
 def _tensors(source, present: list, frm: Format, to: Format, dst_format: str) -> dict[str, np.ndarray]:
-    """Read, check and lay out each variable of ``present`` for the destination."""
-    tensors = {}
-    for _, a, b, shape in present:
-        value = source.get(a)
+    """Read, check and lay out each variable of ``present`` for the destination: in kerasbert's layout (kernels
+    ``[in, out]``) a fused variable is split and parts are joined on the last axis."""
+    tensors, joins, last = {}, {}, (None, None)
+    for _, a, b, shape, part in present:
+        value = last[1] if last[0] == a else source.get(a)  # a fused variable's parts follow one another
+        last = (a, value)
         if value.dtype.kind not in "fiu" or tuple(value.shape) != shape:  # numbers cross as they are; text cannot
             found = f"dtype {value.dtype.name}" if value.dtype.kind not in "fiu" else f"shape {value.shape}"
             raise fail(CheckpointError, f"{a} in {source.path}", f"numbers of shape {shape}", found,
                        "the file is not a BERT checkpoint, or was written wrongly")
         if dst_format == "google" and value.dtype.kind == "f":
             value = value.astype(np.float32)  # Google checkpoints hold float32, as its readers expect
-        tensors[b] = np.ascontiguousarray(value.T if frm.transposed(a) != to.transposed(b) else value)
+        value = value.T if frm.transposed(a) else value
+        if part is not None and part[0] == "split":
+            value = np.split(value, part[2], axis=-1)[part[1]]
+        elif part is not None:
+            joins.setdefault(b, [None] * part[2])[part[1]] = value
+            if any(piece is None for piece in joins[b]):
+                continue
+            value = np.concatenate(joins.pop(b), axis=-1)
+        tensors[b] = np.ascontiguousarray(value.T if to.transposed(b) else value)
     return tensors
 
 
@@ -190,8 +224,8 @@ def _check_destination(dst: str, force: bool) -> None:
 
 
 def _write(dst: str, to: str, tensors: dict, config: dict, src_folder: str, tokenizer: dict | None) -> None:
-    """The destination folder: weights, config, vocab.txt and tokenizer_config.json, published whole."""
-    vocab = os.path.join(src_folder, "vocab.txt")
+    """The destination folder: weights, config, the vocabulary (`TOKENIZER_FILES`) and tokenizer_config.json,
+    published whole."""
     with publish_folder(dst, last=CONFIG_FILES[to]) as staging:
         if to == "hf":
             from safetensors.numpy import save_file
@@ -205,8 +239,9 @@ def _write(dst: str, to: str, tensors: dict, config: dict, src_folder: str, toke
         if tokenizer is not None:
             with open(os.path.join(staging, TOKENIZER_CONFIG), "w", encoding="utf-8") as f:
                 f.write(json.dumps(tokenizer, indent=2, sort_keys=True) + "\n")
-        if os.path.isfile(vocab):
-            shutil.copyfile(vocab, os.path.join(staging, "vocab.txt"))
+        for name in TOKENIZER_FILES:
+            if os.path.isfile(os.path.join(src_folder, name)):
+                shutil.copyfile(os.path.join(src_folder, name), os.path.join(staging, name))
 
 
 def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, to: str | None = None, *,
@@ -255,7 +290,7 @@ def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, to: str |
     source = open_hf(src, families.get(formats["hf"].family))[0] if frm == "hf" else TFCheckpoint(
         resolve_checkpoint(src))
     present = _checked_plan(source, _plan(formats[frm], formats[to], checked), formats[frm])
-    used = {name for _, name, _, _ in present}
+    used = {name for _, name, *_ in present}
     unused = [n for n in sorted(source.shapes()) if n not in used and not formats[frm].skip.search(n)]
     if unused:
         logger.info("%d variables have no %s name and are not converted: %s", len(unused), to, ", ".join(unused))

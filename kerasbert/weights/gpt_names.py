@@ -5,6 +5,11 @@
               ``gpt/output/LayerNorm`` for ``Output-Norm``
     gpt2_ml   GPT2-ML's own ``newslm/`` names (imcaspar/gpt2-ml), ``layer{i:02d}``: ``newslm/layer03/query_layer``
 
+GPT-2's Hugging Face names (`GPT2_HF_NAMES`) are transformers' ``GPT2LMHeadModel``'s: ``transformer.wte``,
+``transformer.h.{i}.attn.c_attn`` (Q, K and V side by side, as kerasbert's fused projection), ``ln_1`` before the
+attention, ``ln_2`` before the MLP, ``transformer.ln_f``; its ``Conv1D`` weights are stored ``[in, out]``, so no
+name is transposed. A bare ``GPT2Model`` file has the same names without ``transformer.``.
+
 Each is a `kerasbert.weights.table.Format`: the loader checks every name and shape and logs each variable as for
 the encoder families, ``keep_tokens`` slices the word embeddings' rows, and `save_google_checkpoint` writes these
 names, which bert4keras's ``load_weights_from_checkpoint`` reads back. No variable is stored transposed.
@@ -30,21 +35,43 @@ _GPT_LAYERS = (ln.EMBEDDING_TOKEN, ln.EMBEDDING_SEGMENT, ln.EMBEDDING_POSITION) 
 _QKV = ("query", "key", "value")
 _ML = "newslm/layer{i:02d}"
 _ML_FEED_FORWARD_NORMS = tuple(ln.block(ln.BLOCK_KEY, f"{ln.FEED_FORWARD}-Norm-{n}") for n in (0, 1))
+_WEIGHTS = {ln.ATTENTION: ("qkv_kernel", "qkv_bias", "output_kernel", "output_bias"),
+            ln.FEED_FORWARD: ("intermediate_kernel", "intermediate_bias", "output_kernel", "output_bias")}
+
+
+def _projections(attention: tuple, feed_forward: tuple) -> dict:
+    """A block's projection rows: the names of the attention's and the feed-forward's weights, in `_WEIGHTS`'s
+    order."""
+    return {(ln.block(ln.BLOCK_KEY, part), weight): name for part, names in ((ln.ATTENTION, attention),
+                                                                            (ln.FEED_FORWARD, feed_forward))
+            for weight, name in zip(_WEIGHTS[part], names, strict=True)}
+
+
 GPT2_ML_NAMES = {
     (ln.EMBEDDING_TOKEN, "embeddings"): "newslm/embeddings/word_embed",
     (ln.EMBEDDING_POSITION, "embeddings"): "newslm/embeddings/pos_embed",
     (ln.EMBEDDING_NORM, "gamma"): "newslm/embeddings/LayerNorm_embed_norm/gamma",
     (ln.EMBEDDING_NORM, "beta"): "newslm/embeddings/LayerNorm_embed_norm/beta",
-    (ln.block(ln.BLOCK_KEY, ln.ATTENTION), "qkv_kernel"): tuple(f"{_ML}/{p}_layer/kernel" for p in _QKV),
-    (ln.block(ln.BLOCK_KEY, ln.ATTENTION), "qkv_bias"): tuple(f"{_ML}/{p}_layer/bias" for p in _QKV),
-    (ln.block(ln.BLOCK_KEY, ln.ATTENTION), "output_kernel"): f"{_ML}/context_projection_layer/kernel",
-    (ln.block(ln.BLOCK_KEY, ln.ATTENTION), "output_bias"): f"{_ML}/context_projection_layer/bias",
-    (ln.block(ln.BLOCK_KEY, ln.FEED_FORWARD), "intermediate_kernel"): f"{_ML}/intermediate/kernel",
-    (ln.block(ln.BLOCK_KEY, ln.FEED_FORWARD), "intermediate_bias"): f"{_ML}/intermediate/bias",
-    (ln.block(ln.BLOCK_KEY, ln.FEED_FORWARD), "output_kernel"): f"{_ML}/output/kernel",
-    (ln.block(ln.BLOCK_KEY, ln.FEED_FORWARD), "output_bias"): f"{_ML}/output/bias",
+    **_projections((tuple(f"{_ML}/{p}_layer/kernel" for p in _QKV), tuple(f"{_ML}/{p}_layer/bias" for p in _QKV),
+                    f"{_ML}/context_projection_layer/kernel", f"{_ML}/context_projection_layer/bias"),
+                   tuple(f"{_ML}/{p}" for p in ("intermediate/kernel", "intermediate/bias", "output/kernel",
+                                                "output/bias"))),
     **{(norm, weight): f"{_ML}/LayerNorm_mlp_ln{n}/{weight}" for n, norm in enumerate(_ML_FEED_FORWARD_NORMS)
        for weight in ("gamma", "beta")},
+}
+
+
+_H = "transformer.h.{i}"
+GPT2_HF_NAMES = {
+    (ln.EMBEDDING_TOKEN, "embeddings"): "transformer.wte.weight",
+    (ln.EMBEDDING_POSITION, "embeddings"): "transformer.wpe.weight",
+    **_projections(tuple(f"{_H}.attn.{p}" for p in ("c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias")),
+                   tuple(f"{_H}.mlp.{p}" for p in ("c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"))),
+    **{(ln.block(ln.BLOCK_KEY, norm), weight): f"{_H}.{hf}.{hf_weight}"
+       for norm, hf in ((ln.ATTENTION_NORM, "ln_1"), (ln.FEED_FORWARD_NORM, "ln_2"))
+       for weight, hf_weight in (("gamma", "weight"), ("beta", "bias"))},
+    (ln.OUTPUT_NORM, "gamma"): "transformer.ln_f.weight",
+    (ln.OUTPUT_NORM, "beta"): "transformer.ln_f.bias",
 }
 
 

@@ -6,7 +6,8 @@ shards listed in ``model.safetensors.index.json``), or, in older folders, ``pyto
 sharded index). Names follow ``BertForPreTraining``: ``bert.embeddings...``, ``bert.encoder.layer.{i}...``,
 ``bert.pooler...``, ``cls.predictions...``, ``cls.seq_relationship...``; a ``BertModel`` file has the same names
 without ``bert.``, and old files call the LayerNorm weights ``gamma``/``beta``. The other families put their encoder
-under their ``model_type`` (`kerasbert.weights.family_names`). Linear weights are stored ``[out, in]``. A
+under their ``model_type`` (`kerasbert.weights.family_names`); T5's, mT5's and GPT-2's folders hold transformers'
+names of those models (`kerasbert.weights.hf_generative`). Linear weights are stored ``[out, in]``. A
 fine-tuned ``classifier`` (BertForSequenceClassification / BertForTokenClassification) fills ``CLS-Dense`` or
 ``Tagging-Dense`` when the sizes match.
 
@@ -29,6 +30,7 @@ from kerasbert.log import logger
 from kerasbert.modeling import families
 from kerasbert.modeling.config import BertConfig, config_of
 from kerasbert.modeling.families import Family, model_type
+from kerasbert.modeling.hf_configs import HF_ACTIVATIONS
 from kerasbert.weights.family_names import ARCHITECTURES, hf_names
 from kerasbert.weights.names import CLASSIFIERS, HF_NAMES
 from kerasbert.weights.table import Format
@@ -60,6 +62,8 @@ SAFETENSORS, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.j
 TORCH, TORCH_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"
 WEIGHT_FILES = (SAFETENSORS, SAFETENSORS_INDEX, TORCH, TORCH_INDEX)  # in order of preference
 _ENCODER_PARTS = ("embeddings.", "embeddings_project.", "encoder.", "pooler.")
+# model_type -> the prefix of the names a bare model's file lacks, and the names that lack it
+_BARE = {"gpt2": ("transformer", ("wte.", "wpe.", "h.", "ln_f.")), "t5": ("", ()), "mt5": ("", ())}
 
 
 def canonical_name(name: str, kind: str = "bert") -> str:
@@ -72,9 +76,12 @@ def canonical_name(name: str, kind: str = "bert") -> str:
     'bert.encoder.layer.0.output.LayerNorm.weight'
     >>> canonical_name("pooler.weight", "albert"), canonical_name("bert.pooler.dense.bias", "nezha")
     ('albert.pooler.weight', 'nezha.pooler.dense.bias')
+    >>> canonical_name("h.0.attn.c_attn.weight", "gpt2"), canonical_name("encoder.final_layer_norm.weight", "t5")
+    ('transformer.h.0.attn.c_attn.weight', 'encoder.final_layer_norm.weight')
     """
-    if name.startswith(_ENCODER_PARTS):
-        name = f"{kind}.{name}"
+    prefix, parts = _BARE.get(kind, (kind, _ENCODER_PARTS))
+    if parts and name.startswith(parts):
+        name = f"{prefix}.{name}"
     elif kind == "nezha" and name.startswith("bert."):
         name = "nezha." + name[len("bert."):]
     return re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name))
@@ -178,6 +185,10 @@ def hf_format(family: Family) -> Format:
     >>> sorted(hf_format(families.get("albert")).vocab_rows)
     ['albert.embeddings.word_embeddings.weight', 'predictions.bias']
     """
+    if family.architecture != "encoder":
+        from kerasbert.weights.hf_generative import generative_format
+
+        return generative_format(family, HF)
     names = hf_names(family)
     rows = {names.get((ln.EMBEDDING_TOKEN, "embeddings")), names.get((ln.MLM_BIAS, "bias"))} - {None}
     return dataclasses.replace(HF, names=names, family=family.name, vocab_rows=frozenset(rows))
@@ -190,13 +201,14 @@ def open_hf(path: str | os.PathLike, family: Family) -> tuple[HFCheckpoint, Form
     """Hugging Face weights opened for a family: the source and the family's format. A CheckpointError for an
     ALBERT file of more than one layer (``num_hidden_groups`` or ``inner_group_num`` above 1), which no bert4keras
     family builds."""
+    fmt = hf_format(family)
     source = HFCheckpoint(path, model_type(family))
     other = next((name for name in sorted(source.shapes()) if _OTHER_GROUPS.search(name)), None)
     if other is not None:
         raise fail(CheckpointError, f"{source.file_name(other)} in {source.path}", "one ALBERT layer group "
                    "(albert_layer_groups.0.albert_layers.0)", "another group or layer",
                    "kerasbert builds ALBERT with num_hidden_groups and inner_group_num 1")
-    return source, hf_format(family)
+    return source, fmt
 
 
 # safetensors dtype -> NumPy dtype of its little-endian bytes; BF16 and the float8 types are widened to float32
@@ -306,9 +318,6 @@ def _check_disjoint(file: str, tensors: dict[str, dict]) -> None:
             reach, holder = end, name
 
 
-_HF_ACTIVATIONS = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "swish": "silu"}
-
-
 def hf_family_config(config: BertConfig, family: Family) -> dict:
     """The ``config.json`` keys that say the family to transformers and keras-hub: ``model_type``,
     ``architectures``, and the keys their configs of the family read without a default that fits (ALBERT's and
@@ -342,10 +351,14 @@ def hf_config_dict(model) -> dict:
     >>> hf_config_dict(build_transformer_model("tiny", model="electra", verbose=False))["architectures"]
     ['ElectraForPreTraining']
     """
-    config = config_of(model)
+    config, family = config_of(model), families.of_model(model)
+    if family.architecture != "encoder":
+        from kerasbert.weights.hf_generative import hf_config
+
+        return hf_config(config, family)
     values = {"pad_token_id": 0, **config.to_dict()}
-    values["hidden_act"] = _HF_ACTIVATIONS[config.activation]
-    return {**values, **hf_family_config(config, families.of_model(model))}  # the names save_hf writes
+    values["hidden_act"] = HF_ACTIVATIONS[config.activation]
+    return {**values, **hf_family_config(config, family)}  # the names save_hf writes
 
 
 def save_hf_checkpoint(model, folder: str | os.PathLike, *, config: dict | None = None,
@@ -353,11 +366,13 @@ def save_hf_checkpoint(model, folder: str | os.PathLike, *, config: dict | None 
     """Write the model's weights as a Hugging Face folder: ``config.json``, ``model.safetensors``, ``vocab.txt``.
 
     Names are those of the family's transformers model (``BertForPreTraining``, ``AlbertForPreTraining``,
-    ``ElectraForPreTraining``, ``NezhaForPreTraining``, ``RoFormerForMaskedLM``), and ``config.json`` gives its
-    ``model_type`` and ``architectures``, so transformers, keras-hub's Hugging Face loader (BERT, ALBERT) and
-    kerasbert read the folder. The folder is created if needed, and its files appear all at once or not at all
-    (written beside it, then renamed in). An ``albert_unshared`` model has no such folder: Hugging Face's ALBERT
-    holds one block.
+    ``ElectraForPreTraining``, ``NezhaForPreTraining``, ``RoFormerForMaskedLM``, ``T5ForConditionalGeneration``,
+    ``MT5ForConditionalGeneration``, ``GPT2LMHeadModel``), and ``config.json`` gives its ``model_type`` and
+    ``architectures`` (T5's and GPT-2's in transformers' own keys, `kerasbert.weights.hf_generative.hf_config`), so
+    transformers, keras-hub's Hugging Face loader (BERT, ALBERT, GPT-2) and kerasbert read the folder. The folder is
+    created if needed, and its files appear all at once or not at all (written beside it, then renamed in). An
+    ``albert_unshared`` model has no such folder: Hugging Face's ALBERT holds one block; nor has a GPT or GPT2-ML
+    model, which transformers lacks.
 
     Args:
         model: keras.Model. a model with kerasbert's layer names (heads with an HF name are saved too).

@@ -182,7 +182,8 @@ def variable_shapes(vocab: int, hidden: int, intermediate: int, positions: int, 
 
 def looks_like(names) -> str:
     """The family whose Google or Hugging Face checkpoint ``names`` look like: ``"gpt"``, ``"gpt2"`` or
-    ``"gpt2_ml"`` (bert4keras's GPT names), ``"albert"`` (a shared group),
+    ``"gpt2_ml"`` (bert4keras's GPT names; ``"gpt2"`` for transformers' too), ``"t5"``, ``"t5.1.1"`` or ``"mt5.1.1"``
+    (``"t5.1.1 or mt5.1.1"`` for transformers' gated T5, whose names are mT5's), ``"albert"`` (a shared group),
     ``"electra"``, ``"roformer_v2"`` (blocks without norm weights), ``"roformer"`` or ``"nezha"`` (Hugging Face
     names say which), ``"nezha or roformer"`` (blocks, no position table), else ``"bert"``.
 
@@ -197,6 +198,13 @@ def looks_like(names) -> str:
     names = list(names)
     if any(n.startswith("newslm/") for n in names):
         return "gpt2_ml"
+    if any(".c_attn." in n or n.endswith("wte.weight") for n in names):
+        return "gpt2"
+    if any("SelfAttention" in n for n in names):  # T5's blocks: google's block_000/..., transformers' block.0....
+        if not any("wi_0" in n for n in names):
+            return "t5"
+        return "mt5.1.1" if any("rms_norm" in n for n in names) else "t5.1.1" if any("/" in n for n in names) \
+            else "t5.1.1 or mt5.1.1"
     if any(n.startswith("gpt/") for n in names):  # GPT-2's norms come before their sublayers: input/LayerNorm
         return "gpt2" if any("/input/LayerNorm/" in n for n in names) else "gpt"
     if any("/transformer/group_0/" in n or ".albert_layer_groups." in n for n in names):

@@ -267,8 +267,8 @@ def family_hint(available, fmt: Format) -> str:
     """
     from kerasbert.weights.names import looks_like
 
-    found = looks_like(available)
-    if fmt.family in found.split(" or ") or (found == "albert" and fmt.family == "albert_unshared"):
+    found, family = looks_like(available), re.sub(r"_(encoder|decoder)$", "", fmt.family)  # a T5's part: its family
+    if family in found.split(" or ") or (found == "albert" and family == "albert_unshared"):
         return ""
     families = " or ".join(f"model={name!r}" for name in found.split(" or "))
     return (f"its names are those of {families}, not model={fmt.family!r}: build the model with {families} "

@@ -319,11 +319,11 @@ def test_a_config_that_does_not_match_the_weights_names_the_value(folders, tmp_p
         build_transformer_model(wrong, wrong, verbose=False)
 
 
-def test_a_gpt2_config_is_not_a_bert(tmp_path):
-    folder = write_hf_folder(str(tmp_path / "gpt2"), helpers.TINY, {}, {"model_type": "gpt2"})
-    with pytest.raises(ConfigError, match="model_type: expected one of 'bert', 'albert', .*, found 'gpt2'"):
+def test_a_llama_config_is_not_a_bert(tmp_path):
+    folder = write_hf_folder(str(tmp_path / "llama"), helpers.TINY, {}, {"model_type": "llama"})
+    with pytest.raises(ConfigError, match="model_type: expected one of 'bert', 'albert', .*, found 'llama'"):
         build_transformer_model(folder, verbose=False)
-    with pytest.raises(ConfigError, match="model_type: expected one of 'bert', 'albert', .*, found 'gpt2'"):
+    with pytest.raises(ConfigError, match="model_type: expected one of 'bert', 'albert', .*, found 'llama'"):
         convert_checkpoint(folder, tmp_path / "out", to="google")
     assert not (tmp_path / "out").exists()
 
