@@ -178,6 +178,17 @@ class BertConfig:
                 or self.type_vocab_size < 0:
             raise fail(ConfigError, f"{where}: type_vocab_size", "an integer >= 0", repr(self.type_vocab_size))
         self._check_limits()
+        self._check_heads_and_activation()
+        for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise fail(ConfigError, f"{where}: {key}", "a number in [0, 1)", repr(value))
+        if not isinstance(self.layer_norm_eps, (int, float)) or self.layer_norm_eps <= 0:
+            raise fail(ConfigError, f"{where}: layer_norm_eps", "a positive number", repr(self.layer_norm_eps))
+
+    def _check_heads_and_activation(self) -> None:
+        """The head width and T5's bucket sizes where given, A dividing H otherwise, and ``hidden_act``."""
+        where = self.source
         for key in ("attention_head_size", "relative_attention_num_buckets", "relative_attention_max_distance"):
             value = getattr(self, key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -194,12 +205,6 @@ class BertConfig:
             raise fail(ConfigError, f"{where}: hidden_act", f"one of {sorted(ACTIVATIONS)}, or [one of them, "
                        '"linear"] for a gated feed-forward', f"{act!r:.60}" if isinstance(act, str)
                        else f"a {type(act).__name__} {act!r:.40}")
-        for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            value = getattr(self, key)
-            if not isinstance(value, (int, float)) or not 0 <= value < 1:
-                raise fail(ConfigError, f"{where}: {key}", "a number in [0, 1)", repr(value))
-        if not isinstance(self.layer_norm_eps, (int, float)) or self.layer_norm_eps <= 0:
-            raise fail(ConfigError, f"{where}: layer_norm_eps", "a positive number", repr(self.layer_norm_eps))
 
     def weight_bytes(self) -> int:
         """Bytes of the encoder's float32 weights (embeddings, blocks, pooler), from the sizes alone.
