@@ -56,15 +56,18 @@ def outputs(task):
     return {"output": model.predict(inputs, verbose=0), "layers": np.array([layer.name for layer in model.layers])}
 
 
-def main(path):
+def main(path, kinds=None):
+    """Run the job at ``path``, each task by its ``kind``: one of ``kinds`` (a script importing this one gives its
+    own), by default ``checkpoint`` and ``outputs``."""
     from bert4keras.backend import set_gelu
 
     set_gelu("erf")
+    kinds = kinds or {"checkpoint": checkpoint, "outputs": outputs}
     with open(path) as f:
         job = json.load(f)
     out = {}
     for index, task in enumerate(job["tasks"]):
-        result = {"checkpoint": checkpoint, "outputs": outputs}[task["kind"]](task)
+        result = kinds[task["kind"]](task)
         out.update({f"{index}/{key}": value for key, value in result.items()})
     np.savez(job["out"], **out)
 

@@ -58,6 +58,10 @@ class CachedModel:
     def __init__(self, model: keras.Model):
         self.encoder = architecture.of(model)
         self.family, self.config = self.encoder.family, self.encoder.config
+        if hasattr(self.encoder, "cross_keys_values"):  # an encoder-decoder's decoder reads its encoder's output
+            raise fail(ModelError, "model", "a language model or UniLM (one stack) for CachedModel",
+                       f"the encoder-decoder model={self.family.name!r}",
+                       "generate with kerasbert.generate, which runs it through CachedEncoderDecoder")
         application = application_of(model)
         check_generative(self.family.name, application)
         self.application = application
@@ -81,6 +85,11 @@ class CachedModel:
         ``layers`` (each with its keys and values), ``hidden_size`` (heads x head size) and ``max_length``."""
         return {"layers": self.config.num_hidden_layers, "hidden_size": self.config.hidden_size,
                 "max_length": self.max_length}
+
+    @staticmethod
+    def cache_positions(longest: int, max_length: int) -> int:
+        """The positions a row's cache holds: the longest source's and the targets'."""
+        return longest + max_length
 
     def start(self, sources: list[list[int]], max_length: int) -> tuple[Cache, np.ndarray]:
         """Run ``sources`` (ragged token ids, segment 0), keeping room for ``max_length`` target tokens a row.

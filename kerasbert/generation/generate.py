@@ -1,7 +1,7 @@
-"""`generate`: token ids from a language model (``application="lm"``) or a sequence-to-sequence UniLM
-(``"unilm"``), by greedy search, beam search or sampling, batched, each step one new position over cached keys
-and values (`kerasbert.generation.cache`), searched in NumPy (`kerasbert.generation.search`) by bert4keras's rules
-(`kerasbert.generation.rules`).
+"""`generate`: token ids from a language model (``application="lm"``), a sequence-to-sequence UniLM
+(``"unilm"``) or an encoder-decoder (T5), by greedy search, beam search or sampling, batched, each step one new
+position over cached keys and values (`kerasbert.generation.cache`, `kerasbert.generation.seq2seq_cache`), searched
+in NumPy (`kerasbert.generation.search`) by bert4keras's rules (`kerasbert.generation.rules`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,16 @@ from kerasbert.choices import GENERATE_LIMITS
 from kerasbert.errors import DataError, ModelError, fail
 from kerasbert.generation.cache import CachedModel
 from kerasbert.generation.search import Generated, Rules, beam_search, sample
+from kerasbert.generation.seq2seq_cache import CachedEncoderDecoder
 from kerasbert.generation.state import check_cache
+from kerasbert.modeling import families
 from kerasbert.text.token_ids import refuse_bools
 
 METHODS = ("greedy", "beam", "sample")
-_CACHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its CachedModel: one trace per model
+# Family.architecture (a key of kerasbert.modeling.architecture.ARCHITECTURES) -> the decoder that runs it cached
+DECODERS: dict[str, type] = {"encoder": CachedModel, "gpt": CachedModel, "t5": CachedEncoderDecoder}
+_CACHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its decoder: one trace per model
+Decoder = CachedModel | CachedEncoderDecoder
 
 
 def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = "greedy", *, beams: int | None = None,
@@ -32,16 +37,21 @@ def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = 
 
     A ``"unilm"`` model reads each input as its source (segment 0, e.g. ``[CLS] ... [SEP]``) and generates the
     target (segment 1) after it; an ``"lm"`` model continues each input (a prompt, segment 0). Inputs of
-    different lengths share a batch, each at its own positions. Greedy and beam search give bert4keras's ids
+    different lengths share a batch, each at its own positions. A whole T5 (``model="t5"``, ``"t5.1.1"``,
+    ``"mt5.1.1"``) encodes each input once and decodes from its start id 0, as bert4keras's T5 examples
+    (``AutoRegressiveDecoder(start_id=0, ...)``); the ids it gives leave the start out. Greedy and beam search give
+    bert4keras's ids
     (`kerasbert.generation.rules` states the rules); sampling draws with its own seeded generator. A tiny
     temperature is greedy: the scores are computed so that dividing by it cannot overflow.
 
     The bounds of ``GENERATE_LIMITS`` (`kerasbert.choices`) are checked before anything is allocated: at most 2048
     tokens generated, at most 4096 rows decoded at once (the inputs of a batch times ``beams`` or ``n``), and at
-    most 4 GiB of cached keys and values for a batch (rows × layers × positions × hidden × 4 bytes, twice).
+    most 4 GiB of cached keys and values for a batch (rows × layers × positions × hidden × 4 bytes, twice; T5's
+    positions are the source's, the start's and the targets', its hidden the heads × head size).
 
     Args:
-        model: TransformerModel. from ``build_transformer_model(..., application="unilm" or "lm")``.
+        model: TransformerModel. from ``build_transformer_model(..., application="unilm" or "lm")``, a GPT, or a
+            whole T5.
         inputs: list of lists of int. the token ids of each input (no padding id 0).
         method: str. ``"greedy"``, ``"beam"`` or ``"sample"``.
         beams: int. the beam count, with ``method="beam"`` (bert4keras's ``beam_search(topk=...)``).
@@ -66,7 +76,7 @@ def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = 
     >>> len(found), all(1 <= len(g.ids[0]) <= 5 for g in found)
     (2, True)
     """
-    lm = _cached(model)
+    lm = cached_decoder(model)
     counts = {"max_length": max_length, "min_length": min_length, "min_ends": min_ends, "n": n,
               "batch_size": batch_size, "beams": 1 if beams is None and method != "beam" else beams,
               "topk": 1 if topk is None else topk}
@@ -85,10 +95,17 @@ def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = 
     return found
 
 
-def _cached(model) -> CachedModel:
-    """The `CachedModel` of ``model``, made (and the model checked) once: its compiled step is kept with it."""
+def cached_decoder(model: keras.Model) -> Decoder:
+    """The cached decoder of ``model``'s architecture (`DECODERS`): a `CachedModel` for a language model, a
+    `CachedEncoderDecoder` for T5; made (and the model checked) once, its compiled step kept with it.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> type(cached_decoder(build_transformer_model("tiny", application="lm", verbose=False))).__name__
+    'CachedModel'
+    """
     if model not in _CACHED:
-        _CACHED[model] = CachedModel(model)
+        _CACHED[model] = DECODERS[families.of_model(model).architecture](model)
     return _CACHED[model]
 
 
@@ -100,7 +117,7 @@ def _end_ids(end_ids, vocab_size: int) -> tuple[int, ...]:
     return tuple(int(i) for i in ids)
 
 
-def _checked_inputs(inputs, lm: CachedModel, max_length: int) -> list[list[int]]:
+def _checked_inputs(inputs, lm: Decoder, max_length: int) -> list[list[int]]:
     """``inputs`` as lists of int: at least one, none empty, ids in [1, V), each fitting the positions."""
     if len(inputs) and isinstance(inputs[0], int | np.integer):
         raise fail(DataError, "generate: inputs", "a list of inputs, each a list of token ids", "one list of ids",
@@ -149,7 +166,7 @@ def _check_options(method, counts: dict, temperature, topp, vocab_size: int) -> 
                    f"temperature={temperature!r}, topp={topp!r}")
 
 
-def _check_size(lm: CachedModel, inputs: list[list[int]], width: int, max_length: int, batch_size: int) -> None:
+def _check_size(lm: Decoder, inputs: list[list[int]], width: int, max_length: int, batch_size: int) -> None:
     """A DataError when a batch decodes more rows than ``GENERATE_LIMITS["rows"]`` (its inputs times ``width``,
     the beams or samples of each), a ModelError when its cache of keys and values outgrows the bound."""
     rows = min(batch_size, len(inputs)) * width
@@ -158,5 +175,5 @@ def _check_size(lm: CachedModel, inputs: list[list[int]], width: int, max_length
                    "decoded at once", f"{min(batch_size, len(inputs))} x {width} = {rows}",
                    "lower n, beams or batch_size")
     shape = lm.cache_shape
-    check_cache("generate", rows, shape["layers"], max(map(len, inputs)) + max_length, shape["hidden_size"],
-                "lower batch_size, beams, n or max_length")
+    check_cache("generate", rows, shape["layers"], lm.cache_positions(max(map(len, inputs)), max_length),
+                shape["hidden_size"], "lower batch_size, beams, n or max_length")

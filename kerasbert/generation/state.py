@@ -15,7 +15,7 @@ import numpy as np
 from kerasbert.choices import GENERATE_LIMITS
 from kerasbert.errors import KerasBertError, ModelError, fail
 
-__all__ = ["Cache", "cache_bytes", "check_bounds", "check_cache", "padded"]
+__all__ = ["Cache", "ContextCache", "cache_bytes", "check_bounds", "check_cache", "padded"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,17 +41,23 @@ class Cache:
         return int(self.lengths.shape[0])
 
     def take(self, rows: np.ndarray) -> Cache:
-        """The cache of ``rows`` (indices into these rows, repeats allowed): one row per beam or sample. Tensors
-        stay tensors; NumPy arrays (an exported decoder's cache) stay NumPy arrays."""
+        """The cache of ``rows`` (indices into these rows, repeats allowed): one row per beam or sample. Every
+        array field (each tensor of a tuple field) is taken; tensors stay tensors, NumPy arrays (an exported
+        decoder's cache) stay NumPy arrays."""
         if isinstance(self.lengths, np.ndarray):
             take, rows = np.take, np.asarray(rows, "int32")
         else:
             from keras import ops
 
             take, rows = ops.take, ops.convert_to_tensor(np.asarray(rows, "int32"))
-        return dataclasses.replace(self, keys=tuple(take(k, rows, axis=0) for k in self.keys),
-                                   values=tuple(take(v, rows, axis=0) for v in self.values),
-                                   lengths=take(self.lengths, rows, axis=0))
+
+        def taken(value):
+            if isinstance(value, tuple):
+                return tuple(take(item, rows, axis=0) for item in value)
+            return value if value is None or isinstance(value, int | np.integer) else take(value, rows, axis=0)
+
+        return dataclasses.replace(self, **{field.name: taken(getattr(self, field.name))
+                                            for field in dataclasses.fields(self)})
 
     def check_room(self, what: str) -> None:
         """A ModelError, blaming ``what``, unless a slot is left for one more target token."""
@@ -59,6 +65,22 @@ class Cache:
         if self.source_width + self.written >= slots:
             raise fail(ModelError, what, f"at most {slots - self.source_width} target tokens (start's max_length)",
                        f"token {self.written + 1}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextCache(Cache):
+    """An encoder-decoder's cache: the decoder's self-attention keys and values (`Cache`'s, slot 0 the start token,
+    target token t in slot 1 + t: ``source_width`` 1), and what its cross-attention reads of the sources.
+
+    Args:
+        context_keys: tuple of ``[N, A, S, d]``, one per layer: the cross-attention's keys of the encoder's output.
+        context_values: the same, values.
+        seen: ``[N, 1 + T]`` bool, each decoder slot visible as a key (id 0, T5's padding, is hidden after slot 0).
+    """
+
+    context_keys: tuple = ()
+    context_values: tuple = ()
+    seen: object = None
 
 
 def padded(sources: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:

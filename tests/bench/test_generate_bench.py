@@ -1,5 +1,6 @@
-"""The generation benchmark in --quick mode (tiny config): both workers decode, their ids agree and the report is
-written. It checks that the benchmark works, not speed (speed figures live in benchmarks/RESULTS.md)."""
+"""The generation benchmark in --quick mode (tiny configs of the UniLM, GPT-2 and T5): both workers decode each
+model, their ids agree and the report is written. It checks that the benchmark works, not speed (speed figures
+live in benchmarks/RESULTS.md)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,12 @@ def test_sources_are_ragged_and_framed_by_cls_and_sep():
 
 
 def test_targets_say_met_missed_and_when_the_target_is_inside_the_interval():
-    lines = targets({(1, "kerasbert"): (3.5, (3.2, 3.9)), (16, "kerasbert"): (2.9, (2.5, 3.4)),
-                     (4, "kerasbert-bf16"): (12.0, None)})
+    lines = targets({("unilm", 1, "kerasbert"): (3.5, (3.2, 3.9)), ("t5", 16, "kerasbert"): (2.9, (2.5, 3.4)),
+                     ("gpt2", 4, "kerasbert-bf16"): (12.0, None)})
     assert lines[0].endswith("3.50 × bert4keras's tokens/s (target ≥ 3.0 ×) — **met**")
-    assert lines[1].endswith("— **missed** (the target is inside the interval)")
-    assert lines[2].startswith("- batch 4, beam 3: kerasbert-bf16 12.00 ×") and lines[2].endswith("**met**")
+    assert lines[1].startswith("- t5, batch 16,") and lines[1].endswith("— **missed** (the target is inside the "
+                                                                         "interval)")
+    assert lines[2].startswith("- gpt2, batch 4, beam 3: kerasbert-bf16 12.00 ×") and lines[2].endswith("**met**")
 
 
 def test_quick_generation_benchmark_runs_both_libraries_and_writes_its_section(tmp_path):
@@ -41,9 +43,13 @@ def test_quick_generation_benchmark_runs_both_libraries_and_writes_its_section(t
     assert done.returncode == 0, done.stderr[-3000:]
     text = results.read_text()
     assert "<!-- other -->\nkept\n<!-- /other -->" in text and "<!-- generate-quick -->" in text
-    rows = re.findall(r"^\| (\d+) \| (kerasbert|bert4keras) \| ([\d.]+) \| ([\d.]+) \| .*? \| (.*?) \|$", text, re.M)
-    assert sorted((batch, name) for batch, name, *_ in rows) == [("1", "bert4keras"), ("1", "kerasbert"),
-                                                                  ("4", "bert4keras"), ("4", "kerasbert")]
-    assert all(float(seconds) > 0 and float(per_s) > 0 for _, _, seconds, per_s, _ in rows)
-    assert {same for _, name, *_, same in rows if name == "kerasbert"} == {"1 of 1", "4 of 4"}  # the same ids
-    assert len(re.findall(r"^- batch \d+, beam 3: kerasbert [\d.]+ × bert4keras's tokens/s", text, re.M)) == 2
+    rows = re.findall(r"^\| (\w+) \| (\d+) \| (kerasbert|bert4keras) \| ([\d.]+) \| ([\d.]+) \| .*? \| (.*?) \|$",
+                      text, re.M)
+    assert sorted((model, batch, name) for model, batch, name, *_ in rows) == [
+        (model, batch, name) for model in ("gpt2", "t5", "unilm") for batch in ("1", "4")
+        for name in ("bert4keras", "kerasbert")]
+    assert all(float(seconds) > 0 and float(per_s) > 0 for *_, seconds, per_s, _ in rows)
+    # the same ids, batch by batch, for each model
+    assert {(model, same) for model, _, name, *_, same in rows if name == "kerasbert"} == {
+        (model, same) for model in ("gpt2", "t5", "unilm") for same in ("1 of 1", "4 of 4")}
+    assert len(re.findall(r"^- \w+, batch \d+, beam 3: kerasbert [\d.]+ × bert4keras's tokens/s", text, re.M)) == 6

@@ -133,5 +133,31 @@ def test_t5_builds_each_part_through_its_architecture(part, calls, monkeypatch):
     t5 = architecture.of(model)
     assert type(t5) is T5 and t5.family.part == part[1:] and t5.config == model.bert_config
     assert all(t5.layers[layer.name] is layer for layer in model.layers)
-    with pytest.raises(ModelError, match="T5's blocks run in a graph only"):
+    with pytest.raises(ModelError, match="expected an encoder block run over its whole input, found cache=. T5's "
+                                         "encoder blocks run in a graph only"):
         t5.block(0, None, None, cache=lambda k, v: (k, v))
+
+
+def test_t5_cached_decoder_runs_its_blocks_over_its_cache(monkeypatch):
+    """`generate`'s decoder for T5 (chosen by its architecture) runs the encoder's blocks in a graph once, then the
+    decoder's over their kept keys and values, through `T5.block` over the model's own layers."""
+    from kerasbert.generation.generate import cached_decoder
+    from kerasbert.generation.seq2seq_cache import CachedEncoderDecoder
+    from kerasbert.modeling.t5 import T5
+
+    seen, block = [], T5.block
+
+    def spy(self, index, x, mask, positions=None, *, cache=None, context=None, **options):
+        seen.append(("encoder" if context is None else "decoder", "cache" if cache is not None else "graph"))
+        return block(self, index, x, mask, positions, cache=cache, context=context, **options)
+
+    model = build_transformer_model(config=T5_CONFIG, model="t5.1.1", verbose=False)
+    monkeypatch.setattr(T5, "block", spy)
+    t5 = cached_decoder(model)
+    assert type(t5) is CachedEncoderDecoder and all(t5.t5.layers[layer.name] is layer for layer in model.layers)
+    cache, logp = t5.start([[5, 7, 9], [6]], max_length=2)
+    cache, logp = t5.step(cache, np.array([11, 12]))
+    # one trace of the prefill (the encoder, then the decoder at the start token), one of the step
+    assert seen == [("encoder", "graph")] * 2 + [("decoder", "cache")] * 2 * 2
+    full = model.predict([np.array([[5, 7, 9], [6, 0, 0]]), np.array([[0, 11], [0, 12]])], verbose=0)
+    np.testing.assert_allclose(np.exp(logp), full[:, 1], atol=1e-6)
