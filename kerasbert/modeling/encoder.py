@@ -26,9 +26,8 @@ import keras
 
 from kerasbert import layer_names as names
 from kerasbert.errors import ModelError, fail
-from kerasbert.modeling import families
 from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
-from kerasbert.modeling.config import BertConfig, config_of
+from kerasbert.modeling.config import BertConfig
 from kerasbert.modeling.families import Family
 from kerasbert.modeling.final_layers import FLAGS, final_outputs
 from kerasbert.modeling.layers import (
@@ -43,6 +42,7 @@ from kerasbert.modeling.layers import (
 )
 from kerasbert.modeling.masks import attention_mask
 from kerasbert.modeling.positions import RelativePositions, RotaryPositions, rotate
+from kerasbert.modeling.wiring import Wiring
 
 
 def _norm(name: str, cfg: BertConfig, family: Family, dtype, width_symbol: str = "H"):
@@ -120,7 +120,7 @@ CacheWrite = Callable[[object, object], tuple[object, object]]
 
 
 @dataclasses.dataclass
-class Encoder:
+class Encoder(Wiring):
     """BERT's post-norm encoder of one family over its layers by name: new ones (`create`) or a built model's
     (`of`).
 
@@ -130,10 +130,6 @@ class Encoder:
         layers: dict. every layer by name: the embeddings, the positions, the blocks (and, for a built model,
             the rest of its graph).
     """
-
-    config: BertConfig
-    family: Family
-    layers: dict[str, keras.layers.Layer]
 
     @classmethod
     def create(cls, config: BertConfig, family: Family, *, dtype=None, hierarchical: float | None = None) -> Encoder:
@@ -145,10 +141,6 @@ class Encoder:
             layers += _block_layers(index, config, family, init, dtype)
         return cls(config, family, {layer.name: layer for layer in layers})
 
-    @classmethod
-    def of(cls, model: keras.Model) -> Encoder:
-        """The encoder of a built kerasbert model, over its own layers (`kerasbert.config_of`, its family)."""
-        return cls(config_of(model), families.of_model(model), {layer.name: layer for layer in model.layers})
 
     # ------------------------------------------------------------------------------------ what it holds
     @functools.cached_property
@@ -170,10 +162,6 @@ class Encoder:
         """The kernel initializer its layers share (a head's new layers start from it too)."""
         return self.blocks[0][1].layer.kernel_initializer
 
-    @property
-    def dtype(self) -> str:
-        """Its dtype policy's name."""
-        return self.layers[names.EMBEDDING_TOKEN].dtype_policy.name
 
     @property
     def max_length(self) -> int | None:

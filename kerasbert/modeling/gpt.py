@@ -31,13 +31,13 @@ import keras
 
 from kerasbert import layer_names as names
 from kerasbert.errors import ModelError, fail
-from kerasbert.modeling import families
 from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
-from kerasbert.modeling.config import BertConfig, config_of
+from kerasbert.modeling.config import BertConfig
 from kerasbert.modeling.encoder import CacheWrite
 from kerasbert.modeling.families import Family
 from kerasbert.modeling.layers import Add, Dropout, LayerNorm, PositionEmbedding, SegmentEmbedding, TokenEmbedding
 from kerasbert.modeling.masks import AttentionMask
+from kerasbert.modeling.wiring import Wiring
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +140,7 @@ def _block_layers(index: int, cfg: BertConfig, layout: Layout, init, dtype) -> l
 
 
 @dataclasses.dataclass
-class GPT:
+class GPT(Wiring):
     """A GPT family's causal language model over its layers by name: new ones (`create`) or a built model's (`of`).
 
     Args:
@@ -148,10 +148,6 @@ class GPT:
         family: Family. ``gpt``, ``gpt2`` or ``gpt2_ml`` (its `Layout`).
         layers: dict. every layer by name.
     """
-
-    config: BertConfig
-    family: Family
-    layers: dict[str, keras.layers.Layer]
 
     @classmethod
     def create(cls, config: BertConfig, family: Family, *, dtype=None, hierarchical: float | None = None) -> GPT:
@@ -168,10 +164,6 @@ class GPT:
             layers += _block_layers(index, config, layout, init, dtype)
         return cls(config, family, {layer.name: layer for layer in layers})
 
-    @classmethod
-    def of(cls, model: keras.Model) -> GPT:
-        """The GPT of a built kerasbert model, over its own layers."""
-        return cls(config_of(model), families.of_model(model), {layer.name: layer for layer in model.layers})
 
     # ------------------------------------------------------------------------------------ what it holds
     @property
@@ -189,10 +181,6 @@ class GPT:
         """Whether `embed` reads segment ids (GPT's ``Input-Segment``; GPT-2 and GPT2-ML take token ids alone)."""
         return self.layout.segments and bool(self.config.type_vocab_size)
 
-    @property
-    def dtype(self) -> str:
-        """Its dtype policy's name."""
-        return self.layers[names.EMBEDDING_TOKEN].dtype_policy.name
 
     @property
     def max_length(self) -> int:

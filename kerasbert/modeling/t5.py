@@ -37,7 +37,7 @@ from kerasbert import layer_names as names
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.modeling import families
 from kerasbert.modeling.blocks import FeedForward, GatedFeedForward, visible
-from kerasbert.modeling.config import BertConfig, config_of
+from kerasbert.modeling.config import BertConfig
 from kerasbert.modeling.families import Family
 from kerasbert.modeling.layers import Dropout
 from kerasbert.modeling.t5_layers import (
@@ -52,6 +52,7 @@ from kerasbert.modeling.t5_layers import (
     T5SelfAttention,
     T5TokenEmbedding,
 )
+from kerasbert.modeling.wiring import Wiring
 
 ENCODER, DECODER = names.ENCODER, names.DECODER
 EMBEDDING_DROPOUT, RELATIVE_POSITION = names.STACK_EMBEDDING_DROPOUT, names.STACK_RELATIVE_POSITION
@@ -186,7 +187,7 @@ def _check(config: BertConfig, family: Family, hierarchical) -> None:
 
 
 @dataclasses.dataclass
-class T5:
+class T5(Wiring):
     """T5's encoder-decoder, or one of its parts (``family.part``), over its layers by name: new ones (`create`) or
     a built model's (`of`).
 
@@ -195,10 +196,6 @@ class T5:
         family: Family. ``t5``, ``t5.1.1`` or ``mt5.1.1``, whole or one part.
         layers: dict. every layer by name.
     """
-
-    config: BertConfig
-    family: Family
-    layers: dict[str, keras.layers.Layer]
 
     @classmethod
     def create(cls, config: BertConfig, family: Family, *, dtype=None, hierarchical: float | None = None) -> T5:
@@ -216,10 +213,6 @@ class T5:
                                                                                                init, dtype)
         return cls(config, family, {layer.name: layer for layer in layers})
 
-    @classmethod
-    def of(cls, model: keras.Model) -> T5:
-        """The T5 of a built kerasbert model, over its own layers."""
-        return cls(config_of(model), families.of_model(model), {layer.name: layer for layer in model.layers})
 
     def alone(self, part: str) -> T5:
         """This whole T5's ``part`` (``"encoder"`` or ``"decoder"``) over the same layers: the graph it wires shares
@@ -239,10 +232,6 @@ class T5:
         """T5 reads no segment ids."""
         return False
 
-    @property
-    def dtype(self) -> str:
-        """Its dtype policy's name."""
-        return self.layers[names.EMBEDDING_TOKEN].dtype_policy.name
 
     # ------------------------------------------------------------------------------------ the graph
     def inputs(self, sequence_length: int | None) -> list:
