@@ -18,6 +18,11 @@ import os
 # the tasks of ``kerasbert train --task``; mlm: pretrain; lm: a GPT family's language model
 TASK_NAMES = ("cls", "ner", "seq2seq", "span", "sim", "mlm", "lm")
 STRIDE_TASKS = ("cls", "ner", "span")  # the tasks whose answers ``--stride`` merges over a long text's windows
+# ``--pre-tokenize``: how a text is cut into words before its word pieces (`kerasbert.text.pre_tokenize`), and the
+# tasks that tokenize whole texts through it (ner and span label characters; sim's vectors and mlm's masking read
+# word pieces as BERT cuts them)
+PRE_TOKENIZERS = ("jieba",)
+PRE_TOKENIZE_TASKS = ("cls", "seq2seq")
 # ``--task sim``: how a text becomes its vector (``--pooling``, `kerasbert.modeling.heads.EMBEDDING_POOLINGS`), the
 # first the default (see `kerasbert.finetune.sim`), and the losses of ``--sim-loss``
 SIM_POOLINGS = ("first_last_avg", "mean", "cls", "pooler", "linear")

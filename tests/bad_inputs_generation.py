@@ -117,6 +117,8 @@ def rows() -> list[Case]:
              ("input 0", "at most 54 tokens", "64 positions", "max_length 10", "found 62")),
         Case("generate-input-holding-a-bool", lambda tmp, _: None, _generate([[2, True, 3]], max_length=4), DataError,
              ("generate: input 0", "integer token ids", "the bool True")),
+        Case("generate-start-id-for-a-unilm", lambda tmp, _: None, _generate([SOURCE], start_id=2), ModelError,
+             ("generate: start_id", "None for a language model or UniLM", "no decoder start", "start_id=2")),
         Case("generate-max_length-more-than-the-positions", lambda tmp, _: None, _generate([SOURCE], max_length=500),
              ModelError, ("max_length", "the model's 64 positions", "max_length 500, more than the positions")),
         Case("generate-max_length-a-million-without-a-position-table", lambda tmp, _: None,

@@ -121,6 +121,18 @@ SP_ENGLISH = ("the model reads text and writes a short title for each news story
               "from data training summary").split()
 
 
+def check_generation_scores(run: str, expected: dict, printed: str) -> None:
+    """A seq2seq run's ``eval-dev.json`` (``kerasbert evaluate RUN``) holds ``expected``'s ROUGE and BLEU, and the
+    command's output ``printed`` shows its ROUGE-L and BLEU."""
+    import pytest
+
+    with open(os.path.join(run, "eval-dev.json")) as f:
+        scores = json.load(f)
+    for key in ("rouge_1", "rouge_2", "rouge_l", "bleu"):
+        assert scores[key] == pytest.approx(expected[key]), key
+    assert f"ROUGE-L {scores['rouge_l']:.4f}" in printed and f"BLEU {scores['bleu']:.4f}" in printed
+
+
 def write_sentencepiece(folder, model_type: str = "unigram", vocab_size: int = 250, **options) -> str:
     """A SentencePiece model trained on 600 generated lines of Chinese and English (seeded), with T5's special
     ids (``<pad>`` 0, ``</s>`` 1, ``<unk>`` 2, no ``<s>``) unless ``options`` say otherwise; its ``.model`` path."""

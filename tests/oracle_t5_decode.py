@@ -5,7 +5,8 @@ Usage: python oracle_t5_decode.py JOB.json  (run by `helpers.run_bert4keras`, wh
 TF_USE_LEGACY_KERAS=1 before TensorFlow is imported).
 
 JOB.json: {"out": "result.npz", "tasks": [...]}, each task a random checkpoint (`oracle_t5.checkpoint`) then its
-decoding: {"config", "model", "checkpoint", "sources", "maxlen", "n", "topk", "sample_seed"}.
+decoding: {"config", "model", "checkpoint", "sources", "maxlen", "n", "topk", "sample_seed"} and optionally
+"start_id" (the decoder's first id; 0 where absent, T5's; T5 PEGASUS starts with its [CLS]).
 Results are stored in the npz as "<task index>/<key>"; ragged sequences padded with -1.
 """
 
@@ -16,7 +17,7 @@ from oracle_t5 import checkpoint, main
 
 
 def decode(task):
-    """``AutoRegressiveDecoder(start_id=0, end_id=..., maxlen=...)`` whose ``predict`` is
+    """``AutoRegressiveDecoder(start_id=<start_id or 0>, end_id=..., maxlen=...)`` whose ``predict`` is
     ``self.last_token(decoder).predict([c_encoded, output_ids])``, each source encoded alone by
     ``encoder.predict``, as task_seq2seq_autotitle_csl_mt5.py decodes, the end id chosen from greedy sequences
     decoded without one (`_end_id`). Gives the
@@ -36,9 +37,10 @@ def decode(task):
             return self.last_token(decoder).predict([c_encoded, output_ids], verbose=0)
 
     encoded = [encoder.predict(np.array([source]), verbose=0)[0] for source in task["sources"]]
-    free = AutoTitle(start_id=0, end_id=None, maxlen=task["maxlen"])
+    start = task.get("start_id", 0)
+    free = AutoTitle(start_id=start, end_id=None, maxlen=task["maxlen"])
     end_id = _end_id([free.beam_search([c], topk=1)[1:].tolist() for c in encoded])
-    title = AutoTitle(start_id=0, end_id=end_id, maxlen=task["maxlen"])
+    title = AutoTitle(start_id=start, end_id=end_id, maxlen=task["maxlen"])
     out = {"end_id": np.array(end_id)}
     for topk in (1, 3):
         out[f"beam{topk}"] = _padded([title.beam_search([c], topk=topk)[1:] for c in encoded], task["maxlen"])
@@ -47,7 +49,7 @@ def decode(task):
     probas = np.zeros((len(samples), task["maxlen"], decoder.output_shape[-1]), "float32")
     for row, ids in enumerate(samples):
         c = encoded[row // task["n"]]
-        probas[row, :len(ids)] = decoder.predict([c[None], np.array([[0, *ids[:-1]]])], verbose=0)[0]
+        probas[row, :len(ids)] = decoder.predict([c[None], np.array([[start, *ids[:-1]]])], verbose=0)[0]
     out.update(samples=_padded(samples, task["maxlen"]), sample_probas=probas)
     return out
 

@@ -111,7 +111,7 @@ def test_help_and_usage_errors_answer_without_tensorflow():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.stderr.splitlines()[-1] == "[0, 0, 2, 2] False"
     assert "--crf-lr-multiplier" in done.stdout
-    assert "invalid choice: 'x' (choose from 'cls', 'ner', 'seq2seq', 'span', 'sim', 'mlm')" in done.stderr
+    assert "invalid choice: 'x' (choose from 'cls', 'ner', 'seq2seq', 'span', 'sim', 'mlm', 'lm')" in done.stderr
 
 
 def test_argument_and_file_errors_answer_without_tensorflow(tmp_path):
@@ -273,11 +273,12 @@ def test_an_args_json_of_the_released_layout_loads():
     assert {key: saved[key] for key in released if key != "relative_to_run"} == {
         key: value for key, value in released.items() if key != "relative_to_run"}
     assert set(saved) == {*released, "model", "target_maxlen", "beams", "stride", "pooling", "sim_loss", "mask_rate",
-                          "mask_replace", "mask_random", "max_predictions", "whole_word", "nsp"}
+                          "mask_replace", "mask_random", "max_predictions", "whole_word", "nsp", "pre_tokenize"}
     assert args.model is None  # it built BERT
     assert (args.target_maxlen, args.beams) == (32, 1)  # the seq2seq options a run without them takes
     assert (args.pooling, args.sim_loss) == (None, None)  # and the sim options
     assert (args.mask_rate, args.max_predictions, args.whole_word, args.nsp) == (0.15, None, True, False)  # mlm's
+    assert args.pre_tokenize is None and task_of(args).pre_tokenize is None  # word pieces alone
 
 
 # ------------------------------------------------------------------------------------------- train --model

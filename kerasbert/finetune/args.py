@@ -20,6 +20,8 @@ from kerasbert.choices import (
     GENERATE_LIMITS,
     MAXLEN,
     MODEL_FAMILIES,
+    PRE_TOKENIZE_TASKS,
+    PRE_TOKENIZERS,
     PRETRAIN_DEFAULTS,
     SCHEDULES,
     SIM_LOSSES,
@@ -39,6 +41,13 @@ PATH_FIELDS = ("train", "dev", "config", "checkpoint", "vocab")  # the inputs a 
 RELATIVE = "relative_to_run"  # the key of args.json that holds the inputs' paths relative to the run folder
 # the generative families, by the one task that fine-tunes them (every other family is an encoder's, any task but lm)
 GENERATIVE_FAMILIES = {"lm": ("gpt", "gpt2", "gpt2_ml"), "seq2seq": ("t5", "t5.1.0", "t5.1.1", "mt5.1.1")}
+# why a task does not take --pre-tokenize (`kerasbert.choices.PRE_TOKENIZE_TASKS` do)
+PRE_TOKENIZE_WHY = {
+    "ner": "its tags sit on the characters as BERT splits them, not on jieba's words",
+    "span": "its entities' character spans are found on the pieces as BERT splits them, not on jieba's words",
+    "sim": "its sentence vectors are served by kerasbert embed and its exports, whose tokenizers cut no words",
+    "mlm": "masking cuts its own words (whole-word masking): leave --pre-tokenize out",
+    "lm": "a GPT family's vocabulary is of characters or SentencePiece pieces: leave --pre-tokenize out"}
 GENERATIVE_HINTS = {"lm": "a GPT family is a language model: kerasbert train --task lm continues it on your texts",
                     "seq2seq": "a T5 family is an encoder-decoder: kerasbert train --task seq2seq trains it on source "
                                "and target pairs"}
@@ -104,6 +113,7 @@ class TrainArgs(TaskOptions):
             raise fail(ConfigError, "--crf-lr-multiplier", "a number > 0", repr(self.crf_lr_multiplier))
         self.check_stride()
         self._check_sim_options()
+        self._check_pre_tokenize()
 
     def _check_family(self) -> None:
         """``--model``: one of bert4keras's families, and one ``--task`` fine-tunes (`check_task_family`)."""
@@ -180,6 +190,24 @@ class TrainArgs(TaskOptions):
                 raise fail(ConfigError, flag, "--task sim", f"--task {self.task}")
             if value is not None and value not in choices:
                 raise fail(ConfigError, flag, " or ".join(choices), repr(value))
+
+    def _check_pre_tokenize(self) -> None:
+        """A ConfigError for a ``--pre-tokenize`` out of its choices, of a task that does not tokenize whole texts
+        through it, or with a SentencePiece model, which cuts its own pieces; jieba checked installed."""
+        if self.pre_tokenize is None:
+            return
+        if self.pre_tokenize not in PRE_TOKENIZERS:
+            raise fail(ConfigError, "--pre-tokenize", " or ".join(PRE_TOKENIZERS), repr(self.pre_tokenize))
+        if self.task not in PRE_TOKENIZE_TASKS:
+            raise fail(ConfigError, "--pre-tokenize", f"--task {' or '.join(PRE_TOKENIZE_TASKS)}",
+                       f"--task {self.task}", PRE_TOKENIZE_WHY.get(self.task, "leave --pre-tokenize out"))
+        if str(self.vocab).endswith(".model"):
+            raise fail(ConfigError, "--pre-tokenize", "a WordPiece vocab.txt (T5 PEGASUS's, RoFormer's)",
+                       f"the SentencePiece model {self.vocab!r}", "SentencePiece cuts its own pieces: leave "
+                       "--pre-tokenize out")
+        from kerasbert.text.pre_tokenize import PRE_TOKENIZE_NEEDS, require_jieba
+
+        require_jieba("--pre-tokenize jieba", PRE_TOKENIZE_NEEDS[1])
 
     def inputs(self) -> dict[str, str]:
         """The paths this run reads, by option (``--train``, ``--dev``, ...); a preset name is no path."""
@@ -344,6 +372,9 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--dev", help="dev file in the same format: scored every epoch, keeps the best model")
     data.add_argument("--out", required=True, help="the run folder to write (new or empty)")
     reading_arguments(data, "NER: a CRF on the tagging head")
+    data.add_argument("--pre-tokenize", choices=PRE_TOKENIZERS, help="cls and seq2seq: cut each text into words "
+                      "first (jieba, its HMM off), for a vocab.txt of whole words: T5 PEGASUS's, RoFormer's "
+                      "(default: word pieces alone)")
     _model_arguments(parser.add_argument_group("model"), defaults)
     fit_arguments(parser.add_argument_group("training"), defaults)
     run = run_arguments(parser.add_argument_group("run folder"))

@@ -71,12 +71,12 @@ def cut_ids(encode: Callable[..., tuple[list[int], list[int]]], texts: Sequence[
 
 
 def generated_ids(model, prompts: Sequence[Sequence[int]], beams: int, end_id: int | None, max_length: int,
-                  batch_size: int) -> list[list[int]]:
-    """Each prompt's generated ids by `generate` (beam search with ``beams`` > 1, else greedy), without the
-    ``end_id`` that ends them; ``batch_size`` prompts a search, fewer when their beams would pass the bound of
-    rows decoded at once."""
+                  batch_size: int, start_id: int | None = None) -> list[list[int]]:
+    """Each prompt's generated ids by `generate` (beam search with ``beams`` > 1, else greedy; an encoder-decoder's
+    decoder from ``start_id``), without the ``end_id`` that ends them; ``batch_size`` prompts a search, fewer when
+    their beams would pass the bound of rows decoded at once."""
     found = generate(model, prompts, "beam" if beams > 1 else "greedy", beams=beams if beams > 1 else None,
-                     end_ids=end_id, max_length=max_length,
+                     end_ids=end_id, max_length=max_length, start_id=start_id,
                      batch_size=max(1, min(batch_size, GENERATE_LIMITS["rows"] // beams)))
     return [ids[:-1] if ids and end_id is not None and ids[-1] == end_id else ids for ids in (g.ids[0] for g in found)]
 

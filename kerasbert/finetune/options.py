@@ -48,6 +48,9 @@ class TaskOptions:
         whole_word: bool. mlm: mask whole Chinese words (cut by jieba) rather than single characters.
         nsp: bool. mlm: rows are sentence pairs and the model also predicts whether the second follows the first
             (next sentence prediction, `kerasbert.text.pairs`).
+        pre_tokenize: str or None. cls and seq2seq: ``"jieba"`` cuts each text into words before its word pieces, so
+            a vocabulary of whole words (RoFormer's, T5 PEGASUS's) reads them (`kerasbert.text.pre_tokenize`); None:
+            word pieces alone.
 
     Example:
     >>> import argparse
@@ -75,6 +78,7 @@ class TaskOptions:
     max_predictions: int | None = None
     whole_word: bool = True
     nsp: bool = False
+    pre_tokenize: str | None = None
 
     @classmethod
     def of(cls, source) -> TaskOptions:

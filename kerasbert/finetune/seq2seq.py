@@ -77,7 +77,7 @@ class Seq2SeqTask(Task):
         self._tokenizer = tokenizer
         if labels is None:
             sources = [ClassificationExample(example.text, "") for example in examples]
-            prompts = encode_classification(tokenizer, sources, None, maxlen - self.target_maxlen, what)
+            prompts = encode_classification(tokenizer, sources, None, self.source_maxlen(maxlen), what)
             return Features(prompts.token_ids, prompts.segment_ids, truncated=prompts.truncated,
                             prompts=prompts.token_ids)
         pairs = encode_classification(tokenizer, [ClassificationExample(e.text, "", e.label) for e in examples],
@@ -96,6 +96,10 @@ class Seq2SeqTask(Task):
 
     def compile_arguments(self, model) -> dict:
         return heads.loss_and_metrics(model)  # cross-entropy over the labels that are not 0: the target tokens
+
+    def source_maxlen(self, maxlen: int) -> int:
+        """The most ids of a source generation starts from: a UniLM's target shares its ``maxlen`` positions."""
+        return maxlen - self.target_maxlen
 
     def predicted_ids(self, model, features: Features, batch_size: int, verbose: int = 0) -> list[list[int]]:
         """The generated word-piece ids of each source, without the ``[SEP]`` that ends them; ``batch_size``

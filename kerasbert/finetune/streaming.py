@@ -176,7 +176,7 @@ def _check_out(out: str) -> None:
 
 def _task_options(task: Task) -> dict:
     return {name: getattr(task, name) for name in ("text", "text_b", "label", "scheme", "strict", "crf", "whole_word",
-                                                   "nsp")}
+                                                   "nsp", "pre_tokenize")}
 
 
 def prepare(task: Task, pattern: str, tokenizer: Tokenizer, maxlen: int, out: str, labels: LabelSet | None = None,

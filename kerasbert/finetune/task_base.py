@@ -23,6 +23,7 @@ import numpy as np
 from kerasbert.finetune import metrics
 from kerasbert.finetune.options import TaskOptions
 from kerasbert.text.pipeline import Features
+from kerasbert.text.pre_tokenize import pre_tokenizer
 from kerasbert.text.readers import LabelSet, write_text
 from kerasbert.text.tokenizer import Tokenizer
 
@@ -75,8 +76,9 @@ class Task(TaskOptions, abc.ABC):
 
     def make_tokenizer(self, vocab: str, lowercase: bool | None) -> Tokenizer:
         """The tokenizer of the run's vocabulary (``--vocab``, or the run folder's copy): BERT's word pieces between
-        ``[CLS]`` and ``[SEP]``, lower-cased with ``lowercase``; a task of another family's tokenizer overrides it."""
-        return Tokenizer(vocab, do_lower_case=lowercase)
+        ``[CLS]`` and ``[SEP]``, lower-cased with ``lowercase``, each text first cut into words where the task's
+        ``pre_tokenize`` says; a task of another family's tokenizer overrides it."""
+        return Tokenizer(vocab, do_lower_case=lowercase, pre_tokenize=pre_tokenizer(self.pre_tokenize))
 
     def batches(self, dataset, tokenizer: Tokenizer, seed: int, epoch: int | None, skip: int = 0):
         """The batches the model sees, from `kerasbert.text.pipeline.to_dataset`'s: as they are, unless the task

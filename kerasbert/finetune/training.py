@@ -190,7 +190,8 @@ def _monitor(args: TrainArgs, the_task: Task, strategy) -> str:
 def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbose: int) -> _Inputs:
     """Read and check the vocabulary, config, training and dev data (``labels``: a resumed run's)."""
     tokenizer = the_task.make_tokenizer(args.vocab, args.lowercase)
-    if isinstance(tokenizer, Tokenizer):  # word pieces; a SentencePiece model's pieces are its own words
+    # word pieces of uncut text never reach a whole word; a SentencePiece model's pieces are its own words
+    if isinstance(tokenizer, Tokenizer) and args.pre_tokenize is None:
         refuse_word_vocabulary(tokenizer.ids_to_tokens(range(tokenizer.vocab_size)), args.vocab)
     config = resolve_config(args.config)
     if args.checkpoint is not None and tokenizer.vocab_size > config.vocab_size:  # fewer: ids stay in range
@@ -391,8 +392,8 @@ def _streamed(train: str) -> bool:
 def _check_prepared(args: TrainArgs, meta: dict, vocab_size: int) -> None:
     """A ConfigError where the prepared data's task, vocabulary or encoding options are not the run's."""
     defaults = TaskOptions()  # what a folder prepared before these options was encoded with
-    options = {"whole_word": defaults.whole_word, "nsp": defaults.nsp, **meta["options"]}
-    wanted = {"task": args.task, "vocab_size": vocab_size, "crf": args.crf,
+    options = {"whole_word": defaults.whole_word, "nsp": defaults.nsp, "pre_tokenize": None, **meta["options"]}
+    wanted = {"task": args.task, "vocab_size": vocab_size, "crf": args.crf, "pre_tokenize": args.pre_tokenize,
               **({"whole_word": args.whole_word, "nsp": args.nsp} if args.task == "mlm" else {})}
     found = {**options, "task": meta["task"], "vocab_size": meta["vocab_size"], "crf": bool(options.get("crf"))}
     for key, expected in wanted.items():

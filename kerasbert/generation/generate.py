@@ -32,15 +32,16 @@ Decoder = CachedModel | CachedEncoderDecoder
 def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = "greedy", *, beams: int | None = None,
              n: int = 1, topk: int | None = None, topp: float | None = None, temperature: float = 1.0,
              seed: int | None = None, end_ids: int | Sequence[int] | None = None, max_length: int = 32,
-             min_length: int = 1, min_ends: int = 1, batch_size: int = 16) -> list[Generated]:
+             min_length: int = 1, min_ends: int = 1, batch_size: int = 16,
+             start_id: int | None = None) -> list[Generated]:
     """Generate token ids after each input, as bert4keras's ``AutoRegressiveDecoder`` with ``start_id=None`` does.
 
     A ``"unilm"`` model reads each input as its source (segment 0, e.g. ``[CLS] ... [SEP]``) and generates the
     target (segment 1) after it; an ``"lm"`` model continues each input (a prompt, segment 0). Inputs of
     different lengths share a batch, each at its own positions. A whole T5 (``model="t5"``, ``"t5.1.1"``,
-    ``"mt5.1.1"``) encodes each input once and decodes from its start id 0, as bert4keras's T5 examples
-    (``AutoRegressiveDecoder(start_id=0, ...)``); the ids it gives leave the start out. Greedy and beam search give
-    bert4keras's ids
+    ``"mt5.1.1"``) encodes each input once and decodes from its start id, 0 unless ``start_id`` says otherwise, as
+    bert4keras's T5 examples (``AutoRegressiveDecoder(start_id=0, ...)``; T5 PEGASUS's starts with ``[CLS]``); the
+    ids it gives leave the start out. Greedy and beam search give bert4keras's ids
     (`kerasbert.generation.rules` states the rules); sampling draws with its own seeded generator. A tiny
     temperature is greedy: the scores are computed so that dividing by it cannot overflow.
 
@@ -65,6 +66,8 @@ def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = 
         min_length: int. the fewest tokens before a sequence may end (bert4keras's ``minlen``).
         min_ends: int. how many end ids a sequence holds when it ends.
         batch_size: int. inputs decoded at once (each with its beams or samples).
+        start_id: int or None. an encoder-decoder's first decoder id (None: 0, T5's); a language model or UniLM
+            continues its input and has none.
 
     Returns:
         one `Generated` per input: its sequences (the one found; or ``n`` drawn) and their summed log-probabilities.
@@ -76,7 +79,7 @@ def generate(model: keras.Model, inputs: Sequence[Sequence[int]], method: str = 
     >>> len(found), all(1 <= len(g.ids[0]) <= 5 for g in found)
     (2, True)
     """
-    lm = cached_decoder(model)
+    lm = _started(cached_decoder(model), start_id)
     counts = {"max_length": max_length, "min_length": min_length, "min_ends": min_ends, "n": n,
               "batch_size": batch_size, "beams": 1 if beams is None and method != "beam" else beams,
               "topk": 1 if topk is None else topk}
@@ -107,6 +110,21 @@ def cached_decoder(model: keras.Model) -> Decoder:
     if model not in _CACHED:
         _CACHED[model] = DECODERS[families.of_model(model).architecture](model)
     return _CACHED[model]
+
+
+def _started(lm: Decoder, start_id) -> Decoder:
+    """``lm`` starting its decoder with ``start_id`` (None: as it is); a ModelError for a model without a decoder
+    start (a language model or UniLM), a DataError for an id outside the vocabulary."""
+    if start_id is None:
+        return lm
+    if not isinstance(lm, CachedEncoderDecoder):
+        raise fail(ModelError, "generate: start_id", "None for a language model or UniLM (it continues each input: "
+                   "no decoder start)", f"start_id={start_id!r}", "put the first token at the end of each input, or "
+                   "generate with an encoder-decoder (T5)")
+    if isinstance(start_id, bool) or not isinstance(start_id, int | np.integer) or not 0 <= start_id < lm.vocab_size:
+        raise fail(DataError, "generate: start_id", f"a token id in [0, {lm.vocab_size})", repr(start_id),
+                   "pass the decoder's first id (T5: 0; T5 PEGASUS: tokenizer.token_to_id('[CLS]'))")
+    return lm.starting_with(int(start_id))
 
 
 def _end_ids(end_ids, vocab_size: int) -> tuple[int, ...]:

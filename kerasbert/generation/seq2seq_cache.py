@@ -4,22 +4,25 @@ next-token log-probabilities a search extends its sequences with, as `kerasbert.
 gives them for a language model, with the same ``start`` / ``step`` interface.
 
 `CachedEncoderDecoder.start` runs the encoder once on the padded sources (their padding hidden from the
-cross-attention, as the whole model hides it), projects each decoder block's cross-attention keys and values of
-its output, and runs the decoder on its start token, id 0 (bert4keras's ``start_id=0`` for T5), at position 0;
-`CachedEncoderDecoder.step` feeds one token a row at the next position. Both run the model's own layers through
-its architecture (`kerasbert.modeling.architecture`): its embedding, each decoder block over the kept keys and
-values (`kerasbert.modeling.t5.T5.block` with ``cache`` and a ``context`` of kept keys), the position bias at
-the new query's position (`T5.positions_at`) and its output logits (`T5.logits`).
+cross-attention, as the whole model hides it), projects each decoder block's cross-attention keys and values of its
+output, and runs the decoder on its start token at position 0: id 0 (bert4keras's ``start_id=0`` for T5), or the id
+`CachedEncoderDecoder.starting_with` gives (T5 PEGASUS starts with ``[CLS]``); `CachedEncoderDecoder.step` feeds one
+token a row at the next position. Both run the model's own layers through its architecture
+(`kerasbert.modeling.architecture`): its embedding, each decoder block over the kept keys and values
+(`kerasbert.modeling.t5.T5.block` with ``cache`` and a ``context`` of kept keys), the position bias at the new
+query's position (`T5.positions_at`) and its output logits (`T5.logits`).
 
 Masks, as the whole model's graph: id 0 is padding, so a decoder slot holding id 0 is hidden as a key, except slot
-0, the start token, which every query sees (`kerasbert.modeling.t5_layers.first_kept`). Slots: the decoder keeps
-``[N, A, 1 + T, d]`` keys and values a layer, the start in slot 0 and target token t in slot 1 + t; the
-cross-attention ``[N, A, S, d]``. The prefill and the step are ``tf.function``s with open batch and length, each
-traced once per model; the step runs with XLA where `kerasbert.perf.xla.xla_pays` (a GPU).
+0, the start token, which every query sees (`kerasbert.modeling.t5_layers.first_kept`); another start id is no
+padding, seen as any token is. Slots: the decoder keeps ``[N, A, 1 + T, d]`` keys and values a layer, the start in
+slot 0 and target token t in slot 1 + t; the cross-attention ``[N, A, S, d]``. The prefill and the step are
+``tf.function``s with open batch and length, each traced once per model; the step runs with XLA where
+`kerasbert.perf.xla.xla_pays` (a GPU).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import keras
@@ -28,11 +31,12 @@ from keras import ops
 
 from kerasbert.errors import ModelError, fail
 from kerasbert.generation.cache import _int32
-from kerasbert.generation.state import ContextCache, padded
+from kerasbert.generation.state import ContextCache, DecoderIO, padded
 from kerasbert.modeling import architecture
 from kerasbert.modeling.t5 import Context
 from kerasbert.perf.xla import xla_pays
 
+ENCODER_DECODER_STATE = ("keys", "values", "context_keys", "context_values", "seen")  # the prefill's, in order
 START_ID = 0  # T5's decoder starts with id 0 (its padding id), as bert4keras's T5 examples decode
 
 
@@ -67,6 +71,25 @@ class CachedEncoderDecoder:
                        f"model={self.family.name!r}, its {self.family.part} alone",
                        f"build it with build_transformer_model(..., model={whole!r})")
         self._prefill, self._step, self._reordered_step = self._compile(xla_pays(model))
+        self.start_id = START_ID
+
+    def starting_with(self, start_id: int) -> CachedEncoderDecoder:
+        """This decoder, its compiled graphs shared, with ``start_id`` as each row's first decoder token (bert4keras's
+        ``AutoRegressiveDecoder(start_id=...)``; T5 PEGASUS's is ``[CLS]``, its target's first id in training).
+
+        Example:
+        >>> from kerasbert import build_transformer_model
+        >>> sizes = dict(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
+        >>> whole = build_transformer_model(config=dict(vocab_size=30, relative_attention_num_buckets=8,
+        ...                                             hidden_act="relu", **sizes), model="t5", verbose=False)
+        >>> pegasus = CachedEncoderDecoder(whole).starting_with(2)
+        >>> _, logp = pegasus.start([[5, 7, 1]], max_length=3)
+        >>> pegasus.start_id, logp.shape
+        (2, (1, 30))
+        """
+        started = copy.copy(self)
+        started.start_id = int(start_id)
+        return started
 
     @property
     def vocab_size(self) -> int:
@@ -98,7 +121,7 @@ class CachedEncoderDecoder:
         """
         token_ids, lengths = padded(sources)
         keys, values, context_keys, context_values, seen, logp = self._prefill(
-            _int32(token_ids), _int32(lengths), _int32(max_length))
+            _int32(token_ids), _int32(lengths), _int32(max_length), _int32(self.start_id))
         cache = ContextCache(tuple(keys), tuple(values), _int32(lengths), 1, 0, tuple(context_keys),
                              tuple(context_values), seen)
         return cache, ops.convert_to_numpy(logp)
@@ -118,6 +141,20 @@ class CachedEncoderDecoder:
                                     written=cache.written + 1)
         return cache, ops.convert_to_numpy(logp)
 
+    def functions(self) -> tuple:
+        """The prefill and the step that reorders its rows first, as ``tf.function``s without XLA, which `io`
+        names: what an export converts or searches in its graph, as `CachedModel.functions`."""
+        prefill, _, reordered_step = self._compile(jit=False)
+        return prefill, reordered_step
+
+    @property
+    def io(self) -> DecoderIO:
+        """The inputs and outputs of `functions`, by name: the cross-attention's keys and values stay as the
+        prefill gives them; the start id is a constant."""
+        return DecoderIO(prefill=("token_ids", "lengths", "max_length", "start_id"), state=ENCODER_DECODER_STATE,
+                         step=(*ENCODER_DECODER_STATE, "tokens", "lengths", "written", "parents"),
+                         carried=("keys", "values", "seen"), source_width=1, constants={"start_id": self.start_id})
+
     # ---------------------------------------------------------------------------------------- the graphs
     def _compile(self, jit: bool) -> tuple:
         """The prefill, the step and the step that reorders its rows first, each one ``tf.function`` for every
@@ -131,11 +168,12 @@ class CachedEncoderDecoder:
         kept = (tf.TensorSpec((None, cfg.num_attention_heads, None, cfg.head_size), dtype),) * cfg.num_hidden_layers
         ints, scalar = tf.TensorSpec((None,), "int32"), tf.TensorSpec((), "int32")
         step = [kept, kept, kept, kept, tf.TensorSpec((None, None), "bool"), ints, ints, scalar]
-        return (tf.function(self._prefill_graph, input_signature=[tf.TensorSpec((None, None), "int32"), ints, scalar]),
+        prefill = [tf.TensorSpec((None, None), "int32"), ints, scalar, scalar]
+        return (tf.function(self._prefill_graph, input_signature=prefill),
                 tf.function(self._step_graph, input_signature=step, jit_compile=jit),
                 tf.function(self._step_graph, input_signature=[*step, ints], jit_compile=jit))
 
-    def _prefill_graph(self, token_ids, lengths, max_length):
+    def _prefill_graph(self, token_ids, lengths, max_length, start_id=START_ID):
         cfg = self.config
         source = ops.arange(ops.shape(token_ids)[1])[None] < lengths[:, None]  # (batch, S): the real tokens
         context_keys, context_values = self.t5.cross_keys_values(self.t5.encode(token_ids, None, source))
@@ -144,7 +182,7 @@ class CachedEncoderDecoder:
         layers = cfg.num_hidden_layers
         keys, values, seen, logp = self._decode([empty] * layers, [empty] * layers, context_keys, context_values,
                                                 ops.zeros((rows, 1 + max_length), "bool"),
-                                                ops.full((rows,), START_ID, "int32"), lengths, 0)
+                                                ops.full((rows,), start_id, "int32"), lengths, 0)
         return keys, values, context_keys, context_values, seen, logp
 
     def _step_graph(self, keys, values, context_keys, context_values, seen, tokens, lengths, written, parents=None):

@@ -29,6 +29,7 @@ import unicodedata
 from collections.abc import Callable, Container, Iterable
 from types import ModuleType
 
+from kerasbert.choices import PRE_TOKENIZERS
 from kerasbert.errors import ConfigError, fail
 
 PreTokenize = Callable[[str], Iterable[str]]  # text -> its words, in order (jieba.cut)
@@ -52,14 +53,14 @@ def refuse_word_vocabulary(tokens: Iterable[str], where: str) -> None:
     Traceback (most recent call last):
     ...
     kerasbert.errors.ConfigError: words.txt: expected a vocabulary of characters and word pieces, found 1001 whole \
-Chinese words (a word-level vocabulary, as RoFormer's). the command line tokenizes word pieces only: tokenize in \
-Python with Tokenizer(vocab, pre_tokenize=jieba_words)
+Chinese words (a word-level vocabulary, as RoFormer's or T5 PEGASUS's). cut the texts into words first: kerasbert \
+train --pre-tokenize jieba (cls, seq2seq), or Tokenizer(vocab, pre_tokenize=jieba_words) in Python
     """
     words = sum(1 for token in tokens if len(token) > 1 and all(map(_cjk, token)))
     if words > WORD_VOCABULARY:
         raise fail(ConfigError, where, "a vocabulary of characters and word pieces", f"{words} whole Chinese words (a "
-                   "word-level vocabulary, as RoFormer's)", "the command line tokenizes word pieces only: tokenize in "
-                   "Python with Tokenizer(vocab, pre_tokenize=jieba_words)")
+                   "word-level vocabulary, as RoFormer's or T5 PEGASUS's)", "cut the texts into words first: kerasbert "
+                   "train --pre-tokenize jieba (cls, seq2seq), or Tokenizer(vocab, pre_tokenize=jieba_words) in Python")
 
 
 def jieba_words(text: str, needs: tuple[str, str] = PRE_TOKENIZE_NEEDS) -> list[str]:
@@ -74,6 +75,21 @@ def jieba_words(text: str, needs: tuple[str, str] = PRE_TOKENIZE_NEEDS) -> list[
     ['我们', '去', '北京大学']
     """
     return list(require_jieba(*needs).cut(text, HMM=False))
+
+
+def pre_tokenizer(name: str | None) -> PreTokenize | None:
+    """The ``pre_tokenize`` function a run's ``--pre-tokenize`` names (`kerasbert.choices.PRE_TOKENIZERS`):
+    `jieba_words` for ``"jieba"``, None for None (word pieces alone); a ConfigError for another name.
+
+    Example:
+    >>> pre_tokenizer("jieba")("北京大学"), pre_tokenizer(None)
+    (['北京大学'], None)
+    """
+    if name is None:
+        return None
+    if name not in PRE_TOKENIZERS:
+        raise fail(ConfigError, "--pre-tokenize", " or ".join(PRE_TOKENIZERS), repr(name))
+    return functools.partial(jieba_words, needs=("--pre-tokenize jieba", PRE_TOKENIZE_NEEDS[1]))
 
 
 @functools.cache

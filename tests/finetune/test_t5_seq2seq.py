@@ -89,10 +89,11 @@ def test_sources_and_decoder_ids_are_the_mt5_examples(tmp_path):
     assert features.prompts == features.token_ids
 
 
-def test_a_t5_task_refuses_a_wordpiece_vocabulary():
-    with pytest.raises(ConfigError, match=r"--vocab: expected the T5 checkpoint's SentencePiece model \(spiece\.model\)"
-                                          r", found 'vocab.txt'"):
-        T5Seq2SeqTask().make_tokenizer("vocab.txt", True)
+def test_a_t5_task_refuses_pre_tokenize_with_a_sentencepiece_model(tmp_path):
+    spm = helpers.write_sentencepiece(str(tmp_path))
+    with pytest.raises(ConfigError, match=r"--pre-tokenize: expected a WordPiece vocab.txt \(T5 PEGASUS's\), found the "
+                                          r"SentencePiece model '.*\.model'\. leave --pre-tokenize out"):
+        T5Seq2SeqTask(pre_tokenize="jieba").make_tokenizer(spm, True)
 
 
 @pytest.mark.slow
@@ -123,10 +124,7 @@ def test_evaluate_prints_rouge_and_bleu_of_greedy_generation(t5_run, capsys):
     loaded = open_run(t5_run["out"])
     examples = loaded.task.read(t5_run["dev"])
     expected = generation_metrics([e.label for e in examples], _generated(loaded, [e.text for e in examples]))
-    scores = json.load(open(os.path.join(t5_run["out"], "eval-dev.json")))
-    for key in ("rouge_1", "rouge_2", "rouge_l", "bleu"):
-        assert scores[key] == pytest.approx(expected[key])
-    assert f"ROUGE-L {scores['rouge_l']:.4f}" in printed and f"BLEU {scores['bleu']:.4f}" in printed
+    helpers.check_generation_scores(t5_run["out"], expected, printed)
 
 
 @pytest.mark.slow
