@@ -174,22 +174,29 @@ HEAD_OUTPUTS = (TAGGING_CRF, SPAN_POINTER, MLM_ACTIVATION, OUTPUT_MLM_ACTIVATION
                 TAGGING_DENSE, NSP_PROBA, DISCRIMINATOR_PREDICTION)
 
 # ------------------------------------------------------------------------------ parts of the model
-PARTS = ("inputs", "embeddings", "encoder", "pooler", "nsp", "mlm", "head")  # in graph order
+PARTS = ("inputs", "embeddings", "encoder", "decoder", "pooler", "nsp", "mlm", "head")  # in graph order; decoder: T5's
 
 
 def part_of(name: str) -> tuple[str, int | None]:
-    """The part of the model a layer name belongs to (one of `PARTS`), and its block index in the encoder.
+    """The part of the model a layer name belongs to (one of `PARTS`), and its block index in the encoder (or in
+    T5's decoder). T5's encoder ends with its own final norm; the decoder's final norm feeds the output layer and is
+    counted with it, as GPT-2's ``Output-Norm``.
 
     Example:
     >>> part_of(TOKEN_INPUT), part_of(POOLER_DENSE), part_of(block(0, FEED_FORWARD))
     (('inputs', None), ('pooler', None), ('encoder', 0))
     >>> part_of(stacked(DECODER, block(1, CROSS_ATTENTION))), part_of(ENCODER_MASK), part_of("Decoder-Output-LM")
-    (('encoder', 1), ('inputs', None), ('mlm', None))
+    (('decoder', 1), ('inputs', None), ('mlm', None))
+    >>> part_of("Encoder-Output-Norm"), part_of("Decoder-Output-Norm"), part_of("Decoder-Embedding-Relative-Position")
+    (('encoder', None), ('mlm', None), ('embeddings', None))
     """
-    stack = re.match(f"({ENCODER}|{DECODER})-", name)  # T5's stacks: their layers are grouped as BERT's
+    stack = re.match(f"({ENCODER}|{DECODER})-", name)  # T5's stacks: their other layers are grouped as BERT's
     if stack:
-        rest = name[stack.end():]
-        return ("mlm", None) if rest.startswith("Output-") else part_of(rest)
+        rest, decoder = name[stack.end():], stack.group(1) == DECODER
+        if rest.startswith("Output-"):
+            return ("mlm" if decoder else "encoder"), None
+        part, index = part_of(rest)
+        return ("decoder" if decoder and part == "encoder" else part), index
     found = parse_block(name)
     if found is not None or name.startswith(BLOCK_PREFIX):
         return "encoder", found[0] if found else None

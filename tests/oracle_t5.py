@@ -3,8 +3,8 @@
 Usage: python oracle_t5.py JOB.json  (run by `helpers.run_bert4keras`, which sets TF_KERAS=1 and
 TF_USE_LEGACY_KERAS=1 before TensorFlow is imported).
 
-JOB.json: {"out": "result.npz", "tasks": [{"kind": "checkpoint" | "outputs", ...}, ...]}, run in order. Each task's
-results are stored in the npz as "<task index>/<key>".
+JOB.json: {"out": "result.npz", "tasks": [{"kind": "checkpoint" | "outputs" | "train", ...}, ...]}, run in order.
+Each task's results are stored in the npz as "<task index>/<key>".
 """
 
 import json
@@ -29,15 +29,23 @@ def checkpoint(task):
     for weight in t5.model.trainable_weights:
         value = rng.normal(0.0, task["std"], K.int_shape(weight)) + ("gamma" in weight.name)
         K.set_value(weight, value.astype("float32"))
-    names, values = [], []
-    for name, variables in t5.variable_mapping().items():
-        for variable, weight in zip(variables, t5.layers[name].trainable_weights, strict=True):
-            value = K.get_value(weight)
-            names.append(variable)
-            values.append(value.T if "relative_attention_bias" in variable else value)
+    names, values = zip(*_named_weights(t5).items(), strict=True)
     tf.raw_ops.SaveV2(prefix=task["checkpoint"], tensor_names=names, shape_and_slices=[""] * len(names),
                       tensors=[tf.constant(v) for v in values])
     return {"layers": np.array([layer.name for layer in t5.model.layers])}
+
+
+def _named_weights(t5) -> dict:
+    """Every mapped weight's value under its Google name, as ``variable_mapping`` pairs them
+    (``relative_attention_bias`` transposed to Google's ``[heads, buckets]``)."""
+    from bert4keras.backend import K
+
+    named = {}
+    for name, variables in t5.variable_mapping().items():
+        for variable, weight in zip(variables, t5.layers[name].trainable_weights, strict=True):
+            value = K.get_value(weight)
+            named[variable] = value.T if "relative_attention_bias" in variable else value
+    return named
 
 
 def outputs(task):
@@ -56,13 +64,41 @@ def outputs(task):
     return {"output": model.predict(inputs, verbose=0), "layers": np.array([layer.name for layer in model.layers])}
 
 
+def train(task):
+    """The whole T5 (``model``) from ``config`` and ``checkpoint`` trained as task_seq2seq_autotitle_csl_mt5.py
+    trains it: its ``CrossEntropy(Loss)`` on ``[model.inputs[1], model.outputs[0]]`` (the output at i against the
+    decoder id i + 1, where the decoder's own mask says that id is not 0), here with tf.keras's plain
+    ``Adam(lr)``, one ``batch_size`` rows at a time from the npz ``inputs`` (``encoder_ids``, ``decoder_ids``).
+    Returns each step's loss and every weight after under its Google name."""
+    from bert4keras.backend import K, keras
+    from bert4keras.layers import Loss
+    from bert4keras.models import build_transformer_model
+
+    class CrossEntropy(Loss):
+        def compute_loss(self, inputs, mask=None):
+            y_true, y_pred = inputs
+            y_mask = K.cast(mask[1], K.floatx())[:, 1:]  # the decoder's mask: ids != 0, the first kept
+            loss = K.sparse_categorical_crossentropy(y_true[:, 1:], y_pred[:, :-1])
+            return K.sum(loss * y_mask) / K.sum(y_mask)
+
+    t5 = build_transformer_model(task["config"], task["checkpoint"], model=task["model"], return_keras_model=False)
+    output = CrossEntropy(1)([t5.model.inputs[1], t5.model.outputs[0]])
+    model = keras.models.Model(t5.model.inputs, output)
+    model.compile(optimizer=keras.optimizers.Adam(task["lr"]))
+    data, size, losses = np.load(task["inputs"]), task["batch_size"], []
+    for start in range(0, len(data["encoder_ids"]), size):
+        rows = slice(start, start + size)
+        losses.append(model.train_on_batch([data["encoder_ids"][rows], data["decoder_ids"][rows]], None))
+    return {"losses": np.array(losses), **_named_weights(t5)}
+
+
 def main(path, kinds=None):
     """Run the job at ``path``, each task by its ``kind``: one of ``kinds`` (a script importing this one gives its
-    own), by default ``checkpoint`` and ``outputs``."""
+    own), by default ``checkpoint``, ``outputs`` and ``train``."""
     from bert4keras.backend import set_gelu
 
     set_gelu("erf")
-    kinds = kinds or {"checkpoint": checkpoint, "outputs": outputs}
+    kinds = kinds or {"checkpoint": checkpoint, "outputs": outputs, "train": train}
     with open(path) as f:
         job = json.load(f)
     out = {}

@@ -156,17 +156,18 @@ def collect_rows(model) -> list[Row]:
 
 
 def _groups(rows: list[Row], total: int) -> list[Group]:
-    """Totals per group in GROUP_ORDER; the encoder also as ``L × per-layer`` when the layers are alike, or as
-    one block shared by L layers (ALBERT)."""
+    """Totals per group in GROUP_ORDER; the encoder (and T5's decoder) also as ``L × per-layer`` when the layers
+    are alike, plus what the stack has outside its layers (T5's final norm), or as one block shared by L layers
+    (ALBERT)."""
     sums: dict[str, int] = {}
-    blocks: dict[int, int] = {}
+    blocks: dict[str, dict[int, int]] = {"encoder": {}, "decoder": {}}  # per stack: layer index -> params
     shared_by = 0  # the calls of ALBERT's shared block: L
     for row in rows:
         if row.source == "nested":
             continue
         sums[row.group] = sums.get(row.group, 0) + row.counted
         if row.block is not None:
-            blocks[row.block] = blocks.get(row.block, 0) + row.counted
+            blocks[row.group][row.block] = blocks[row.group].get(row.block, 0) + row.counted
         elif row.group == "encoder":
             shared_by = max(shared_by, row.calls)
     backbone = any(name in sums for name in ("embeddings", "encoder"))
@@ -175,9 +176,11 @@ def _groups(rows: list[Row], total: int) -> list[Group]:
         if not sums.get(name):
             continue
         group = Group(name if backbone or name != "head" else "model", sums[name], sums[name] / total if total else 0)
-        if name == "encoder":
-            group.blocks, group.shared_by = len(blocks), shared_by
-            group.per_block = next(iter(blocks.values())) if len(set(blocks.values())) == 1 else None
+        if name in blocks:
+            layers = blocks[name]
+            group.blocks, group.shared_by = len(layers), shared_by if name == "encoder" else 0
+            group.per_block = next(iter(layers.values())) if len(set(layers.values())) == 1 else None
+            group.extra = sums[name] - sum(layers.values()) if layers else 0
         groups.append(group)
     return groups
 

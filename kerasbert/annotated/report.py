@@ -59,8 +59,8 @@ class Row:
 
 @dataclasses.dataclass
 class Group:
-    """Parameters of one group; for the encoder also the number of layers and the per-layer count, or the number
-    of layers that share its one block (ALBERT)."""
+    """Parameters of one group; for the encoder (and T5's decoder) also the number of layers and the per-layer
+    count with what the stack has outside them, or the number of layers that share its one block (ALBERT)."""
 
     name: str
     params: int
@@ -68,12 +68,14 @@ class Group:
     blocks: int = 0
     per_block: int | None = None  # set when every encoder layer has the same count
     shared_by: int = 0  # set when one block is shared by that many layers (no per-layer blocks)
+    extra: int = 0  # params of the stack outside its layers (T5's final norm)
 
     @property
     def detail(self) -> str:
-        """``12 × 7,087,872``, ``1 block shared by 12 layers``, ``12 layers, not alike`` or nothing."""
+        """``12 × 7,087,872``, ``12 × 7,087,872 + 768`` (T5's final norm), ``1 block shared by 12 layers``,
+        ``12 layers, not alike`` or nothing."""
         if self.per_block is not None:
-            return f"{self.blocks} × {self.per_block:,}"
+            return f"{self.blocks} × {self.per_block:,}" + (f" + {self.extra:,}" if self.extra else "")
         if self.blocks:
             return f"{self.blocks} layers, not alike"
         return f"1 block shared by {self.shared_by} layers" if self.shared_by > 1 else ""
@@ -122,7 +124,7 @@ class Summary:
             if not group.params:
                 continue
             if group.per_block is not None:
-                parts.append(f"{group.blocks} × {group.per_block:,} ({group.name})")
+                parts.append(f"{group.detail} ({group.name})")
             elif group.shared_by > 1 and not group.blocks:
                 parts.append(f"{group.name} {group.params:,} ({group.detail})")
             else:

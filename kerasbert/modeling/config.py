@@ -57,7 +57,8 @@ class BertConfig:
         hidden_act: str or list. feed-forward activation: gelu (erf), gelu_tanh, relu or swish; a list
             ``[act, "linear"]`` (bert4keras's spelling, T5.1.1's gated GELU) gates it: ``act(x·W0) · (x·W1)``.
         hidden_dropout_prob: float. dropout after embeddings, attention and feed-forward.
-        attention_probs_dropout_prob: float. dropout on the attention probabilities.
+        attention_probs_dropout_prob: float. dropout on the attention probabilities; a T5 config without it reads
+            0, as bert4keras reads it (its T5 configs give ``hidden_dropout_prob`` only).
         max_position_embeddings: int. P, the longest sequence the model accepts.
         type_vocab_size: int. T, number of segment ids.
         initializer_range: float. stddev of the truncated-normal initializer.
@@ -121,6 +122,8 @@ class BertConfig:
                        "kerasbert builds BERT's learned absolute position embeddings only")
         fields = {f.name for f in dataclasses.fields(cls)} - {"extra", "source"}
         known = {k: values.pop(k) for k in list(values) if k in fields}
+        if "relative_attention_num_buckets" in known:  # bert4keras's T5: no attention dropout unless given
+            known.setdefault("attention_probs_dropout_prob", 0.0)
         missing = [key for key in REQUIRED if key not in known]
         if missing:
             raise fail(ConfigError, f"{source}: {missing[0]}", f"the keys {', '.join(REQUIRED)}",

@@ -23,7 +23,7 @@ from keras import ops
 
 from kerasbert.annotated.formulas import Formula
 from kerasbert.modeling.blocks import _ProjectedBlock, visible
-from kerasbert.modeling.layers import Dropout, ScaleFreeNorm, TokenEmbedding
+from kerasbert.modeling.layers import Dropout, ScaleFreeNorm, TokenEmbedding, lookup
 from kerasbert.modeling.registry import register
 
 NORM_EPSILON = 1e-6  # T5's layer_norm_epsilon, which bert4keras fixes for every T5 norm
@@ -211,9 +211,10 @@ class RelativePositionBuckets(keras.layers.Layer):
         return self.between(queries, keys)
 
     def between(self, queries, keys):
-        """The bias of queries at positions ``[Q]`` over keys at ``[K]``: ``[A, Q, K]``."""
+        """The bias of queries at positions ``[Q]`` over keys at ``[K]``: ``[A, Q, K]``. Every bucket is read many
+        times; `lookup` sums its gradient per bucket, so any Keras optimizer squares the sum as Adam means to."""
         ids = buckets(keys[None, :] - queries[:, None], self.num_buckets, self.bidirectional, self.max_distance)
-        return ops.transpose(ops.take(ops.convert_to_tensor(self.embeddings), ids, axis=0), (2, 0, 1))
+        return ops.transpose(ops.cast(lookup(self.embeddings, ids), self.compute_dtype), (2, 0, 1))
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((self.num_heads, inputs[0].shape[1], inputs[1].shape[1]), dtype=self.compute_dtype)
@@ -250,8 +251,8 @@ class _BiasedAttention(_ProjectedBlock):
 
     def _split(self, projected, parts: int):
         """``[B, S, parts·A·d]`` to ``[parts, B, A, S, d]``."""
-        shape = ops.shape(projected)
-        heads = ops.reshape(projected, (shape[0], shape[1], parts, self.num_heads, self.head_size))
+        # the length as -1: tf2onnx folds the Dense's own reshape, so a length read from ``projected`` is its rows
+        heads = ops.reshape(projected, (ops.shape(projected)[0], -1, parts, self.num_heads, self.head_size))
         return ops.transpose(heads, (2, 0, 3, 1, 4))
 
     def attend(self, q, k, v, seen, bias, training=None):

@@ -15,8 +15,8 @@ from kerasbert.cli import main
 from kerasbert.modeling import families
 
 QUIET = {"print_fn": lambda text: None}
-FAMILIES_PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs",
-                             "families.md")
+DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs")
+FAMILIES_PAGE, SUMMARY_PAGE = os.path.join(DOCS, "families.md"), os.path.join(DOCS, "summary.md")
 WITH_E = {"albert", "albert_unshared", "electra", "roformer_v2"}  # families built here with embedding_size 16 ≠ H 32
 # the pre-training layers each family has, built one at a time
 FLAGS = {"bert": ({"with_pool": True}, {"with_nsp": True, "with_mlm": True}),
@@ -161,16 +161,69 @@ T5_CONFIG = {"vocab_size": 50, "hidden_size": 12, "num_hidden_layers": 2, "num_a
              "attention_head_size": 5, "intermediate_size": 20, "hidden_act": ["gelu", "linear"],
              "relative_attention_num_buckets": 32}
 T5_SYMBOLS = {"Embedding-Token": "V·H", "Encoder-Embedding-Relative-Position": "N·A",
-              "Encoder-Transformer-0-MultiHeadSelfAttention": "4·H·A·d",
+              "Decoder-Embedding-Relative-Position": "N·A", "Encoder-Transformer-0-MultiHeadSelfAttention": "4·H·A·d",
+              "Decoder-Transformer-0-MultiHeadSelfAttention": "4·H·A·d",
               "Decoder-Transformer-1-MultiHeadCrossAttention": "4·H·A·d",
-              "Encoder-Transformer-1-FeedForward": "2·H·I+I·H", "Decoder-Transformer-0-FeedForward-Norm": "H",
-              "Decoder-Output-LM": "H·V"}
+              "Encoder-Transformer-1-FeedForward": "2·H·I+I·H",
+              "Decoder-Transformer-0-FeedForward": "2·H·I+I·H", "Encoder-Transformer-0-FeedForward-Norm": "H",
+              "Decoder-Transformer-0-MultiHeadCrossAttention-Norm": "H", "Encoder-Output-Norm": "H",
+              "Decoder-Output-Norm": "H", "Decoder-Output-LM": "H·V"}
+# T5.1.0: ReLU's one input matrix, and the output tied to Embedding-Token (a softmax row of no weights)
+T5_1_0_SYMBOLS = {**{name: text for name, text in T5_SYMBOLS.items() if name != "Decoder-Output-LM"},
+                  "Encoder-Transformer-1-FeedForward": "H·I+I·H", "Decoder-Transformer-0-FeedForward": "H·I+I·H",
+                  "Decoder-Output-LM-Activation": "0"}
+# an encoder layer: attention 4·12·3·5 = 720, its norm and the feed-forward's 12 each, the gated feed-forward
+# 2·12·20+20·12 = 720 (T5.1.0's 12·20+20·12 = 480); a decoder layer adds the cross-attention and its norm;
+# embeddings: V·H 600 and a 32·3 table per stack; the decoder's norm and H·V 600 feed the output
+T5_TOTALS = {
+    ("t5", ""): "Total 7,176 = embeddings 792 + 2 × 1,224 + 12 (encoder) + 2 × 1,956 (decoder) + mlm 12",
+    ("t5", "_encoder"): "Total 3,156 = embeddings 696 + 2 × 1,224 + 12 (encoder)",
+    ("t5", "_decoder"): "Total 4,620 = embeddings 696 + 2 × 1,956 (decoder) + mlm 12",
+    ("t5.1.1", ""): "Total 8,736 = embeddings 792 + 2 × 1,464 + 12 (encoder) + 2 × 2,196 (decoder) + mlm 612",
+    ("t5.1.1", "_encoder"): "Total 3,636 = embeddings 696 + 2 × 1,464 + 12 (encoder)",
+    ("t5.1.1", "_decoder"): "Total 5,700 = embeddings 696 + 2 × 2,196 (decoder) + mlm 612"}
 
 
-def test_t5_adds_up_in_its_symbols():
-    """T5.1.1 with d_kv 5 · 3 heads ≠ H 12: attention 4·12·3·5 = 720, the gated feed-forward 2·12·20+20·12 = 720,
-    each RMS gain 12, each relative table 32·3; an encoder block 1,464 and a decoder block 2,196 sum to 3,660."""
-    s = summary(build_transformer_model(config=T5_CONFIG, model="t5.1.1", verbose=False), **QUIET)
-    assert s.mismatches == [] and s.params == s.formula_params == 8_736
-    assert {row.name: row.formula.symbols for row in s.rows if row.name in T5_SYMBOLS} == T5_SYMBOLS
-    assert s.total_line() == "Total 8,736 = embeddings 792 + 2 × 3,660 (encoder) + mlm 624"
+def _t5_symbols(family: str, part: str) -> dict:
+    """The rows of ``family + part`` and their symbols: a part has its own stack's rows and the shared embedding."""
+    symbols = T5_1_0_SYMBOLS if family == "t5" else T5_SYMBOLS
+    other = {"_encoder": "Decoder-", "_decoder": "Encoder-"}.get(part)
+    return {name: text for name, text in symbols.items() if other is None or not name.startswith(other)}
+
+
+@pytest.mark.parametrize("part", ["", "_encoder", "_decoder"])
+@pytest.mark.parametrize("family", ["t5", "t5.1.1", "mt5.1.1"])
+def test_t5_adds_up_in_its_symbols(family, part):
+    """T5 with d_kv 5 · 3 heads ≠ H 12: every row's formula is its count, in T5's symbols; the encoder's layers and
+    the decoder's are totalled apart, each stack's final norm with the stack that ends with it."""
+    config = {**T5_CONFIG, "hidden_act": "relu"} if family == "t5" else T5_CONFIG
+    model = build_transformer_model(config=config, model=family + part, verbose=False)
+    s = summary(model, **QUIET)
+    assert s.mismatches == [] and s.params == s.formula_params == model.count_params()
+    assert [r.name for r in s.rows if r.source == "generic" and r.params] == []
+    for row in s.rows:
+        assert row.formula is None or row.formula.value == row.params == sum(w.params for w in row.weights), row.name
+    expected = _t5_symbols(family, part)
+    symbols = {row.name: row.formula.symbols if row.formula else None for row in s.rows if row.name in expected}
+    assert symbols == expected
+    assert s.total_line() == T5_TOTALS["t5" if family == "t5" else "t5.1.1", part]
+
+
+def test_cli_summary_prints_the_t5_rows(tmp_path, capsys):
+    """The rows and the total line docs/summary.md shows for this T5.1.1."""
+    config = tmp_path / "t5_config.json"
+    config.write_text(json.dumps(T5_CONFIG))
+    assert main(["summary", str(config), "--model", "t5.1.1", "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip().split(" (")[0]: line.split("|")[4].strip() for line in out.splitlines()
+            if line.startswith("| ") and "-" in line.split("|")[1]}
+    assert {name: rows[name] for name in ("Encoder-Embedding-Relative-Position", "Decoder-Output-Norm",
+                                          "Encoder-Transformer-0-FeedForward",
+                                          "Decoder-Transformer-1-MultiHeadCrossAttention")} == {
+        "Encoder-Embedding-Relative-Position": "N·A = 32·3", "Decoder-Output-Norm": "H = 12",
+        "Encoder-Transformer-0-FeedForward": "2·H·I+I·H = 2·12·20+20·12",
+        "Decoder-Transformer-1-MultiHeadCrossAttention": "4·H·A·d = 4·12·3·5"}
+    assert T5_TOTALS["t5.1.1", ""] in out
+    with open(SUMMARY_PAGE, encoding="utf-8") as f:
+        page = " ".join(f.read().split())
+    assert f"`{T5_TOTALS['t5.1.1', '']}`" in page and "`kerasbert summary t5_config.json --model t5.1.1`" in page

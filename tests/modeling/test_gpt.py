@@ -26,7 +26,7 @@ TRAIN_CONFIG = dict(CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_pro
 KEEP = [0, 5, 9, 3, 17, 100, 64, 2, 31, 77]  # keep_tokens: vocabulary rows in a new order
 PROMPTS = [[5, 17, 30, 8], [9, 44], [61, 12, 7, 99, 23, 40]]  # ragged: decoded in one batch here
 END, MAXLEN, MINLEN, TOPKS = 3, 10, 2, (1, 3)
-DECODED = ("gpt2", "gpt2_ml")
+DECODED = FAMILIES  # gpt's decoder adds Embedding-Segment's row 0 at each step, as bert4keras feeds segment 0
 TRAINED = "gpt2"
 
 

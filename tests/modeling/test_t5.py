@@ -173,6 +173,17 @@ def test_what_t5_refuses(options, match):
         build_transformer_model(config=_config(), model="t5.1.1", verbose=False, **options)
 
 
+def test_a_t5_config_without_attention_dropout_has_none_as_in_bert4keras():
+    """bert4keras's T5 configs give hidden_dropout_prob alone; it reads the missing attention rate as 0, and a BERT
+    config keeps Google's 0.1 (test_t5_training trains both libraries on such a config)."""
+    assert "attention_probs_dropout_prob" not in CONFIG
+    for given, rate in (({}, 0.0), ({"attention_probs_dropout_prob": 0.2}, 0.2)):
+        model = build_transformer_model(config=_config(**given), model="t5.1.1", verbose=False)
+        assert model.bert_config.attention_probs_dropout_prob == rate
+    bert = {key: value for key, value in helpers.TINY.items() if key != "attention_probs_dropout_prob"}
+    assert build_transformer_model(config=bert, verbose=False).bert_config.attention_probs_dropout_prob == 0.1
+
+
 def test_a_saved_model_loads_with_the_same_outputs(tmp_path):
     model = _random_model("t5.1.1", _config(), seed=5)
     path = str(tmp_path / "t5.keras")
