@@ -18,50 +18,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import keras
-
 from kerasbert import layer_names as ln
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.finetune.lm import cut_ids, generated_ids, sentencepiece_vocab
 from kerasbert.finetune.seq2seq import Seq2SeqTask
 from kerasbert.generation.seq2seq_cache import START_ID
 from kerasbert.modeling import families
-from kerasbert.modeling.losses import SparseLabelLoss, masked_accuracy
+from kerasbert.modeling.losses import UnmaskedLoss, UnmaskedMean, masked_accuracy
 from kerasbert.text.pipeline import Features
 from kerasbert.text.readers import LabelSet
 from kerasbert.text.sentencepiece import SpTokenizer
 from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["END_TOKEN", "T5Seq2SeqTask", "UnmaskedLoss", "UnmaskedMean"]
+__all__ = ["END_TOKEN", "T5Seq2SeqTask"]
 
 END_TOKEN = "</s>"  # what ends a T5 source and target (id 1 in T5's and mT5's spiece.model)
-
-
-def _unmasked(y_pred):
-    """``y_pred`` without the Keras mask it carries (a new tensor of the same values)."""
-    import tensorflow as tf
-
-    return tf.identity(y_pred)
-
-
-class UnmaskedLoss(SparseLabelLoss):
-    """`SparseLabelLoss` of the output without its Keras mask: the labels that are 0 say which tokens count.
-
-    Example:
-    >>> import numpy as np
-    >>> round(float(UnmaskedLoss(2, ignore_id=0)(np.array([[1, 0]]), np.full((1, 2, 2), 0.5))), 4)  # log 2
-    0.6931
-    """
-
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        return super().__call__(y_true, _unmasked(y_pred), sample_weight)
-
-
-class UnmaskedMean(keras.metrics.MeanMetricWrapper):
-    """The mean of ``fn(y_true, y_pred)`` on the output without its Keras mask (`UnmaskedLoss`'s reason)."""
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        return super().update_state(y_true, _unmasked(y_pred), sample_weight)
 
 
 @dataclass

@@ -152,6 +152,36 @@ class SparseLabelLoss(keras.losses.Loss):
                 "ignore_id": self.ignore_id, "what": self.what}
 
 
+def _unmasked(y_pred):
+    """``y_pred`` without the Keras mask it carries (a new tensor of the same values)."""
+    import tensorflow as tf
+
+    return tf.identity(y_pred)
+
+
+@register
+class UnmaskedLoss(SparseLabelLoss):
+    """`SparseLabelLoss` of the output without its Keras mask: the labels that are 0 say which tokens count.
+
+    Example:
+    >>> import numpy as np
+    >>> round(float(UnmaskedLoss(2, ignore_id=0)(np.array([[1, 0]]), np.full((1, 2, 2), 0.5))), 4)  # log 2
+    0.6931
+    """
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        return super().__call__(y_true, _unmasked(y_pred), sample_weight)
+
+
+@register
+class UnmaskedMean(keras.metrics.MeanMetricWrapper):
+    """The mean of ``fn(y_true, y_pred)`` on the output without its Keras mask (`UnmaskedLoss`'s reason): a
+    T5's next-token accuracy."""
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        return super().update_state(y_true, _unmasked(y_pred), sample_weight)
+
+
 @register
 class CRFLoss(keras.losses.Loss):
     """``crf.sparse_loss`` with a label-range check, saved by the CRF layer's name.

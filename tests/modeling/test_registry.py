@@ -51,7 +51,7 @@ def write_models(folder) -> list[str]:
     from kerasbert import build_transformer_model
     from kerasbert.modeling import heads
     from kerasbert.modeling.global_pointer import SpanCodeLoss, multilabel_categorical_crossentropy, span_f1
-    from kerasbert.modeling.losses import CoSENTLoss, InBatchNegativesLoss
+    from kerasbert.modeling.losses import CoSENTLoss, InBatchNegativesLoss, UnmaskedLoss, UnmaskedMean, masked_accuracy
     from kerasbert.modeling.optimizers import LayerwiseAdamW, WarmupSchedule
 
     bert = build_transformer_model("tiny", verbose=False)
@@ -71,7 +71,9 @@ def write_models(folder) -> list[str]:
     pair_losses = {"cosent": CoSENTLoss(), "in_batch": InBatchNegativesLoss()}
     models.update({"cosent": heads.embedding(bert), "in_batch": heads.embedding(bert, "first_last_avg")})
     models["span_codes"] = heads.spans(bert, 2, head_size=8)  # as the span task compiles it: gold spans as codes
-    own = {"span_codes": {"loss": SpanCodeLoss(), "metrics": [span_f1]}}
+    own = {"span_codes": {"loss": SpanCodeLoss(), "metrics": [span_f1]},  # as the span task compiles it
+           "t5": {"loss": UnmaskedLoss(T5["vocab_size"], ignore_id=0),  # as the T5 seq2seq task compiles it
+                  "metrics": [UnmaskedMean(masked_accuracy)]}}
     paths = []
     ids = np.array([[2, 9, 3, 0]], "int32")
     for name, model in models.items():
