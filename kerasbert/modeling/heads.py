@@ -47,7 +47,15 @@ class _Backbone:
     encoder: Architecture
 
     @classmethod
-    def of(cls, model: keras.Model) -> _Backbone:
+    def of(cls, model: keras.Model, head: str) -> _Backbone:
+        """The backbone ``heads.{head}`` reads: a model of an encoder family; a ModelError for a GPT's or a T5's,
+        whose outputs are next-token probabilities."""
+        family = families.of_model(model)
+        if family.architecture != "encoder":
+            raise fail(ModelError, f"heads.{head}", "a backbone of an encoder family "
+                       f"({', '.join(families.ENCODER_NAMES)})", f"model={family.name!r}", "GPT and T5 are language "
+                       "models: generate with kerasbert.generate, fine-tune with kerasbert train --task lm (GPT) or "
+                       "--task seq2seq (T5)")
         return cls(model, architecture.of(model))
 
     config = property(lambda self: self.encoder.config)
@@ -163,7 +171,7 @@ def cls(backbone: keras.Model, num_classes: int, *, pooling: str = "first", drop
     dropout, activation = _check_dropout("dropout", dropout), _check_activation(activation)
     if pooling not in _POOLINGS:
         raise fail(ModelError, "pooling", " or ".join(map(repr, _POOLINGS)), repr(pooling))
-    bb = _Backbone.of(backbone)
+    bb = _Backbone.of(backbone, "cls")
     x = _POOLINGS[pooling](bb, first_token_only)
     if dropout:
         x = keras.layers.Dropout(dropout, dtype=bb.dtype, name=names.CLS_DROPOUT)(x)  # [B, H]: too small for XLA's
@@ -205,7 +213,7 @@ def tagging(backbone: keras.Model, num_labels: int, *, crf: bool = False, bilstm
     """
     _check_count("num_labels", num_labels)
     dropout = _check_dropout("dropout", dropout)
-    bb = _Backbone.of(backbone)
+    bb = _Backbone.of(backbone, "tagging")
     x, mask = bb.sequence_output("tagging"), bb.padding_mask()
     if bilstm_units is not None:
         lstm = keras.layers.LSTM(_check_count("bilstm_units", bilstm_units), return_sequences=True, dtype=bb.dtype)
@@ -259,7 +267,7 @@ def mlm(backbone: keras.Model) -> keras.Model:
     >>> tuple(mlm(build_transformer_model("tiny", verbose=False)).output.shape)
     (None, None, 128)
     """
-    bb = _Backbone.of(backbone)
+    bb = _Backbone.of(backbone, "mlm")
     _check_pretraining_head(bb, "mlm", ("bert", "roformer_v2"), "with_discriminator=True for ELECTRA's "
                             "replaced-token head, or a task head (cls, tagging, spans)")
     return bb.model_of(_mlm_output(bb, bb.sequence_output("mlm")), "mlm")
@@ -294,7 +302,7 @@ def pretraining(backbone: keras.Model) -> keras.Model:
     >>> [x.name for x in model.inputs], probs.shape
     (['Input-Token', 'Input-Segment', 'Input-MLM-Positions'], (1, 2, 128))
     """
-    bb = _Backbone.of(backbone)
+    bb = _Backbone.of(backbone, "pretraining")
     _check_pretraining_head(bb, "pretraining", ("bert", "roformer_v2"), "with_discriminator=True for ELECTRA")
     full = bb.encoder.logits_activation.output  # the with_mlm head's [B, S, V] output
     if not any(output is full for output in backbone.outputs):
@@ -329,7 +337,7 @@ def nsp(backbone: keras.Model) -> keras.Model:
     >>> tuple(nsp(build_transformer_model("tiny", verbose=False)).output.shape)
     (None, 2)
     """
-    bb = _Backbone.of(backbone)
+    bb = _Backbone.of(backbone, "nsp")
     _check_pretraining_head(bb, "nsp", ("bert",), "heads.cls for a sentence-pair classifier")
     return bb.model_of(nsp_output(bb.pooled_output("nsp", False), bb.init, bb.dtype), "nsp")
 
@@ -363,7 +371,7 @@ def spans(backbone: keras.Model, num_types: int, *, head_size: int = 64, efficie
     (None, 3, None, None)
     """
     layer = EfficientGlobalPointer if efficient else GlobalPointer
-    bb = _Backbone.of(backbone)
+    bb = _Backbone.of(backbone, "spans")
     x = layer(_check_count("num_types", num_types), _check_count("head_size", head_size), RoPE=rope,
               dtype=bb.dtype, name=names.SPAN_POINTER)([bb.sequence_output("spans"), bb.padding_mask()])
     return bb.model_of(x, "spans")
@@ -417,7 +425,7 @@ def embedding(backbone: keras.Model, pooling: str = "cls", *, normalize: bool = 
     """
     if pooling not in EMBEDDING_POOLINGS:
         raise fail(ModelError, "pooling", " or ".join(map(repr, EMBEDDING_POOLINGS)), repr(pooling))
-    bb = _Backbone.of(backbone)
+    bb = _Backbone.of(backbone, "embedding")
     x = EMBEDDING_POOLINGS[pooling](bb)
     if normalize:
         x = keras.layers.UnitNormalization(dtype=bb.dtype, name=names.VECTOR_NORMALIZE)(x)

@@ -334,3 +334,18 @@ def test_classifier_in_few_lines_example(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "CLS-Dense (Dense)" in proc.stdout and "probabilities (2, 2)" in proc.stdout
     assert "name = bert/pooler/dense/kernel" not in proc.stderr  # pooling="first": the pooler stays unused
+
+
+@pytest.mark.parametrize("family, config", [("gpt2", "tiny"), ("t5.1.1", None)])
+def test_a_language_model_takes_no_task_head(family, config):
+    from kerasbert import build_transformer_model
+
+    t5 = {"vocab_size": 64, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+          "attention_head_size": 8, "intermediate_size": 32, "hidden_act": ["gelu", "linear"],
+          "relative_attention_num_buckets": 32}
+    model = build_transformer_model(config, config=None if config else t5, model=family, verbose=False)
+    for head, call in (("cls", lambda: heads.cls(model, 2)), ("tagging", lambda: heads.tagging(model, 3)),
+                       ("embedding", lambda: heads.embedding(model))):
+        with pytest.raises(ModelError, match=rf"^heads.{head}: expected a backbone of an encoder family \(bert, "
+                                             rf"albert, .*\), found model='{family}'. GPT and T5 are language models"):
+            call()
