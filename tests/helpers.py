@@ -151,6 +151,26 @@ def write_sentencepiece(folder, model_type: str = "unigram", vocab_size: int = 2
     return prefix + ".model"
 
 
+TINY_T5 = {"hidden_size": 12, "num_hidden_layers": 2, "num_attention_heads": 3, "attention_head_size": 5,
+           "intermediate_size": 20, "hidden_dropout_prob": 0.1, "initializer_range": 0.02,
+           "relative_attention_num_buckets": 32, "attention_scale": False, "is_dropout": True,
+           "hidden_act": ["gelu", "linear"]}  # an mT5.1.1 config, its vocab_size the SentencePiece model's
+
+
+def write_t5_pairs(path: str, count: int, seed: int) -> str:
+    """``count`` JSONL pairs (seeded) at ``path``: a source of Chinese characters and English words, its target the
+    English words."""
+    import random
+
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(count):
+            words = " ".join(rng.choice(SP_ENGLISH) for _ in range(rng.randint(1, 4)))
+            source = "".join(rng.choice(SP_CHINESE) for _ in range(rng.randint(2, 20))) + " " + words
+            f.write(json.dumps({"source": source, "target": words}, ensure_ascii=False) + "\n")
+    return path
+
+
 LEGACY_ENV = {"TF_KERAS": "1", "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}  # bert4keras on tf-keras
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from keras import ops
 
 from kerasbert.errors import ModelError, fail
-from kerasbert.generation.state import Cache, padded
+from kerasbert.generation.state import LANGUAGE_MODEL_IO, Cache, DecoderIO, padded
 from kerasbert.modeling import architecture
 from kerasbert.modeling.blocks import visible
 from kerasbert.modeling.masks import MASK_LAYERS, application_of
@@ -117,9 +117,15 @@ class CachedModel:
 
     def functions(self) -> tuple:
         """The prefill and the step that reorders its rows first (``parents``), as ``tf.function``s without XLA:
-        the graphs an export converts (`kerasbert.serving.portable_decoder`)."""
+        the graphs an export converts (`kerasbert.serving.portable_decoder`) and a SavedModel searches
+        (`kerasbert.generation.graph_search`); `io` names what they take and give."""
         prefill, _, reordered_step = self._compile(jit=False)
         return prefill, reordered_step
+
+    @property
+    def io(self) -> DecoderIO:
+        """The inputs and outputs of `functions`, by name: the sources' keys and values and the search's state."""
+        return LANGUAGE_MODEL_IO
 
     # ---------------------------------------------------------------------------------------- the graphs
     def _compile(self, jit: bool) -> tuple:

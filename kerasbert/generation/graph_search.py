@@ -3,14 +3,15 @@ that a SavedModel generates without Python between its steps.
 
 Each step is `kerasbert.generation.rules.extend`, the NumPy search's step, run over `TfOps` in a ``tf.while_loop``:
 the same rules, the same tie order and the same result, input by input. Input b's beams are rows ``b·beams ..`` of
-the cache, scores ``[batch, beams]`` in float64 as the NumPy search sums them.
+the cache, scores ``[batch, beams]`` in float64 as the NumPy search sums them. The decoder's graphs are called by the
+names its ``io`` gives (`kerasbert.generation.state.DecoderIO`), so a language model's cache and an
+encoder-decoder's (T5's, its cross-attention's keys and values computed once) search alike.
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from kerasbert.generation.cache import CachedModel
 from kerasbert.generation.rules import Found, Rules, extend, first_state, outcome
 
 __all__ = ["Found", "TfOps", "graph_beam_search"]
@@ -64,11 +65,13 @@ TF = TfOps()
 
 
 @tf.autograph.experimental.do_not_convert
-def graph_beam_search(lm: CachedModel, token_ids: tf.Tensor, lengths: tf.Tensor, beams: int, rules: Rules) -> Found:
+def graph_beam_search(lm, token_ids: tf.Tensor, lengths: tf.Tensor, beams: int, rules: Rules) -> Found:
     """The best sequence per source that ``beams`` beams find, as `kerasbert.generation.search.beam_search` finds it.
 
     Args:
-        lm: CachedModel. the model's prefill and step graphs.
+        lm: a cached decoder (`kerasbert.generation.cache.CachedModel`, `CachedEncoderDecoder`): its ``functions()``
+            (the prefill and the reordered step), called by the names of its ``io``
+            (`kerasbert.generation.state.DecoderIO`).
         token_ids: tf.Tensor. int32 ``[batch, S]``, the sources, padded with 0.
         lengths: tf.Tensor. int32 ``[batch]``, each source's length.
         beams: int. the beam count (1: greedy search).
@@ -79,6 +82,7 @@ def graph_beam_search(lm: CachedModel, token_ids: tf.Tensor, lengths: tf.Tensor,
 
     Example:
     >>> from kerasbert import build_transformer_model
+    >>> from kerasbert.generation.cache import CachedModel
     >>> lm = CachedModel(build_transformer_model("tiny", application="unilm", verbose=False))
     >>> found = graph_beam_search(lm, tf.constant([[2, 7, 3, 0], [2, 9, 9, 3]]), tf.constant([3, 4]), beams=2,
     ...                           rules=Rules(end_ids=(3,), max_length=4))
@@ -87,21 +91,31 @@ def graph_beam_search(lm: CachedModel, token_ids: tf.Tensor, lengths: tf.Tensor,
     """
     if rules.temperature != 1:
         raise ValueError("graph_beam_search scores at temperature 1")
-    batch, steps = tf.shape(token_ids)[0], rules.max_length
+    batch, steps, io = tf.shape(token_ids)[0], rules.max_length, lm.io
     prefill, reordered_step = lm.functions()
-    keys, values, logp = prefill(token_ids, lengths, tf.constant(steps, tf.int32))
+    given = {"token_ids": token_ids, "lengths": lengths, "max_length": tf.constant(steps, tf.int32),
+             **{name: tf.constant(value, tf.int32) for name, value in io.constants.items()}}
+    *state, logp = prefill(*(given[name] for name in io.prefill))
     row_of = tf.repeat(tf.range(batch), beams)  # one row per beam
-    keys, values = tuple(tf.gather(k, row_of) for k in keys), tuple(tf.gather(v, row_of) for v in values)
-    lengths, logp = tf.gather(lengths, row_of), tf.gather(logp, row_of)
-    state, tokens, parents = extend(TF, first_state(TF, batch, beams, steps), logp, rules)
-    source_width = tf.shape(token_ids)[1]
+    state = {name: tf.nest.map_structure(lambda x: tf.gather(x, row_of), _tupled(value))
+             for name, value in zip(io.state, state, strict=True)}
+    fixed = {**{name: value for name, value in state.items() if name not in io.carried},
+             "lengths": tf.gather(lengths, row_of), "source_width": tf.shape(token_ids)[1]}
+    search, tokens, parents = extend(TF, first_state(TF, batch, beams, steps), tf.gather(logp, row_of), rules)
 
-    def more(state, keys, values, tokens, parents) -> tf.Tensor:
-        return (state.written < steps) & ~tf.reduce_all(state.done)
+    def more(search, carried, tokens, parents) -> tf.Tensor:
+        return (search.written < steps) & ~tf.reduce_all(search.done)
 
-    def step(state, keys, values, tokens, parents) -> tuple:
-        keys, values, logp = reordered_step(keys, values, tokens, lengths, source_width, state.written - 1, parents)
-        state, tokens, parents = extend(TF, state, logp, rules)
-        return state, tuple(keys), tuple(values), tokens, parents
+    def step(search, carried, tokens, parents) -> tuple:
+        values = {**fixed, **carried, "tokens": tokens, "written": search.written - 1, "parents": parents}
+        *new, logp = reordered_step(*(values[name] for name in io.step))
+        search, tokens, parents = extend(TF, search, logp, rules)
+        return search, dict(zip(io.carried, map(_tupled, new), strict=True)), tokens, parents
 
-    return outcome(TF, tf.while_loop(more, step, (state, keys, values, tokens, parents))[0])
+    carried = {name: state[name] for name in io.carried}
+    return outcome(TF, tf.while_loop(more, step, (search, carried, tokens, parents))[0])
+
+
+def _tupled(value):
+    """A graph's list of per-layer tensors as a tuple (a loop variable keeps one structure), a tensor as it is."""
+    return tuple(value) if isinstance(value, list) else value

@@ -15,7 +15,8 @@ import numpy as np
 from kerasbert.choices import GENERATE_LIMITS
 from kerasbert.errors import KerasBertError, ModelError, fail
 
-__all__ = ["Cache", "ContextCache", "cache_bytes", "check_bounds", "check_cache", "padded"]
+__all__ = ["LANGUAGE_MODEL_IO", "Cache", "ContextCache", "DecoderIO", "cache_bytes", "check_bounds", "check_cache",
+           "padded"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +84,84 @@ class ContextCache(Cache):
     seen: object = None
 
 
+LAYERED = ("keys", "values", "context_keys", "context_values")  # the cache's fields that hold one array a layer
+
+
+@dataclasses.dataclass(frozen=True)
+class DecoderIO:
+    """What a cached decoder's two graphs take and give, by name: the prefill and the step that reorders its rows
+    first, as its ``functions()`` returns them. A search calls them by these names (`kerasbert.generation.graph_search`
+    in TensorFlow, an exported decoder in its runtime), so the same search runs any decoder's cache.
+
+    The names are the cache's fields (`Cache`, `ContextCache`: those of `LAYERED` hold one array a layer) and the
+    search's own values: ``token_ids``, ``max_length``, ``tokens`` (one a row), ``parents`` (each row's beam before
+    the step), and the decoder's ``constants``.
+
+    Args:
+        prefill: tuple of str. the prefill's inputs, in order.
+        state: tuple of str. the cache's fields the prefill gives, in order, before the log-probabilities.
+        step: tuple of str. the step's inputs, in order.
+        carried: tuple of str. the fields the step gives anew, in order, before the log-probabilities; the rest of
+            ``state`` stays as the prefill gave it.
+        source_width: int or None. the cache's ``source_width`` (the slot of the first target token); None: the
+            width of the padded sources.
+        constants: dict. inputs the decoder fixes (``{name: int}``), fed as int32 scalars.
+
+    Example:
+    >>> LANGUAGE_MODEL_IO.names(2)["step"]["inputs"]
+    ['keys_0', 'keys_1', 'values_0', 'values_1', 'tokens', 'lengths', 'source_width', 'written', 'parents']
+    >>> LANGUAGE_MODEL_IO.grouped(("keys", "values"), ["k0", "k1", "v0", "v1"], layers=2)
+    {'keys': ('k0', 'k1'), 'values': ('v0', 'v1')}
+    """
+
+    prefill: tuple[str, ...]
+    state: tuple[str, ...]
+    step: tuple[str, ...]
+    carried: tuple[str, ...]
+    source_width: int | None = None
+    constants: dict = dataclasses.field(default_factory=dict)
+
+    def names(self, layers: int) -> dict[str, dict[str, list[str]]]:
+        """The flat names of each graph's inputs and outputs (``tf.nest``'s order: a layered field's arrays one a
+        layer, ``keys_0``, ``keys_1``, ...), the step's outputs prefixed ``new_``; ``logp`` last."""
+        def flat(fields, prefix=""):
+            return [prefix + (f"{name}_{i}" if name in LAYERED else name) for name in fields
+                    for i in range(layers if name in LAYERED else 1)]
+
+        return {"prefill": {"inputs": flat(self.prefill), "outputs": [*flat(self.state), "logp"]},
+                "step": {"inputs": flat(self.step), "outputs": [*flat(self.carried, "new_"), "logp"]}}
+
+    @staticmethod
+    def flat(fields: tuple[str, ...], values: dict) -> list:
+        """``values`` of ``fields`` in order, a layered field's tuple spread out."""
+        return [item for name in fields for item in (values[name] if name in LAYERED else (values[name],))]
+
+    @staticmethod
+    def grouped(fields: tuple[str, ...], arrays, layers: int) -> dict:
+        """The flat ``arrays`` of ``fields`` (what a graph gives, before ``logp``) as ``{field: array or tuple}``."""
+        arrays, out = list(arrays), {}
+        for name in fields:
+            count = layers if name in LAYERED else 1
+            out[name], arrays = (tuple(arrays[:count]) if name in LAYERED else arrays[0]), arrays[count:]
+        return out
+
+    def cache(self, state: dict, lengths, source_width: int) -> Cache:
+        """The cache of a prefill's ``state`` (`grouped`), a `ContextCache` where it holds one's fields."""
+        kind = Cache if set(state) <= {field.name for field in dataclasses.fields(Cache)} else ContextCache
+        width = source_width if self.source_width is None else self.source_width
+        return kind(**state, lengths=lengths, source_width=width)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, values: dict | None) -> DecoderIO:
+        """What `to_json` wrote; `LANGUAGE_MODEL_IO` for None (an export written before it was recorded)."""
+        if values is None:
+            return LANGUAGE_MODEL_IO
+        return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in values.items()})
+
+
 def padded(sources: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     """``sources`` right-padded with 0 to the longest, ``[B, S]`` int32, and their lengths ``[B]`` int32.
 
@@ -148,3 +227,8 @@ generation), found 1000000. train again
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 1 <= value <= most:
             raise fail(cls, where + name, f"a whole number from 1 to {most} (the bound of generation)", repr(value),
                        hint)
+
+
+LANGUAGE_MODEL_IO = DecoderIO(prefill=("token_ids", "lengths", "max_length"), state=("keys", "values"),
+                              step=("keys", "values", "tokens", "lengths", "source_width", "written", "parents"),
+                              carried=("keys", "values"))  # `kerasbert.generation.cache.CachedModel`'s graphs

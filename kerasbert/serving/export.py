@@ -1,7 +1,8 @@
 """Export a fine-tuned run for serving: a TensorFlow SavedModel that takes raw text, or an OpenVINO or ONNX model.
 
-OpenVINO and ONNX exports hold the model alone, beside ``vocab.txt`` (`write_portable`, with the converters of
-`kerasbert.serving.convert`; `kerasbert.serving.runtime` runs them); the rest of this page is about the SavedModel.
+OpenVINO and ONNX exports hold the model alone, beside ``vocab.txt`` (a T5 run's ``spiece.model``; `write_portable`,
+with the converters of `kerasbert.serving.convert`; `kerasbert.serving.runtime` runs them); the rest of this page is
+about the SavedModel.
 
 The tokenizer runs inside the graph (`kerasbert.serving.graph_text.GraphTokenizer`, tensorflow-text ops with
 kerasbert's ids), so TF Serving, or any TensorFlow program, answers raw text without kerasbert installed. Two
@@ -57,7 +58,9 @@ __all__ = ["check_arguments", "export", "loss_over_bound", "write_portable"]
 
 
 def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, precision: tuple[str, dict]) -> dict:
-    checksum = vocab_checksum(run.file("vocab.txt"))
+    from kerasbert.finetune.runs import vocab_name
+
+    checksum = vocab_checksum(run.file(vocab_name(args.vocab)))
     metrics = run.read_json("metrics.json") if os.path.isfile(run.file("metrics.json")) else {}
     return {"format": fmt, "int8": int8, **int8_record(int8), "precision": precision[0],
             "precision_choice": precision[1], "task": args.task, "crf": bool(args.crf),
@@ -66,6 +69,20 @@ def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, preci
             "vocab_sha256": checksum, "source_run": os.path.abspath(run.path), "dev": metrics.get("dev", {}),
             "dev_run": metrics.get("dev", {}),
             **({"target_maxlen": args.target_maxlen, "beams": args.beams} if args.task == "seq2seq" else {})}
+
+
+def _seq2seq_info(loaded: LoadedRun, maxlen: int) -> dict:
+    """What a seq2seq export records to search as the run does: the source's room (``source_maxlen``), a row's cache
+    positions, the end token and, for a SentencePiece run, its vocabulary file and start token."""
+    from kerasbert.finetune.runs import vocab_name
+    from kerasbert.generation.generate import cached_decoder
+
+    tokenizer, target = loaded.tokenizer, loaded.args.target_maxlen
+    room = loaded.task.source_maxlen(maxlen)
+    sentencepiece = vocab_name(loaded.args.vocab) == "spiece.model"
+    return {"source_maxlen": room, "cache_positions": cached_decoder(loaded.model).cache_positions(room, target),
+            "end_token": tokenizer._token_end, "vocab_file": vocab_name(loaded.args.vocab),
+            **({"token_start": tokenizer._token_start} if sentencepiece else {})}
 
 
 def check_arguments(out: str, format: str, int8: bool) -> None:
@@ -143,7 +160,6 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     >>> info["task"], info["labels"]
     ('cls', ['neg', 'pos'])
     """
-    from kerasbert.finetune.args import GENERATIVE_FAMILIES
     from kerasbert.finetune.runs import open_run, with_stride
     from kerasbert.modeling.config import resolve_config
     from kerasbert.text.windows import check_stride
@@ -158,12 +174,14 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     trained = open_run(os.fspath(run_dir))
     loaded = with_stride(trained, stride)
     run, args = loaded.run, loaded.args
+    if args.pre_tokenize is not None:  # jieba runs in Python: no export's tokenizer cuts words
+        raise fail(ConfigError, os.fspath(run_dir), "a run of word pieces alone to export", f"a run trained with "
+                   f"--pre-tokenize {args.pre_tokenize}", "the SavedModel's tokenizer runs in the graph and the ONNX "
+                   "and OpenVINO exports' in kerasbert's runtime, and neither cuts words: generate or predict with "
+                   "`kerasbert predict RUN` (or open_run in Python)")
     if args.task not in LOSS_BOUND:
         raise fail(ModelError, os.fspath(run_dir), f"a run of --task {' or '.join(LOSS_BOUND)} to export",
                    f"a {args.task} run", "generate with `kerasbert predict RUN` or kerasbert.generate")
-    if args.model in GENERATIVE_FAMILIES["seq2seq"]:  # the seq2seq graphs are a UniLM's
-        raise fail(ModelError, os.fspath(run_dir), "a seq2seq run of an encoder family (a UniLM) to export",
-                   f"a run of {args.model}", "generate with `kerasbert predict RUN` or kerasbert.generate")
     if args.task == "seq2seq" and int8 and format == "openvino":
         raise fail(ConfigError, "--int8", "--format onnx for a seq2seq run (its decoder's int8 needs no calibration)",
                    "--format openvino", "export it with --format onnx --int8, or in float32")
@@ -172,6 +190,8 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     if args.stride is not None:
         check_stride(args.stride, maxlen)
     info = _info(run, args, loaded.labels.labels, maxlen, format, int8, chosen)
+    if args.task == "seq2seq":
+        info.update(_seq2seq_info(loaded, maxlen))
     if args.stride != trained.args.stride:  # the run's dev score was measured with its own stride
         info["dev"] = info["dev_run"] = _dev_score(loaded)
     def write(staging: str) -> None:
@@ -220,16 +240,10 @@ def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int, info: dict) 
         info["dev"] = _dev_score(loaded)
         if not info["dev"]:
             info["dev_unscored"] = unscored_why(args)
-    vocab = list(load_vocab(loaded.run.file("vocab.txt")))
+    sentencepiece = info.get("vocab_file") == "spiece.model"  # a T5 seq2seq run's: no word pieces
+    vocab = [] if sentencepiece else list(load_vocab(loaded.run.file("vocab.txt")))
     if args.task == "seq2seq":
-        from kerasbert.generation.cache import CachedModel
-        from kerasbert.serving.graph_decode import GraphDetokenizer
-        from kerasbert.serving.seq2seq_export import served_seq2seq
-
-        tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=maxlen - args.target_maxlen)
-        module, signatures = served_seq2seq(loaded.model, tokenizer, GraphDetokenizer(vocab), args.beams,
-                                            args.target_maxlen, vocab.index("[SEP]"))
-        info["decoder"] = CachedModel(loaded.model).cache_shape  # what bounds a batch's cache when served
+        module, signatures = _seq2seq_module(loaded, vocab, info)
     elif args.task == "span":
         from kerasbert.serving.span_export import served_spans
 
@@ -244,6 +258,38 @@ def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int, info: dict) 
     tf.saved_model.save(module, folder, signatures=signatures)
 
 
+def _seq2seq_decoder(loaded: LoadedRun):
+    """The run's cached decoder as its predictions search it: an encoder-decoder's starts with the tokenizer's start
+    token where it has one (``[CLS]`` of a word-piece vocabulary), else with its own (T5's 0)."""
+    from kerasbert.generation.generate import cached_decoder
+
+    decoder, start = cached_decoder(loaded.model), getattr(loaded.tokenizer, "_token_start", None)
+    if start is not None and hasattr(decoder, "starting_with"):
+        return decoder.starting_with(loaded.tokenizer.token_to_id(start))
+    return decoder
+
+
+def _seq2seq_module(loaded: LoadedRun, vocab: list[str], info: dict) -> tuple:
+    """The module and signatures of a seq2seq run's SavedModel (`kerasbert.serving.seq2seq_export`): its tokenizer
+    (WordPiece's ``vocab``, or the run's SentencePiece model where ``vocab`` is empty) and its cached decoder, whose
+    cache shape ``info`` records."""
+    from kerasbert.serving.graph_decode import GraphDetokenizer
+    from kerasbert.serving.graph_sentencepiece import GraphSpTokenizer
+    from kerasbert.serving.graph_text import GraphTokenizer
+    from kerasbert.serving.seq2seq_export import served_seq2seq
+
+    args, room = loaded.args, info["source_maxlen"]
+    if vocab:
+        tokenizer = GraphTokenizer(vocab, lowercase=bool(args.lowercase), maxlen=room)
+        detokenizer = GraphDetokenizer(vocab)
+    else:
+        tokenizer = detokenizer = GraphSpTokenizer(loaded.tokenizer, maxlen=room)
+    decoder = _seq2seq_decoder(loaded)
+    info["decoder"] = decoder.cache_shape  # what bounds a batch's cache when served
+    return served_seq2seq(loaded.model, decoder, tokenizer, detokenizer, args.beams, args.target_maxlen,
+                          loaded.tokenizer.token_to_id(info["end_token"]))
+
+
 def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str | None = None,
                    dev: str | None = None) -> None:
     """An OpenVINO or ONNX export of an opened run (`kerasbert.finetune.runs.LoadedRun`) into ``folder``
@@ -254,13 +300,16 @@ def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str 
     from kerasbert.serving.convert import to_onnx, to_openvino, weight_bits_of
 
     run, args, the_task, labels, model = loaded.run, loaded.args, loaded.task, loaded.labels, loaded.model
-    shutil.copyfile(run.file("vocab.txt"), os.path.join(folder, "vocab.txt"))
+    vocab = info.get("vocab_file", "vocab.txt")
+    shutil.copyfile(run.file(vocab), os.path.join(folder, vocab))
     if info["crf"]:
         info["crf_transitions"] = np.asarray(crf_layers(model)[0].trans, np.float64).tolist()
     path = os.path.join(folder, MODEL_FILES[info["format"]])
     served = PortableExport
     if args.task == "seq2seq":  # the decoder's prefill and step, searched in Python
-        info["decoder"] = {**write_decoder(model, folder, info["format"], info["int8"], info.get("int8_choice")),
+        written = write_decoder(model, folder, info["format"], info["int8"], info.get("int8_choice"),
+                                _seq2seq_decoder(loaded))
+        info["decoder"] = {**written,
                            "precision": info["precision"], "precision_choice": info["precision_choice"]}
         served = PortableSeq2Seq
     elif info["format"] == "onnx":

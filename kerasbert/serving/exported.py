@@ -18,7 +18,7 @@ from kerasbert.choices import PREDICT_BATCH_SIZE
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.perf.onednn import bf16_pays
-from kerasbert.serving.folder import EXPORT_INFO, MODEL_FILES, VECTOR_TASK, read_info, vocab_checksum
+from kerasbert.serving.folder import EXPORT_INFO, MODEL_FILES, VECTOR_TASK, read_info, vocab_checksum, vocab_file
 from kerasbert.serving.portable_decoder import PortableSeq2Seq, check_search, decoder_files, search_batch
 from kerasbert.serving.runtime import PortableExport, PortableVectors, check_texts, vector_rows
 from kerasbert.text.predictions import label_row, spans_row
@@ -75,13 +75,14 @@ def _open_portable(path: str, info: dict) -> PortableExport | PortableSeq2Seq:
         raise fail(ConfigError, os.path.join(path, EXPORT_INFO), "a seq2seq export's decoder (its files and names)",
                    "none", "export the run again")
     models = decoder_files(path, info["decoder"]).values() if seq2seq else [MODEL_FILES[info["format"]]]
-    for name in (*models, "vocab.txt"):  # the decoder's files: paths checked to lie in the folder
+    vocab = vocab_file(info)
+    for name in (*models, vocab):  # the decoder's files: paths checked to lie in the folder
         if not os.path.isfile(os.path.join(path, name)):
             raise fail(ConfigError, path, f"an {info['format']} export with {os.path.basename(name)}", "no such file",
                        "export the run again")
-    checksum = vocab_checksum(os.path.join(path, "vocab.txt"))
+    checksum = vocab_checksum(os.path.join(path, vocab))
     if checksum != info.get("vocab_sha256"):
-        raise fail(ConfigError, os.path.join(path, "vocab.txt"), "the vocabulary the model was exported with "
+        raise fail(ConfigError, os.path.join(path, vocab), "the vocabulary the model was exported with "
                    f"(sha256 {str(info.get('vocab_sha256'))[:12]}...)", f"another one (sha256 {checksum[:12]}...)",
                    "export the run again")
     if info["task"] == VECTOR_TASK:

@@ -4,8 +4,9 @@ export (`MODEL_FILES`), the vocabulary's checksum, reading the information (`rea
 whole (`publish_export`).
 
 Every export records ``task``, ``labels`` and ``pairs``; ``format``, ``int8`` and ``precision`` say what the model
-computes in (`kind_of`); ``vocab_sha256`` ties ``vocab.txt`` to the model; ``dev`` is the export's score, with
-``dev_unscored`` saying why when there is none. Nothing here imports TensorFlow or a runtime.
+computes in (`kind_of`); ``vocab_sha256`` ties ``vocab.txt`` (or a SentencePiece model's file: `vocab_file`) to the
+model; ``dev`` is the export's score, with ``dev_unscored`` saying why when there is none. Nothing here imports
+TensorFlow or a runtime.
 """
 
 from __future__ import annotations
@@ -23,12 +24,33 @@ from kerasbert.log import logger
 from kerasbert.serving.precision import fall_back
 
 __all__ = ["EXPORT_INFO", "MODEL_FILES", "REJECTED", "VECTOR_TASK", "data_file", "kind_of", "publish_export",
-           "read_info", "unscored_why", "vocab_checksum"]
+           "read_info", "unscored_why", "vocab_checksum", "vocab_file"]
 
 EXPORT_INFO = "kerasbert-export.json"
 MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}  # the model of an ONNX or OpenVINO export, by format
 VECTOR_TASK = "embedding"  # the task kerasbert-export.json records for every export that answers vectors
+VOCAB_FILES = ("vocab.txt", "spiece.model")  # the vocabulary beside a model: WordPiece's, or SentencePiece's
 REJECTED = ".rejected"  # the suffix of an export kept aside for its loss
+
+
+def vocab_file(info: dict) -> str:
+    """The vocabulary file an export holds beside its model, as ``kerasbert-export.json`` names it: ``vocab.txt``
+    (WordPiece's) unless ``vocab_file`` says ``spiece.model`` (a SentencePiece model's, a T5 run's).
+
+    Example:
+    >>> vocab_file({"task": "cls"}), vocab_file({"vocab_file": "spiece.model"})
+    ('vocab.txt', 'spiece.model')
+    >>> vocab_file({"vocab_file": "../vocab.txt"})
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.ConfigError: kerasbert-export.json vocab_file: expected 'vocab.txt' or 'spiece.model', \
+found '../vocab.txt'. export the run again
+    """
+    name = info.get("vocab_file", VOCAB_FILES[0])
+    if name not in VOCAB_FILES:  # a name, never a path: an export reads nothing outside its folder
+        raise fail(ConfigError, f"{EXPORT_INFO} vocab_file", " or ".join(map(repr, VOCAB_FILES)), repr(name),
+                   "export the run again")
+    return name
 
 
 def vocab_checksum(path: str) -> str:

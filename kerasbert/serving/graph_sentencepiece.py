@@ -1,4 +1,4 @@
-"""SentencePiece's tokenizer as TensorFlow ops: raw text to `SpTokenizer`'s ids inside a graph.
+"""SentencePiece's tokenizer as TensorFlow ops: raw text to `SpTokenizer`'s ids inside a graph, and ids back to text.
 
 A SavedModel of a T5 or mT5 model that takes raw text tokenizes in its graph, where TF Serving runs TensorFlow and
 tensorflow-text ops only. :class:`GraphSpTokenizer` runs ``tf_text.SentencepieceTokenizer`` on the bytes of the
@@ -56,6 +56,9 @@ class GraphSpTokenizer(tf.Module):
     >>> out["token_ids"].numpy().tolist() == [ids + [0] * (6 - len(ids)) for ids, _ in
     ...                                        (tokenizer.encode(text, maxlen=6) for text in texts)]
     True
+    >>> [text.decode() for text in graph.detokenize(out["token_ids"], out["lengths"]).numpy()] == [
+    ...     tokenizer.decode(tokenizer.encode(text, maxlen=6)[0]) for text in texts]
+    True
     """
 
     def __init__(self, tokenizer: SpTokenizer, maxlen: int) -> None:
@@ -89,6 +92,24 @@ class GraphSpTokenizer(tf.Module):
         token_ids, segment_ids = tf.concat(rows, axis=1), tf.concat(segments, axis=1)
         return {"token_ids": token_ids.to_tensor(self._pad), "segment_ids": segment_ids.to_tensor(0),
                 "lengths": tf.cast(token_ids.row_lengths(), tf.int32)}
+
+    @tf.autograph.experimental.do_not_convert
+    def detokenize(self, token_ids: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
+        """The text of each row of ids, as ``SpTokenizer.decode(row[:length])`` gives it: SentencePiece's decoding
+        (control pieces such as ``</s>`` write nothing), an id past the model's pieces dropped.
+
+        Args:
+            token_ids: tf.Tensor. int ids ``[batch, T]``.
+            lengths: tf.Tensor. int ``[batch]``, the ids to read in each row (clipped to 0..T).
+
+        Returns:
+            tf.Tensor of strings, shape ``[batch]``, UTF-8.
+        """
+        token_ids = tf.cast(token_ids, tf.int32)
+        width = tf.shape(token_ids, out_type=tf.int64)[1]
+        rows = tf.RaggedTensor.from_tensor(token_ids, lengths=tf.clip_by_value(tf.cast(lengths, tf.int64), 0, width))
+        known = tf.ragged.boolean_mask(rows, rows < self.vocab_size)  # SpTokenizer reads such an id as ""
+        return self.sentencepiece.detokenize(known)
 
     def _full(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """Each text's pieces between the start and end tokens, uncut: ``[batch, (ids)]``, int64 row lengths."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 
 import numpy as np
 import pytest
@@ -22,22 +21,9 @@ from kerasbert.text.sentencepiece import SpTokenizer
 
 import helpers
 
-CONFIG = {"hidden_size": 12, "num_hidden_layers": 2, "num_attention_heads": 3, "attention_head_size": 5,
-          "intermediate_size": 20, "hidden_dropout_prob": 0.1, "initializer_range": 0.02,
-          "relative_attention_num_buckets": 32, "attention_scale": False, "is_dropout": True,
-          "hidden_act": ["gelu", "linear"]}
+CONFIG = helpers.TINY_T5
 MAXLEN, TARGET_MAXLEN = 24, 6
-
-
-def _pairs(path: str, count: int, seed: int) -> str:
-    """JSONL pairs: a source of Chinese characters and English words, its target the English words."""
-    rng = random.Random(seed)
-    with open(path, "w", encoding="utf-8") as f:
-        for _ in range(count):
-            words = " ".join(rng.choice(helpers.SP_ENGLISH) for _ in range(rng.randint(1, 4)))
-            source = "".join(rng.choice(helpers.SP_CHINESE) for _ in range(rng.randint(2, 20))) + " " + words
-            f.write(json.dumps({"source": source, "target": words}, ensure_ascii=False) + "\n")
-    return path
+_pairs = helpers.write_t5_pairs  # JSONL pairs: a source of Chinese characters and English words, its target the words
 
 
 @pytest.fixture(scope="module")
