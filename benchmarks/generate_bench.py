@@ -86,8 +86,17 @@ def sources(n: int, length: int, vocab_size: int, seed: int = 0) -> list[list[in
             for size in lengths]
 
 
+def _std(path: str, shape: tuple, family: str) -> float:
+    """σ of a random weight: 0.1; a T5's as T5 initializes its own (1/√fan-in, the token embedding and the output
+    layer σ 1): its attention has no 1/√d, and at σ 0.1 its scores grow so large that float rounding, not the
+    weights, picks its ids."""
+    if not family.startswith(("t5", "mt5")):
+        return 0.1
+    return 1.0 if "Embedding-Token" in path or "Output-LM" in path or len(shape) < 2 else shape[0] ** -0.5
+
+
 def prepare(folder: str, cfg: dict, options: dict) -> str:
-    """A Google checkpoint of the model ``options`` build, random weights (σ 0.1; norms' γ 1), beside its
+    """A Google checkpoint of the model ``options`` build, random weights (`_std`; norms' γ 1), beside its
     bert_config.json."""
     import numpy as np
 
@@ -99,7 +108,8 @@ def prepare(folder: str, cfg: dict, options: dict) -> str:
     model, rng = build_transformer_model(config, verbose=False, **options), np.random.default_rng(0)
     for weight in model.weights:
         if "gamma" not in weight.path:
-            weight.assign(rng.normal(0.0, 0.1, weight.shape).astype("float32"))
+            std = _std(weight.path, tuple(weight.shape), options.get("model", "bert"))
+            weight.assign(rng.normal(0.0, std, weight.shape).astype("float32"))
     return save_google_checkpoint(model, folder)
 
 
