@@ -351,3 +351,15 @@ def test_a_family_trains_under_mirrored_strategy(family_data, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.load(open(os.path.join(out, "metrics.json")))
     assert metrics["steps"] == 2 and json.load(open(os.path.join(out, "args.json")))["model"] == "roformer"
+
+
+def test_the_tasks_of_the_generative_families_follow_the_families_table():
+    """`GENERATIVE_FAMILIES` (kept in the argument module, which loads no Keras) names every GPT and T5 family and
+    alias of `kerasbert.modeling.families`, and no other."""
+    from kerasbert.finetune.args import GENERATIVE_FAMILIES
+    from kerasbert.modeling import families
+
+    task = {"gpt": "lm", "t5": "seq2seq"}
+    expected = {name: task[families.get(name).architecture] for name in families.NAMES
+                if families.get(name).architecture in task}
+    assert {name: t for t, names in GENERATIVE_FAMILIES.items() for name in names} == expected
