@@ -1,53 +1,28 @@
 """bert4keras 0.11.5's generation examples, ported by renaming imports, give bert4keras's losses and texts.
 
-As in test_bert4keras_examples.py: each script in fixtures/bert4keras_examples mirrors one example (its
-docstring says which and what changed) and defines ``run(pkg, config_path, checkpoint_path, vocab_path, data,
-steps)``; the same body runs as ``bert4keras`` on tf-keras in one subprocess (this file is its launcher) and as
-``kerasbert.compat`` in the test process. Both start from the same random Google checkpoint (dropout 0) and the
-same files written here (GBK novels, news files with a title line, a JSON-lines corpus of synonyms), with
-NumPy's global generator seeded the same way before each script: the scripts' ``np.random.shuffle`` and
-samplers then draw the same numbers in both. Beam search is compared as text; sampling after the same seed too.
-
-The oracle patches two places where tf-keras 2.x departs from the Keras 2.3 these examples were written for:
-its ``fit`` misreads a generator's ``[x1, x2], None`` (bert4keras's ``forfit`` then hands over a tuple), and its
-``K.eye`` cannot take SimBERT's batch size as a tensor (``tf.eye`` stands in).
+The scripts are run by tests/oracle_examples.py under both packages, from the same random Google checkpoint
+(dropout 0) and the same files written here (GBK novels, news files with a title line, a JSON-lines corpus of
+synonyms), with NumPy's global generator seeded the same way before each script: the scripts'
+``np.random.shuffle`` and samplers then draw the same numbers in both. Beam search is compared as text; sampling
+after the same seed too.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
+import oracle_examples
 import pytest
+from oracle_examples import CFG, CHARS, close, same
 
 pytestmark = pytest.mark.slow
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = os.path.join(os.path.dirname(HERE), "fixtures", "bert4keras_examples")
-CFG = {"vocab_size": 128, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-       "intermediate_size": 64, "hidden_act": "gelu", "hidden_dropout_prob": 0.0,
-       "attention_probs_dropout_prob": 0.0, "max_position_embeddings": 64, "type_vocab_size": 2,
-       "initializer_range": 0.02}
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-PUNCTUATION = ["。", "，", "？"]
-CHARS = [chr(0x4E00 + i) for i in range(CFG["vocab_size"] - len(SPECIAL) - len(PUNCTUATION))]  # all in GBK
 MT5 = {"vocab_size": 200, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
        "attention_head_size": 16, "intermediate_size": 64, "hidden_act": ["gelu", "linear"], "hidden_dropout_prob": 0.0,
        "attention_probs_dropout_prob": 0.0, "initializer_range": 0.02, "relative_attention_num_buckets": 32}
 STEPS = 3
-SEED = 0  # NumPy's global seed before each script
-
-
-def load_script(name: str):
-    """A fixture script, imported by path (tests/fixtures is not collected)."""
-    spec = importlib.util.spec_from_file_location(f"bert4keras_example_{name}", os.path.join(SCRIPTS, name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def write_data(folder: str, seed: int = 0) -> dict:
@@ -74,9 +49,9 @@ def write_data(folder: str, seed: int = 0) -> dict:
             f.write(json.dumps({"text": text(4, 10), "synonyms": [text(4, 10) for _ in range(3)]},
                                ensure_ascii=False) + "\n")
     return {
-        "language_model": {"novels": os.path.join(folder, "novels", "*", "*.txt"), "show": [text(4, 8), text(4, 8)],
-                           "seed": 1, "n": 2},
-        "seq2seq_autotitle": {"txts": os.path.join(folder, "news", "*.txt"),
+        "task_language_model": {"novels": os.path.join(folder, "novels", "*", "*.txt"),
+                                "show": [text(4, 8), text(4, 8)], "seed": 1, "n": 2},
+        "task_seq2seq_autotitle": {"txts": os.path.join(folder, "news", "*.txt"),
                               "show": [text(10, 20), text(10, 20) + "，" + text(4, 8)]},
         "basic_language_model_nezha_gen_gpt": {"show": [text(2, 5), text(2, 5)], "end": "。", "maxlen": 12,
                                                "minlen": 4, "seed": 3},
@@ -149,87 +124,18 @@ def write_mt5(work: str, seed: int = 0) -> dict:
     return {"task_seq2seq_autotitle_csl_mt5": data}
 
 
-def seeded(pkg: str) -> None:
-    """Import ``pkg``'s modules (a first import of TensorFlow draws from NumPy's generator), then seed NumPy."""
-    for module in ("backend", "layers", "models", "optimizers", "snippets", "tokenizers"):
-        importlib.import_module(f"{pkg}.{module}")
-    np.random.seed(SEED)
-
-
-def oracle_main(job_path: str) -> None:
-    """Subprocess entry (TF_KERAS=1, TF_USE_LEGACY_KERAS=1): run every script as bert4keras, save one npz."""
-    from bert4keras.backend import keras
-
-    keras.optimizers.Optimizer = keras.optimizers.legacy.Optimizer  # before bert4keras.optimizers is imported
-    from bert4keras.snippets import DataGenerator
-
-    def forfit(self, random=True, _forfit=DataGenerator.forfit):
-        """tf-keras's ``fit`` reads ``[x1, x2], None`` as inputs x1 and labels x2 (its pack_x_y_sample_weight
-        tests ``isinstance(x, tuple or list)``); Keras 2.3, which the examples were written for, did not."""
-        for inputs, *rest in _forfit(self, random):
-            yield (tuple(inputs) if isinstance(inputs, list) else inputs, *rest)
-
-    DataGenerator.forfit = forfit
-    import tensorflow as tf
-    from bert4keras.backend import K
-
-    def eye(size, dtype=None, name=None):
-        """tf-keras's K.eye makes a variable, which cannot hold SimBERT's batch-sized identity inside a
-        tf.function; Keras 2.3 on TF 1 graphs could."""
-        return tf.eye(size, dtype=dtype or K.floatx(), name=name)
-
-    K.eye = eye
-    with open(job_path) as f:
-        job = json.load(f)
-    out = {}
-    for name, data in job["data"].items():
-        seeded("bert4keras")
-        result = load_script(name).run("bert4keras", *data.get("paths", job["paths"]), data, job["steps"])
-        out.update({f"{name}/{key}": np.asarray(value) for key, value in result.items()})
-    np.savez(job["out"], **out)
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """(kerasbert's results, bert4keras's results) per script; bert4keras runs alongside in a subprocess."""
-    import helpers
-
     work = str(tmp_path_factory.mktemp("bert4keras_generation_examples"))
-    helpers.write_checkpoint(work, helpers.random_google_weights(CFG, seed=5), CFG)
-    vocab = helpers.write_vocab(work, [*SPECIAL, *PUNCTUATION, *CHARS])
-    paths = [os.path.join(work, "bert_config.json"), os.path.join(work, "bert_model.ckpt"), vocab]
-    data = {**write_data(work), **write_generative(work, vocab), **write_mt5(work)}
-    job, out = os.path.join(work, "job.json"), os.path.join(work, "oracle.npz")
-    with open(job, "w") as f:
-        json.dump({"out": out, "paths": paths, "data": data, "steps": STEPS}, f)
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), job], env={**os.environ, **helpers.LEGACY_ENV},
-                            cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        ours = {}
-        for name, value in data.items():
-            seeded("kerasbert.compat")
-            ours[name] = load_script(name).run("kerasbert.compat", *value.get("paths", paths), value, STEPS)
-    finally:
-        _, stderr = proc.communicate()
-    if proc.returncode:
-        raise RuntimeError(f"bert4keras oracle failed:\n{stderr[-4000:]}")
-    with np.load(out) as saved:
-        theirs = {name: {key.split("/", 1)[1]: saved[key] for key in saved.files if key.startswith(name + "/")}
-                  for name in data}
-    return ours, theirs
-
-
-def close(ours, theirs, rtol=1e-4, atol=1e-4):
-    np.testing.assert_allclose(np.asarray(ours, np.float64), np.asarray(theirs, np.float64), rtol=rtol, atol=atol)
-
-
-def same(ours, theirs):
-    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    paths = oracle_examples.write_bert(work)
+    data = {**write_data(work), **write_generative(work, paths[2]), **write_mt5(work)}
+    return oracle_examples.run_examples(data, paths, work, STEPS)
 
 
 def test_language_model(results):
     """application='lm': the same shuffled samples and batches, losses, and continuations sampled after one seed."""
-    ours, theirs = results[0]["language_model"], results[1]["language_model"]
+    ours, theirs = results[0]["task_language_model"], results[1]["task_language_model"]
     for key in ("samples", "keep_tokens", "token_ids", "shown"):
         same(ours[key], theirs[key])
     assert len(ours["keep_tokens"]) == CFG["vocab_size"] - 1  # [MASK] dropped by simplified=True
@@ -240,7 +146,7 @@ def test_language_model(results):
 
 def test_seq2seq_autotitle(results):
     """application='unilm': the same losses, next-token probabilities, the Evaluator's titles and beam search's."""
-    ours, theirs = results[0]["seq2seq_autotitle"], results[1]["seq2seq_autotitle"]
+    ours, theirs = results[0]["task_seq2seq_autotitle"], results[1]["task_seq2seq_autotitle"]
     for key in ("keep_tokens", "token_ids", "segment_ids", "shown", "beams"):
         same(ours[key], theirs[key])
     assert ours["segment_ids"].any()  # the titles: the part the loss reads
@@ -304,6 +210,3 @@ def test_simbert(results):
     close(ours["similarities"], theirs["similarities"])
     assert len(ours["synonyms"]) == 5 and len(ours["retrieved"]) == 3
 
-
-if __name__ == "__main__":
-    oracle_main(sys.argv[1])
