@@ -1,4 +1,4 @@
-"""`parallel_apply`: bert4keras's ``snippets.parallel_apply``, same arguments and results.
+"""`parallel_apply` and `parallel_apply_generator`: bert4keras's ``snippets`` functions, same arguments and results.
 
 Workers are threads (``dummy=True``) or forked processes, so that ``func`` may be a lambda or a closure, as
 bert4keras allows; items and results cross to processes by pickling. Workers stop on a sentinel, and an
@@ -72,6 +72,20 @@ def _checked(message):
     return index, value
 
 
+def parallel_apply_generator(func, iterable, workers, max_queue_size, dummy=False, random_seeds=True):
+    """Yield ``(index, func(item))`` for every item of ``iterable`` as ``workers`` threads (``dummy``) or processes
+    finish them, in no set order; arguments as `parallel_apply`'s.
+
+    Example:
+    >>> sorted(parallel_apply_generator(lambda x: x * x, range(3), 2, 4, dummy=True))
+    [(0, 0), (1, 1), (2, 4)]
+    """
+    if workers < 1 or max_queue_size < 1:
+        raise fail(DataError, "parallel_apply", "workers >= 1 and max_queue_size >= 1",
+                   f"workers={workers}, max_queue_size={max_queue_size}")
+    return _results(func, iterable, workers, max_queue_size, dummy, random_seeds)
+
+
 def parallel_apply(func, iterable, workers, max_queue_size, callback=None, dummy=False, random_seeds=True,
                    unordered=True):
     """Apply ``func`` to every item of ``iterable`` in ``workers`` threads (``dummy``) or processes.
@@ -94,10 +108,7 @@ def parallel_apply(func, iterable, workers, max_queue_size, callback=None, dummy
     >>> parallel_apply(lambda x: x * x, range(5), 2, 4, dummy=True, unordered=False)
     [0, 1, 4, 9, 16]
     """
-    if workers < 1 or max_queue_size < 1:
-        raise fail(DataError, "parallel_apply", "workers >= 1 and max_queue_size >= 1",
-                   f"workers={workers}, max_queue_size={max_queue_size}")
-    results = _results(func, iterable, workers, max_queue_size, dummy, random_seeds)
+    results = parallel_apply_generator(func, iterable, workers, max_queue_size, dummy, random_seeds)
     if callback is not None:
         for _, value in results:
             callback(value)

@@ -1,19 +1,57 @@
-"""``bert4keras.backend`` -> ``kerasbert.compat.backend``: `keras`, `K` and `set_gelu`.
+"""``bert4keras.backend`` -> ``kerasbert.compat.backend``: every public name of bert4keras 0.11.5's module.
 
-`keras` is Keras 3. `K` answers the Keras 2 backend calls bert4keras's examples make, each over `keras.ops`;
-any other name raises `BackendNameError` saying what to use instead. It is not a Keras 2 emulator: there is no
-session, graph, placeholder or global learning phase in Keras 3.
+`keras` is Keras 3 and `tf` TensorFlow. `K` answers the Keras 2 backend calls bert4keras's examples make, each over
+`keras.ops`, and the names bert4keras adds to it (`reshape`, `flatten`, `where`, `logsumexp`, `symbolic`); any other
+name raises `BackendNameError` saying what to use instead. It is not a Keras 2 emulator: there is no session, graph,
+placeholder, symbolic gradient or global learning phase in Keras 3. The tensor functions live in
+`kerasbert.compat._functions`, the graph and device helpers in `kerasbert.compat._graph`.
 """
 
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
 from keras import ops
 
+from kerasbert.compat._functions import (
+    Sinusoidal,
+    align,
+    apply_rotary_position_embeddings,
+    attention_normalize,
+    batch_gather,
+    divisible_temporal_padding,
+    dtype,
+    flatten,
+    leaky_relu,
+    piecewise_linear,
+    pool1d,
+    reshape,
+    root_mean_square,
+    sequence_masking,
+    sinusoidal_embeddings,
+    sparse_multilabel_categorical_crossentropy,
+    swish,
+    where,
+)
+from kerasbert.compat._graph import (
+    do_recompute,
+    get_available_gpus,
+    graph_mode_decorator,
+    is_tf_keras,
+    recompute_grad,
+    search_layer,
+    symbolic,
+)
 from kerasbert.errors import ConfigError, KerasBertError, fail
 from kerasbert.modeling.global_pointer import multilabel_categorical_crossentropy  # bert4keras keeps it here
+from kerasbert.modeling.layers import gelu_erf, gelu_tanh
 
-__all__ = ["K", "BackendNameError", "gelu_version", "keras", "multilabel_categorical_crossentropy", "set_gelu"]
+__all__ = ["K", "BackendNameError", "Sinusoidal", "align", "apply_rotary_position_embeddings", "attention_normalize",
+           "batch_gather", "custom_objects", "divisible_temporal_padding", "do_recompute", "dtype", "flatten",
+           "gelu_erf", "gelu_tanh", "gelu_version", "get_available_gpus", "graph_mode_decorator", "is_tf_keras",
+           "keras", "leaky_relu", "multilabel_categorical_crossentropy", "piecewise_linear", "pool1d",
+           "recompute_grad", "reshape", "root_mean_square", "search_layer", "sequence_masking", "set_gelu",
+           "sinusoidal_embeddings", "sparse_multilabel_categorical_crossentropy", "swish", "symbolic", "tf", "where"]
 
 _gelu = "erf"  # what "gelu" in a config means for models `compat.models.build_transformer_model` builds next
 
@@ -54,6 +92,7 @@ _INSTEAD = {
     "get_session": "Keras 3 has no session",
     "set_session": "Keras 3 has no session",
     "clear_session": "use keras.backend.clear_session",
+    "gradients": "Keras 3 has no symbolic gradients: compute them in a train_step with tf.GradientTape",
 }
 
 
@@ -70,11 +109,12 @@ class _Backend:
     """Keras 2 backend names over `keras.ops`; arguments and defaults are Keras 2's.
 
     Names: abs, arange, argmax, argmin, batch_dot, cast, categorical_crossentropy, clip, concatenate, cos,
-    cumsum, dot, dtype, epsilon, equal, eval, exp, expand_dims, eye, floatx, get_value, greater, greater_equal,
-    int_shape, l2_normalize, less, less_equal, log, max, maximum, mean, min, minimum, ndim, not_equal, one_hot,
-    ones_like, permute_dimensions, pow, prod, relu, reshape, round, set_value, shape, sigmoid, sign, sin, softmax,
-    softplus, sparse_categorical_crossentropy, sqrt, square, squeeze, stack, std, stop_gradient, sum, switch, tanh,
-    tile, transpose, var, zeros_like.
+    cumsum, dot, dtype, epsilon, equal, eval, exp, expand_dims, eye, flatten, floatx, get_value, greater,
+    greater_equal, int_shape, l2_normalize, less, less_equal, log, logsumexp, max, maximum, mean, min, minimum, ndim,
+    not_equal, one_hot, ones_like, permute_dimensions, pow, prod, relu, reshape, round, set_value, shape, sigmoid,
+    sign, sin, softmax, softplus, sparse_categorical_crossentropy, sqrt, square, squeeze, stack, std, stop_gradient,
+    sum, switch, symbolic, tanh, tile, transpose, var, where, zeros_like. Of these, ``reshape``, ``flatten`` and
+    ``where`` are the functions bert4keras puts on its K (this module's `reshape`, `flatten` and `where`).
 
     Any other name raises `BackendNameError` (an `AttributeError`) naming what to use instead, `keras.ops`
     for most.
@@ -201,9 +241,14 @@ class _Backend:
         return ops.softmax(x, axis=axis)
 
     # shapes
+    reshape = staticmethod(reshape)  # bert4keras's: also (shape, axis) pairs
+    flatten = staticmethod(flatten)  # bert4keras's: axes start:end merged
+    where = staticmethod(where)
+    symbolic = staticmethod(symbolic)
+
     @staticmethod
-    def reshape(x, shape):
-        return ops.reshape(x, shape)
+    def logsumexp(x, axis=None, keepdims=False):
+        return ops.logsumexp(x, axis=axis, keepdims=keepdims)
 
     @staticmethod
     def permute_dimensions(x, pattern):
@@ -294,3 +339,15 @@ class _Backend:
 
 
 K = _Backend()
+
+custom_objects = {  # what bert4keras registers with Keras; pass it to keras.saving.load_model(custom_objects=...)
+    "gelu_erf": gelu_erf,
+    "gelu_tanh": gelu_tanh,
+    "gelu": gelu_erf,
+    "root_mean_square": root_mean_square,
+    "swish": swish,
+    "leaky_relu": leaky_relu,
+    "Sinusoidal": Sinusoidal,
+    "multilabel_categorical_crossentropy": multilabel_categorical_crossentropy,
+    "initializer": keras.initializers.GlorotUniform,
+}

@@ -1,10 +1,13 @@
 """``bert4keras.snippets`` -> ``kerasbert.compat.snippets``: bert4keras 0.11.5's data helpers, same signatures.
 
 `sequence_padding`, `truncate_sequences`, `text_segmentate`, `to_array`, `DataGenerator`, `open`,
-`parallel_apply`, `ViterbiDecoder` and `AutoRegressiveDecoder` (beam search and sampling with bert4keras's ids,
-for sampling under the same NumPy seed). Misuse raises `kerasbert.errors.DataError` (a `ValueError`, as
-bert4keras raised) instead of an assertion or a NumPy error; a decoder's ``predict`` whose scores do not fit
-raises `kerasbert.errors.ModelError`. `open` lives only here: kerasbert itself never shadows the builtin.
+`parallel_apply`, `parallel_apply_generator`, `ViterbiDecoder` and `AutoRegressiveDecoder` (beam search and sampling
+with bert4keras's ids, for sampling under the same NumPy seed); the string, sequence and decorator helpers of
+`kerasbert.compat._strings`; `WebServing` (`kerasbert.compat._web`, on Starlette and uvicorn). Misuse raises
+`kerasbert.errors.DataError` (a `ValueError`, as bert4keras raised) instead of an assertion or a NumPy error; a
+decoder's ``predict`` whose scores do not fit raises `kerasbert.errors.ModelError`. `open` lives only here:
+kerasbert itself never shadows the builtin. ``uniout`` (a Python 2 printing module bert4keras imports on demand) is
+None, as bert4keras gives it on Python 3.
 """
 
 from __future__ import annotations
@@ -17,12 +20,35 @@ import os
 import numpy as np
 
 from kerasbert.compat._decoder import AutoRegressiveDecoder
-from kerasbert.compat._parallel import parallel_apply
+from kerasbert.compat._parallel import parallel_apply, parallel_apply_generator
+from kerasbert.compat._strings import (
+    Hook,
+    convert_to_str,
+    convert_to_unicode,
+    delete_arguments,
+    insert_arguments,
+    is_one_of,
+    is_py2,
+    is_string,
+    longest_common_subsequence,
+    longest_common_substring,
+    lowercase_and_normalize,
+    orthogonally_resize,
+    softmax,
+    string_matching,
+    strQ2B,
+)
+from kerasbert.compat._web import WebServing
 from kerasbert.errors import DataError, fail
 from kerasbert.modeling.crf import ViterbiDecoder
 
-__all__ = ["AutoRegressiveDecoder", "DataGenerator", "ViterbiDecoder", "open", "parallel_apply", "sequence_padding",
-           "text_segmentate", "to_array", "truncate_sequences"]
+__all__ = ["AutoRegressiveDecoder", "DataGenerator", "Hook", "ViterbiDecoder", "WebServing", "convert_to_str",
+           "convert_to_unicode", "delete_arguments", "insert_arguments", "is_one_of", "is_py2", "is_string",
+           "longest_common_subsequence", "longest_common_substring", "lowercase_and_normalize", "open",
+           "orthogonally_resize", "parallel_apply", "parallel_apply_generator", "sequence_padding", "softmax",
+           "strQ2B", "string_matching", "text_segmentate", "to_array", "truncate_sequences", "uniout"]
+
+uniout = None
 
 
 def to_array(*args):
@@ -225,18 +251,21 @@ class DataGenerator:
         raise NotImplementedError("DataGenerator subclasses define __iter__(self, random=False)")
 
     def _forever(self, random, inputs_only=False):
-        """Batches forever; a batch whose inputs are a list comes out with them as a tuple (Keras 3's ``fit``
-        reads a generator's structure and refuses lists), and ``inputs, None`` (a model whose loss layer takes
-        the labels as inputs) as the 1-tuple ``(inputs,)``: a ``tf.data`` element cannot hold None, and ``fit``
-        reads a 1-tuple as inputs without labels."""
+        """Batches forever; inputs (or labels, for a model of several outputs) that are a list come out as a tuple
+        (Keras 3's ``fit`` reads a generator's structure and refuses lists), and ``inputs, None`` (a model whose
+        loss layer takes the labels as inputs) as the 1-tuple ``(inputs,)``: a ``tf.data`` element cannot hold
+        None, and ``fit`` reads a 1-tuple as inputs without labels."""
+        def tupled(part):
+            return tuple(part) if isinstance(part, list) else part
+
         while True:
             for batch in self.__iter__(random):
                 if inputs_only:
                     yield batch[0]
                 elif isinstance(batch, tuple | list) and len(batch) == 2 and batch[1] is None:
-                    yield (tuple(batch[0]) if isinstance(batch[0], list) else batch[0],)
-                elif isinstance(batch, tuple | list) and isinstance(batch[0], list):
-                    yield (tuple(batch[0]), *batch[1:])
+                    yield (tupled(batch[0]),)
+                elif isinstance(batch, tuple | list):
+                    yield tuple(tupled(part) for part in batch)
                 else:
                     yield batch
 

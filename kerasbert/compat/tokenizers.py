@@ -1,17 +1,22 @@
-"""``bert4keras.tokenizers`` -> ``kerasbert.compat.tokenizers``: `Tokenizer`, as `kerasbert.text.tokenizer`
-defines it, `SpTokenizer`, as `kerasbert.text.sentencepiece` defines it, and `load_vocab` under bert4keras's
-argument names."""
+"""``bert4keras.tokenizers`` -> ``kerasbert.compat.tokenizers``: every public name of bert4keras 0.11.5's module.
+
+`Tokenizer` is `kerasbert.text.tokenizer.Tokenizer` (its Rust word pieces) with bert4keras's constructor and
+``encode`` arguments; `SpTokenizer` is `kerasbert.text.sentencepiece.SpTokenizer`; `TokenizerBase` is bert4keras's
+template for a tokenizer of one's own; `load_vocab` and `save_vocab` take bert4keras's argument names.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from tokenizers.models import WordPiece
+
+from kerasbert.errors import ConfigError, fail
 from kerasbert.text import tokenizer as _tokenizer
-from kerasbert.text.sentencepiece import SpTokenizer
-from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.text.sentencepiece import SpTokenizer, truncated
 
-__all__ = ["SpTokenizer", "Tokenizer", "load_vocab"]
+__all__ = ["SpTokenizer", "Tokenizer", "TokenizerBase", "load_vocab", "save_vocab"]
 
 
 def load_vocab(dict_path: str | os.PathLike, simplified: bool = False, startswith: Sequence[str] | None = None):
@@ -32,3 +37,137 @@ def load_vocab(dict_path: str | os.PathLike, simplified: bool = False, startswit
     ({'[PAD]': 0, '[UNK]': 1, '[CLS]': 2, '[SEP]': 3, '中': 4}, [0, 1, 2, 3, 5])
     """
     return _tokenizer.load_vocab(dict_path, simplified=simplified, startswith=startswith)
+
+
+def save_vocab(dict_path: str | os.PathLike, token_dict: Mapping[str, int], encoding: str = "utf-8") -> None:
+    """Write ``token_dict`` (a shrunk one from ``load_vocab(..., simplified=True)``, say) as a vocab.txt: its
+    tokens in the order of their ids, one a line.
+
+    Example:
+    >>> import os, tempfile
+    >>> dict_path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> save_vocab(dict_path, {"[PAD]": 0, "中": 2, "[UNK]": 1})
+    >>> open(dict_path, encoding="utf-8").read().split()
+    ['[PAD]', '[UNK]', '中']
+    """
+    with open(dict_path, "w", encoding=encoding) as f:
+        f.writelines(token + "\n" for token, _ in sorted(token_dict.items(), key=lambda item: item[1]))
+
+
+class TokenizerBase:
+    """bert4keras's tokenizer template: subclass it and write ``_tokenize(text)``, ``token_to_id``,
+    ``id_to_token`` and ``decode``; ``tokenize``, ``tokens_to_ids``, ``ids_to_tokens`` and ``encode`` (a pair,
+    ``maxlen``, ``pattern``, ``truncate_from``) then work as bert4keras's do.
+
+    Args:
+        token_start: str or None. the token put first ([CLS]); None: none.
+        token_end: str or None. the token put last ([SEP]); None: none.
+        pre_tokenize: callable or None. ``text -> words``, for ``_tokenize`` to use.
+        token_translate: dict or None. ``{token: replacement}`` applied to ``_tokenize``'s tokens.
+
+    Example:
+    >>> class Characters(TokenizerBase):
+    ...     def _tokenize(self, text):
+    ...         return list(text)
+    ...     def token_to_id(self, token):
+    ...         return ord(token) if len(token) == 1 else {"[CLS]": 1, "[SEP]": 2}[token]
+    >>> Characters().encode("ab", "cd", maxlen=5)
+    ([1, 97, 2, 99, 2], [0, 0, 0, 1, 1])
+    """
+
+    encode = SpTokenizer.encode  # the same bert4keras rules for pairs, maxlen, pattern and truncate_from
+    _index = SpTokenizer._index
+    _maxlen = staticmethod(SpTokenizer._maxlen)
+
+    def __init__(self, token_start: str | None = "[CLS]", token_end: str | None = "[SEP]",
+                 pre_tokenize: Callable[[str], Iterable[str]] | None = None,
+                 token_translate: Mapping[str, str] | None = None) -> None:
+        self._token_pad, self._token_unk, self._token_mask = "[PAD]", "[UNK]", "[MASK]"
+        self._token_start, self._token_end, self._pre_tokenize = token_start, token_end, pre_tokenize
+        self._token_translate = dict(token_translate or {})
+        self._token_translate_inv = {token: piece for piece, token in self._token_translate.items()}
+
+    def tokenize(self, text: str, maxlen: int | None = None) -> list[str]:
+        """``_tokenize``'s tokens (translated) between the start and end tokens, cut to ``maxlen`` before the end."""
+        tokens = [self._token_translate.get(token) or token for token in self._tokenize(text)]
+        tokens = [self._token_start] * (self._token_start is not None) + tokens + [self._token_end] * (
+            self._token_end is not None)
+        if maxlen is None:
+            return tokens
+        return truncated(tokens, None, self._maxlen(maxlen), -int(self._token_end is not None) - 1)[0]
+
+    def tokens_to_ids(self, tokens: Sequence[str]) -> list[int]:
+        return [self.token_to_id(token) for token in tokens]
+
+    def ids_to_tokens(self, ids: Sequence[int]) -> list[str]:
+        return [self.id_to_token(i) for i in ids]
+
+    def token_to_id(self, token: str) -> int:
+        raise NotImplementedError(f"{type(self).__name__}.token_to_id: a TokenizerBase subclass defines it")
+
+    def id_to_token(self, i: int) -> str:
+        raise NotImplementedError(f"{type(self).__name__}.id_to_token: a TokenizerBase subclass defines it")
+
+    def decode(self, ids: Sequence[int]) -> str:
+        raise NotImplementedError(f"{type(self).__name__}.decode: a TokenizerBase subclass defines it")
+
+    def _tokenize(self, text: str) -> list[str]:
+        raise NotImplementedError(f"{type(self).__name__}._tokenize: a TokenizerBase subclass defines it")
+
+
+class Tokenizer(_tokenizer.Tokenizer, TokenizerBase):
+    """bert4keras's ``Tokenizer``: `kerasbert.text.tokenizer.Tokenizer` with bert4keras's arguments and defaults.
+
+    Args:
+        token_dict: str or dict. a vocab.txt, or ``{token: id}``.
+        do_lower_case: bool. lower-case and strip accents (default False, as bert4keras).
+        word_maxlen: int. a word longer than this many characters is one unknown token.
+        token_start, token_end: str or None. the tokens around each text ([CLS], [SEP]); None: none.
+        pre_tokenize: callable or None. ``text -> words``; a word of the vocabulary is then one token.
+        token_translate: dict or None. ``{token: replacement}`` applied to the word pieces (``tokenize`` and
+            ``encode``).
+
+    Example:
+    >>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"])},
+    ...                       token_translate={"b": "a"})
+    >>> tokenizer.tokenize("A b"), tokenizer.encode("a b", "b", maxlen=4, truncate_from="left")
+    (['[CLS]', 'A', 'a', '[SEP]'], ([2, 3, 4, 3], [0, 0, 1, 1]))
+    """
+
+    def __init__(self, token_dict: str | os.PathLike | Mapping[str, int], do_lower_case: bool = False,
+                 word_maxlen: int = _tokenizer.WORD_MAXLEN, token_start: str | None = "[CLS]",
+                 token_end: str | None = "[SEP]", pre_tokenize: Callable[[str], Iterable[str]] | None = None,
+                 token_translate: Mapping[str, str] | None = None) -> None:
+        if isinstance(word_maxlen, bool) or not isinstance(word_maxlen, int) or word_maxlen < 1:
+            raise fail(ConfigError, "Tokenizer: word_maxlen", "an int >= 1", repr(word_maxlen))
+        super().__init__(token_dict, do_lower_case, pre_tokenize, token_start, token_end)
+        self._pre_tokenize, self._token_mask = pre_tokenize, "[MASK]"
+        self._token_pad, self._token_unk = _tokenizer.SPECIAL_TOKENS[:2]
+        self._token_translate = dict(token_translate or {})
+        self._token_translate_inv = {token: piece for piece, token in self._token_translate.items()}
+        self._vocab_size, self._word_maxlen = len(self._token_dict), word_maxlen
+        if word_maxlen != _tokenizer.WORD_MAXLEN:
+            self._rust.model = WordPiece(self._token_dict, unk_token="[UNK]", max_input_chars_per_word=word_maxlen)
+
+    def tokenize(self, text: str, maxlen: int | None = None) -> list[str]:
+        """The word pieces of ``text`` (translated) between [CLS] and [SEP], cut to ``maxlen`` before [SEP]."""
+        tokens = super().tokenize(text, maxlen)
+        if not self._token_translate:
+            return tokens
+        inner = slice(int(self._token_start is not None), len(tokens) - int(self._token_end is not None))
+        tokens[inner] = [self._token_translate.get(token) or token for token in tokens[inner]]
+        return tokens
+
+    def encode(self, first_text: str | Sequence[str], second_text: str | Sequence[str] | None = None,
+               maxlen: int | None = None, pattern: str = "S*E*E",
+               truncate_from: str | int = "right") -> tuple[list[int], list[int]]:
+        """Token ids and segment ids of a text or a pair, as bert4keras's ``encode``; the arguments as
+        `kerasbert.text.sentencepiece.SpTokenizer.encode` takes them (the Rust path where they are the defaults)."""
+        if pattern == "S*E*E" and truncate_from == "right" and not self._token_translate:
+            return super().encode(first_text, second_text, maxlen)  # the Rust path
+        return TokenizerBase.encode(self, first_text, second_text, maxlen, pattern, truncate_from)
+
+    @staticmethod
+    def stem(token: str) -> str:
+        """``token`` without its leading ``##``."""
+        return token[2:] if token[:2] == "##" else token

@@ -25,9 +25,10 @@ from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.registry import register
 
 
-def sinusoids(positions, dim: int):
-    """``[..., dim]`` sinusoids of float ``positions``, sin and cos interleaved pair by pair."""
-    frequencies = ops.power(10000.0, -2.0 * ops.arange(dim // 2, dtype="float32") / dim)  # (dim/2,)
+def sinusoids(positions, dim: int, base: float = 10000.0):
+    """``[..., dim]`` sinusoids of float ``positions``, sin and cos interleaved pair by pair: ``θᵢ = p / base^(2i/d)``
+    (``base`` 10000 in Vaswani et al. 2017)."""
+    frequencies = ops.power(float(base), -2.0 * ops.arange(dim // 2, dtype="float32") / dim)  # (dim/2,)
     angles = ops.cast(positions, "float32")[..., None] * frequencies  # (..., dim/2)
     return ops.reshape(ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1), (*ops.shape(angles)[:-1], dim))
 
@@ -40,6 +41,19 @@ def rotate(x, sinusoid):
     sin = ops.repeat(sinusoid[..., ::2], 2, axis=-1)
     turned = ops.reshape(ops.stack([-x[..., 1::2], x[..., ::2]], axis=-1), ops.shape(x))  # (-x₁, x₀, -x₃, x₂, ...)
     return x * ops.cast(cos, x.dtype) + turned * ops.cast(sin, x.dtype)
+
+
+def clipped_distances(query_positions, key_positions, max_distance: int):
+    """The row of a table of ``2K+1`` relative positions that each (query, key) pair reads: the distance ``j - i``
+    clipped to ``±K`` (K = ``max_distance``) plus K, ``[..., Q]`` and ``[..., K]`` -> ``[..., Q, K]`` (Shaw et al.
+    2018, §3.2).
+
+    Example:
+    >>> ops.convert_to_numpy(clipped_distances(ops.arange(3), ops.arange(3), 1)).tolist()
+    [[1, 2, 2], [0, 1, 2], [0, 0, 1]]
+    """
+    distances = ops.expand_dims(key_positions, -2) - ops.expand_dims(query_positions, -1)  # (..., Q, K): j - i
+    return ops.clip(distances, -max_distance, max_distance) + max_distance
 
 
 def checked_length(inputs, limit: int, hierarchical: float | None = None):
@@ -110,8 +124,7 @@ class RelativePositions(keras.layers.Layer):
         >>> ops.convert_to_numpy(r)[0, 0].astype(float).round(4).tolist()
         [[0.0, 1.0], [0.8415, 0.5403], [0.9093, -0.4161]]
         """
-        distances = ops.expand_dims(key_positions, -2) - ops.expand_dims(query_positions, -1)  # (..., Q, K): j - i
-        rows = ops.clip(distances, -self.max_distance, self.max_distance) + self.max_distance  # (..., Q, K): 0..2K
+        rows = clipped_distances(query_positions, key_positions, self.max_distance)  # (..., Q, K): 0..2K
         table = sinusoids(ops.arange(2 * self.max_distance + 1), self.head_size)  # (2K+1, d), NEZHA's table
         return ops.cast(ops.take(table, rows, axis=0), self.compute_dtype)
 
