@@ -220,11 +220,16 @@ class AutoRegressiveDecoder:
         rules, start = self._rules(min_ends), self.first_output_ids.shape[1]
         state = first_state(NUMPY, 1, topk, start + self.maxlen)  # start_id, when given, written in every beam
         state = state._replace(written=start, ids=state.ids + np.pad(self.first_output_ids, [(0, 0), (0, self.maxlen)]))
-        for _ in range(self.maxlen):
+        # the same arrays at every step, as in bert4keras: a predict that marks its inputs in place (reading
+        # comprehension's -1 on a passage without an answer) finds the marks at the next steps
+        arrays = [np.array([x]) for x in inputs]
+        for step in range(self.maxlen):
             live = state.scores[0] > NEVER  # predict sees the live beams only, as in bert4keras
             output_ids = state.ids[0, live, :state.written]
-            scores, states = self.predict([np.repeat([x], len(output_ids), axis=0) for x in inputs], output_ids,
-                                          states, temperature, "logits")
+            if step == 1:  # one row for the example, then one per beam
+                arrays = [np.repeat(x, topk, axis=0) for x in arrays]
+            scores, states = self.predict([x[:len(output_ids)] for x in arrays], output_ids, states, temperature,
+                                          "logits")
             scores = np.asarray(scores)
             _check_scores("beam_search", scores, topk)
             logp = np.zeros((topk, scores.shape[1]))

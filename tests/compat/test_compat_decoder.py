@@ -202,3 +202,22 @@ def test_predict_scores_of_the_wrong_shape_or_form_raise_model_errors():
         Stateless(1, 2, 5).random_sample([[3]], n=2)
     with pytest.raises(NotImplementedError, match="wraps"):
         AutoRegressiveDecoder(1, 2, 5).beam_search([[3]], topk=2)
+
+
+def test_beam_search_hands_predict_the_same_arrays_at_every_step():
+    """As in bert4keras, the inputs become arrays once (one row, then one per beam from the second step), so a
+    predict that marks them in place (task_reading_comprehension_by_seq2seq.py's -1 on a passage without an
+    answer) finds its marks at the next steps."""
+    seen = []
+
+    class Marking(AutoRegressiveDecoder):
+        @AutoRegressiveDecoder.wraps(default_rtype="probas", use_states=True)
+        def predict(self, inputs, output_ids, states):
+            seen.append([x[:, 0].tolist() for x in inputs])
+            if states == 0:
+                inputs[1][:, 0] = -1
+            return np.tile([0.1, 0.2, 0.3, 0.35, 0.05], (len(output_ids), 1)), states + 1
+
+    ids = Marking(start_id=None, end_id=4, maxlen=3).beam_search([[7, 8], [9, 9]], topk=2, states=0)
+    assert ids.tolist() == [3, 3, 3]
+    assert seen == [[[7], [9]], [[7, 7], [-1, -1]], [[7, 7], [-1, -1]]]
