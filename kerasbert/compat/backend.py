@@ -108,13 +108,14 @@ def _axes(x, y, axes):
 class _Backend:
     """Keras 2 backend names over `keras.ops`; arguments and defaults are Keras 2's.
 
-    Names: abs, arange, argmax, argmin, batch_dot, cast, categorical_crossentropy, clip, concatenate, cos,
-    cumsum, dot, dtype, epsilon, equal, eval, exp, expand_dims, eye, flatten, floatx, get_value, greater,
-    greater_equal, int_shape, l2_normalize, less, less_equal, log, logsumexp, max, maximum, mean, min, minimum, ndim,
-    not_equal, one_hot, ones_like, permute_dimensions, pow, prod, relu, reshape, round, set_value, shape, sigmoid,
-    sign, sin, softmax, softplus, sparse_categorical_crossentropy, sqrt, square, squeeze, stack, std, stop_gradient,
-    sum, switch, symbolic, tanh, tile, transpose, var, where, zeros_like. Of these, ``reshape``, ``flatten`` and
-    ``where`` are the functions bert4keras puts on its K (this module's `reshape`, `flatten` and `where`).
+    Names: abs, arange, argmax, argmin, batch_dot, binary_crossentropy, cast, categorical_crossentropy, clip,
+    concatenate, cos, cumsum, dot, dtype, epsilon, equal, eval, exp, expand_dims, eye, flatten, floatx, get_value,
+    greater, greater_equal, int_shape, l2_normalize, less, less_equal, log, logsumexp, max, maximum, mean, min,
+    minimum, ndim, not_equal, one_hot, ones_like, permute_dimensions, pow, prod, relu, reshape, round, set_value,
+    shape, sigmoid, sign, sin, softmax, softplus, sparse_categorical_crossentropy, sqrt, square, squeeze, stack, std,
+    stop_gradient, sum, switch, symbolic, tanh, tile, transpose, var, where, zeros_like. Of these, ``reshape``,
+    ``flatten`` and ``where`` are the functions bert4keras puts on its K (this module's `reshape`, `flatten` and
+    `where`).
 
     Any other name raises `BackendNameError` (an `AttributeError`) naming what to use instead, `keras.ops`
     for most.
@@ -336,6 +337,15 @@ class _Backend:
     @staticmethod
     def categorical_crossentropy(target, output, from_logits=False, axis=-1):
         return ops.categorical_crossentropy(target, output, from_logits=from_logits, axis=axis)
+
+    @staticmethod
+    def binary_crossentropy(target, output, from_logits=False):
+        """Keras 2's: probabilities clipped to [ε, 1 - ε], and ε inside both logs."""
+        if from_logits:
+            return ops.binary_crossentropy(target, output, from_logits=True)
+        eps = keras.config.epsilon()
+        output = ops.clip(output, eps, 1.0 - eps)
+        return -(target * ops.log(output + eps) + (1.0 - target) * ops.log(1.0 - output + eps))
 
 
 K = _Backend()
