@@ -18,7 +18,7 @@ from keras import ops
 from kerasbert.compat._basic_layers import Layer, ScaleOffset, activation_of, serialized_activation
 from kerasbert.compat._functions import apply_rotary_position_embeddings, attention_normalize
 from kerasbert.errors import ConfigError, ModelError, fail
-from kerasbert.modeling.registry import register
+from kerasbert.modeling.registry import register_compat
 
 NORMALIZATIONS = ("softmax", "squared_relu", "softmax_plus")
 P_BIASES = (None, "typical_relative", "t5_relative", "rotary")
@@ -61,7 +61,7 @@ class _Attending(Layer):
         return self.dropout(ops.cast(weights, self.compute_dtype), training=training)
 
 
-@register
+@register_compat
 class MultiHeadAttention(_Attending):
     """bert4keras's multi-head attention: ``o_dense(softmax(q·kᵀ/√k + bias)·v)`` per head, on ``[q, k, v, ...]``.
 
@@ -173,7 +173,7 @@ class MultiHeadAttention(_Attending):
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer)}
 
 
-@register
+@register_compat
 class GatedAttentionUnit(_Attending):
     """The gated attention unit (Hua et al. 2022, FLASH's GAU) as bert4keras builds it: ``o_dense(u ⊙ (A·v))`` with
     one head of attention ``A = normalize(q·kᵀ/√key_size)``.

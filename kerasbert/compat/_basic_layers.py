@@ -20,7 +20,7 @@ from kerasbert.compat._functions import sequence_masking
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.modeling.conditional_norm import ConditionalLayerNorm
 from kerasbert.modeling.layers import TokenEmbedding, get_activation
-from kerasbert.modeling.registry import register
+from kerasbert.modeling.registry import register_compat
 from kerasbert.modeling.t5_layers import first_kept
 
 
@@ -65,7 +65,7 @@ def serialized_activation(value):
     return value if isinstance(value, str) or value is None else keras.activations.serialize(value)
 
 
-@register
+@register_compat
 class Layer(keras.layers.Layer):
     """Keras's ``Layer`` whose Keras masks pass on (``supports_masking``): the base of bert4keras's layers, and of
     a script's own layers written on it.
@@ -84,7 +84,7 @@ class Layer(keras.layers.Layer):
         return inputs
 
 
-@register
+@register_compat
 class GlobalAveragePooling1D(keras.layers.GlobalAveragePooling1D):
     """Keras's ``GlobalAveragePooling1D``: the mean over the steps, over the real steps where the input has a Keras
     mask (bert4keras's redefinition; Keras 3's own already honours the mask).
@@ -96,7 +96,7 @@ class GlobalAveragePooling1D(keras.layers.GlobalAveragePooling1D):
     """
 
 
-@register
+@register_compat
 class GlobalMaxPooling1D(keras.layers.GlobalMaxPooling1D):
     """The maximum over the steps, over the real steps where the input has a Keras mask (padding set to ``-inf``
     first, as bert4keras's ``sequence_masking``); the output has no mask.
@@ -120,7 +120,7 @@ class GlobalMaxPooling1D(keras.layers.GlobalMaxPooling1D):
         return None
 
 
-@register
+@register_compat
 class Embedding(TokenEmbedding):
     """Keras's ``Embedding`` that also projects back onto its vocabulary: ``layer(ids)`` looks up ``[B, S] ->
     [B, S, D]``; ``layer(x, mode="dense")`` is ``x · Eᵀ`` ``[B, S, D] -> [B, S, V]`` (the tied output layer).
@@ -156,7 +156,7 @@ class Embedding(TokenEmbedding):
         return first_kept(inputs) if self.mask_zero else None
 
 
-@register
+@register_compat
 class ScaleOffset(ConditionalLayerNorm):
     """``x · γ + β`` over the last axis: ``γ`` ``[H]`` and ``β`` ``[H]`` learned where ``scale``/``offset`` is True, the
     constant itself where it is a number, nothing where it is False or None.
@@ -196,7 +196,7 @@ class ScaleOffset(ConditionalLayerNorm):
         return config
 
 
-@register
+@register_compat
 class Concatenate1D(Layer):
     """Sequences joined along the steps: ``[[B, S1, H], [B, S2, H], ...] -> [B, S1+S2+..., H]``; the mask joins the
     inputs' masks, all True for an input without one (Keras's ``Concatenate`` fails on such a mix).
@@ -224,7 +224,7 @@ class Concatenate1D(Layer):
         return (input_shape[0][0], length, input_shape[0][2])
 
 
-@register
+@register_compat
 class BatchSplit(Layer):
     """The batch cut into parts (bert4keras's hand-made data parallelism): ``parts`` equal parts of
     ``ceil(B / parts)`` rows (the last the rest), or parts in the proportions of a list; a list of inputs gives
@@ -279,7 +279,7 @@ class BatchSplit(Layer):
         return {**super().get_config(), "parts": self.parts}
 
 
-@register
+@register_compat
 class BatchConcat(Layer):
     """Inputs joined along the batch (the inverse of `BatchSplit`); the masks joined where every input has one.
 
@@ -300,7 +300,7 @@ class BatchConcat(Layer):
         return (None, *input_shape[0][1:])
 
 
-@register
+@register_compat
 class FeedForward(Layer):
     """bert4keras's feed-forward: ``Dense(H)(act(x·W0 + b0))`` for one activation; for a list of activations the
     gated form (Shazeer 2020) ``Dense(H)(act0(x·W0 + b0) ⊙ act1(x·W1 + b1) ⊙ ...)``.

@@ -13,10 +13,10 @@ from __future__ import annotations
 import keras
 
 from kerasbert.modeling.conditional_norm import ConditionalLayerNorm
-from kerasbert.modeling.registry import register
+from kerasbert.modeling.registry import register_compat
 
 
-@register
+@register_compat
 class LayerNormalization(ConditionalLayerNorm):
     """(Conditional) layer normalization with bert4keras's arguments and weights (``beta``, ``gamma``, then the
     condition's ``hidden_dense``, ``beta_dense``, ``gamma_dense``).

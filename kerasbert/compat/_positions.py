@@ -18,7 +18,7 @@ from kerasbert.errors import ConfigError, fail
 from kerasbert.modeling import layers as modeling_layers
 from kerasbert.modeling.layers import lookup
 from kerasbert.modeling.positions import checked_length, clipped_distances, sinusoids
-from kerasbert.modeling.registry import register
+from kerasbert.modeling.registry import register_compat
 from kerasbert.modeling.t5_layers import MAX_DISTANCE, buckets
 
 MERGE_MODES = ("add", "mul", "zero", "concat")  # bert4keras's: any other name than the first three concatenates
@@ -73,7 +73,7 @@ class _Merged:
         return mask[0] if isinstance(mask, (list, tuple)) else mask
 
 
-@register
+@register_compat
 class PositionEmbedding(_Merged, modeling_layers.PositionEmbedding):
     """bert4keras's learned absolute positions: a table ``embeddings`` ``[P, D]`` (``input_dim`` P positions)
     merged with the input by ``merge_mode``, for positions 0..S-1 or, with ``custom_position_ids``, for the ids of
@@ -128,7 +128,7 @@ class PositionEmbedding(_Merged, modeling_layers.PositionEmbedding):
                 "custom_position_ids": self.custom_position_ids}
 
 
-@register
+@register_compat
 class SinusoidalPositionEmbedding(_Merged, Layer):
     """Fixed sinusoidal positions (Vaswani et al. 2017, interleaved ``sin, cos`` pair by pair as bert4keras's
     ``sinusoidal_embeddings``) merged with the input by ``merge_mode``; ``merge_mode="zero"`` gives the ``[1, S, d]``
@@ -164,7 +164,7 @@ class SinusoidalPositionEmbedding(_Merged, Layer):
                 "custom_position_ids": self.custom_position_ids}
 
 
-@register
+@register_compat
 class RelativePositionEmbedding(Layer):
     """Learned relative positions (Shaw et al. 2018): on ``[q, v]`` the table ``embeddings`` ``[N, D]`` read at
     ``clip(j - i, ±K) + K`` for query i and key j (``K = (N - 1) // 2``): ``[Sq, Sv, D]``, the ``p_bias`` of
@@ -213,7 +213,7 @@ class RelativePositionEmbedding(Layer):
                 "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer)}
 
 
-@register
+@register_compat
 class RelativePositionEmbeddingT5(RelativePositionEmbedding):
     """T5's relative positions (Raffel et al. 2020): the table ``[N, A]`` (N buckets, one bias per head A) read at
     each (query, key)'s bucket of ``j - i`` (`kerasbert.modeling.t5_layers.buckets`): ``[Sq, Sv, A]``, the ``p_bias``

@@ -8,6 +8,7 @@ Importing this package registers every layer, loss, metric, optimizer and schedu
 from kerasbert.modeling import (  # noqa: F401 (each registers what it defines)
     backbone,
     blocks,
+    conditional_norm,
     crf,
     global_pointer,
     heads,

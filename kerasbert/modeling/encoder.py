@@ -267,7 +267,7 @@ class Encoder(Wiring):
     def final(self, x, flags: dict) -> list:
         """The final layers the ``with_*`` flags ask for (`kerasbert.modeling.final_layers`), on ``x``."""
         return final_outputs(x, self.layers[names.EMBEDDING_TOKEN], self.config, self.family.heads, self.initializer,
-                             flags, self.dtype)
+                             flags, self.dtype, self.layers.get(names.MLM_NORM))  # a conditional MLM-Norm, if made
 
     def logits(self, x):
         """The masked LM's logits at ``x`` ``[N, H]``: ``[N, V]`` (its final activation not run)."""

@@ -42,11 +42,14 @@ def nsp_output(pooled, init="glorot_uniform", dtype=None):
 
 
 def mlm_output(x, embedding, activation: str, epsilon: float, init="glorot_uniform", dtype=None,
-               output_activation="softmax"):
-    """``MLM-Dense (H -> E) -> MLM-Norm -> x·Eᵀ (tied to Embedding-Token) -> MLM-Bias -> MLM-Activation``."""
+               output_activation="softmax", norm=None):
+    """``MLM-Dense (H -> E) -> MLM-Norm -> x·Eᵀ (tied to Embedding-Token) -> MLM-Bias -> MLM-Activation``
+    (``norm``: the ``MLM-Norm`` an architecture holds, a conditional one; None: a new LayerNorm)."""
     y = keras.layers.Dense(embedding.output_dim, activation=get_activation(activation), kernel_initializer=init,
                            dtype=dtype, name=names.MLM_DENSE)(x)
-    y = LayerNorm(epsilon=epsilon, width_symbol=embedding.width_symbol, dtype=dtype, name=names.MLM_NORM)(y)
+    if norm is None:
+        norm = LayerNorm(epsilon=epsilon, width_symbol=embedding.width_symbol, dtype=dtype, name=names.MLM_NORM)
+    y = norm(y)
     y = embedding(y, reverse=True)  # [B, S, H] -> [B, S, V]
     y = Bias(dtype=dtype, name=names.MLM_BIAS)(y)
     return keras.layers.Activation(output_activation, dtype=dtype, name=names.MLM_ACTIVATION)(y)
@@ -72,9 +75,10 @@ def discriminator_output(x, config: BertConfig, init="glorot_uniform", dtype=Non
                               dtype=dtype, name=names.DISCRIMINATOR_PREDICTION)(x)
 
 
-def final_outputs(x, embedding, config: BertConfig, heads: str, init, flags: dict, dtype) -> list:
+def final_outputs(x, embedding, config: BertConfig, heads: str, init, flags: dict, dtype, mlm_norm=None) -> list:
     """The final layers the flags ask for, in bert4keras's order: BERT's pooled/NSP then MLM, ELECTRA's
-    discriminator, RoFormer-V2's MLM (``heads``: the family's kind of final layers)."""
+    discriminator, RoFormer-V2's MLM (``heads``: the family's kind of final layers; ``mlm_norm``: an ``MLM-Norm``
+    made before, as `mlm_output` takes it)."""
     if heads == "electra":
         activation = flags["with_discriminator"]
         return [discriminator_output(x, config, init, dtype, activation)] if activation else []
@@ -88,5 +92,6 @@ def final_outputs(x, embedding, config: BertConfig, heads: str, init, flags: dic
         outputs.append(nsp_output(pooled, init, dtype) if with_nsp else pooled)
     if with_mlm:
         activation = "softmax" if with_mlm is True else with_mlm
-        outputs.append(mlm_output(x, embedding, config.activation, config.layer_norm_eps, init, dtype, activation))
+        outputs.append(mlm_output(x, embedding, config.activation, config.layer_norm_eps, init, dtype, activation,
+                                  mlm_norm))
     return outputs

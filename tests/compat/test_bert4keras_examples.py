@@ -23,10 +23,11 @@ KERAS3_EDITS = [
     "steps_per_epoch=len(gen), ...)` (Keras 3 has no fit_generator/predict_generator/evaluate_generator)",
     "`model.save('test.model')` / `model.save_weights('best_model.weights')` -> a `.keras` file name for save, "
     "a `.weights.h5` one for save_weights; `keras.models.load_model` reads the `.keras` file back",
-    "`build_transformer_model(..., return_keras_model=False)` then `bert.model` / `bert.initializer`: "
-    "kerasbert returns the keras.Model (use it for `bert.model`) and takes no return_keras_model; "
-    "drop `kernel_initializer=bert.initializer` or pass `keras.initializers.TruncatedNormal(stddev=0.02)`",
     "`K.learning_phase()` / `K.set_learning_phase`: gone in Keras 3; pass `training=` to the layer call",
+    "`layer.trainable = False` after `compile`: tf-keras keeps what compile saw, Keras 3 reads the flags at the "
+    "first train step; freeze once the model that must still train has trained (BERT-of-Theseus)",
+    "`K.in_train_phase(a, b)` / `K.random_binomial(shape, p)`: `call(self, inputs, training=None)` with "
+    "`a if training else b`; `K.cast(tf.random.uniform(shape) < p, K.floatx())`",
     "a metric function of its own (`global_pointer_f1_score`): Keras 3 passes it `y_true` in the data's dtype "
     "(float64 from `np.zeros`), tf-keras cast it to floatx first: `y_true = K.cast(y_true, K.floatx())` in it",
     "`train_on_batch` with metrics returns `[loss, metric...]` in both; `model.predict(x)` prints a progress "

@@ -87,8 +87,7 @@ def test_return_keras_model_false_gives_t5s_model_encoder_and_decoder_over_one_s
     np.testing.assert_allclose(got, expected, atol=1e-6)
 
 
-def test_return_keras_model_is_for_a_whole_t5_only():
-    """Other families, and a T5 part alone, take no return_keras_model (bert4keras-only, as compound_tokens)."""
-    for model, config in (("bert", ALBERT), ("mt5.1.1_encoder", T5_CONFIG)):
-        with pytest.raises(ConfigError, match="return_keras_model"):
-            build_transformer_model(config=config, model=model, return_keras_model=False, verbose=False)
+def test_return_keras_model_false_refuses_a_t5_part_alone():
+    """A T5 part alone has no model object: return_keras_model=True builds it."""
+    with pytest.raises(ConfigError, match="return_keras_model=True"):
+        build_transformer_model(config=T5_CONFIG, model="mt5.1.1_encoder", return_keras_model=False, verbose=False)

@@ -16,6 +16,7 @@ import sys
 
 import keras
 import numpy as np
+import pytest
 
 import kerasbert
 
@@ -50,6 +51,7 @@ def write_models(folder) -> list[str]:
     the pair losses; the paths."""
     from kerasbert import build_transformer_model
     from kerasbert.modeling import heads
+    from kerasbert.modeling.conditional_norm import ConditionalLayerNorm
     from kerasbert.modeling.global_pointer import SpanCodeLoss, multilabel_categorical_crossentropy, span_f1
     from kerasbert.modeling.losses import CoSENTLoss, InBatchNegativesLoss, UnmaskedLoss, UnmaskedMean, masked_accuracy
     from kerasbert.modeling.optimizers import LayerwiseAdamW, WarmupSchedule
@@ -71,9 +73,13 @@ def write_models(folder) -> list[str]:
     pair_losses = {"cosent": CoSENTLoss(), "in_batch": InBatchNegativesLoss()}
     models.update({"cosent": heads.embedding(bert), "in_batch": heads.embedding(bert, "first_last_avg")})
     models["span_codes"] = heads.spans(bert, 2, head_size=8)  # as the span task compiles it: gold spans as codes
+    condition = keras.Input((1,), name="Input-Condition")  # bert4keras's layer_norm_cond, on the sequence output
+    models["conditional"] = keras.Model([*bert.inputs, condition], ConditionalLayerNorm(
+        conditional=True, hidden_units=4)([bert.output, condition]))
     own = {"span_codes": {"loss": SpanCodeLoss(), "metrics": [span_f1]},  # as the span task compiles it
            "t5": {"loss": UnmaskedLoss(T5["vocab_size"], ignore_id=0),  # as the T5 seq2seq task compiles it
-                  "metrics": [UnmaskedMean(masked_accuracy)]}}
+                  "metrics": [UnmaskedMean(masked_accuracy)]},
+           "conditional": {"loss": "mse"}}
     paths = []
     ids = np.array([[2, 9, 3, 0]], "int32")
     for name, model in models.items():
@@ -146,3 +152,20 @@ def test_compat_registers_its_own_classes():
     for obj in (layers.Loss, layers.MaximumEntropyMarkovModel, extended):
         name = keras.saving.get_registered_name(obj)
         assert name.startswith("kerasbert>") and keras.saving.get_registered_object(name) is obj
+
+
+def test_a_name_two_classes_would_hold_is_refused():
+    """bert4keras's ``FeedForward`` in kerasbert.compat and kerasbert's own each keep their class in a saved file."""
+    import kerasbert.compat.layers
+    from kerasbert.errors import ModelError
+    from kerasbert.modeling import blocks
+    from kerasbert.modeling.registry import register
+
+    assert keras.saving.get_registered_object("kerasbert>FeedForward") is blocks.FeedForward
+    assert keras.saving.get_registered_object("kerasbert.compat>FeedForward") is kerasbert.compat.layers.FeedForward
+
+    class FeedForward(keras.layers.Layer):
+        pass
+
+    with pytest.raises(ModelError, match="kerasbert>FeedForward held by kerasbert.modeling.blocks.FeedForward"):
+        register(FeedForward)
