@@ -42,6 +42,7 @@ _HOMES = {  # public name -> the module that owns it
     "load_vocab": "kerasbert.text.tokenizer",
     "embed": "kerasbert.serving.embed",
     "evaluate": "kerasbert.finetune.training",
+    "explain": "kerasbert.finetune.explain",
     "export": "kerasbert.serving.export",
     "generate": "kerasbert.generation.generate",
     "predict": "kerasbert.finetune.training",
@@ -67,7 +68,7 @@ def __dir__() -> list[str]:
 __all__ = [  # the names of _HOMES, and the errors
     "BertConfig", "CheckpointError", "ConfigError", "DataError", "KerasBertError", "LoadReport", "ModelError",
     "SpTokenizer", "Summary", "Tokenizer", "annotate", "build_transformer_model", "config_of", "convert_checkpoint",
-    "embed", "evaluate", "export", "generate", "heads", "load_checkpoint", "load_google_checkpoint", "load_vocab",
-    "predict", "save_google_checkpoint", "save_hf_checkpoint", "summary", "train",
+    "embed", "evaluate", "explain", "export", "generate", "heads", "load_checkpoint", "load_google_checkpoint",
+    "load_vocab", "predict", "save_google_checkpoint", "save_hf_checkpoint", "summary", "train",
 ]
 __version__ = "0.1.0"

@@ -27,6 +27,16 @@ PRE_TOKENIZE_TASKS = ("cls", "seq2seq")
 # first the default (see `kerasbert.finetune.sim`), and the losses of ``--sim-loss``
 SIM_POOLINGS = ("first_last_avg", "mean", "cls", "pooler", "linear")
 SIM_LOSSES = ("cosent", "in_batch")
+# ``--adversarial``: training against a perturbation of the token embedding (`kerasbert.finetune.adversarial`), and
+# the tasks each method takes: fgm and gp perturb the input of any encoder's task; vat compares class distributions
+ADVERSARIAL_METHODS = ("fgm", "gp", "vat")
+ADVERSARIAL_TASKS = {"fgm": ("cls", "ner", "span", "sim"), "gp": ("cls", "ner", "span", "sim"), "vat": ("cls",)}
+# why a task does not take it
+ADVERSARIAL_WHY = {
+    **dict.fromkeys(("seq2seq", "lm", "mlm"), "its token embedding is also its output layer: a perturbation there "
+                    "would move the predictions' own weights"),
+    "vat": "vat compares a text's class distributions before and after the perturbation, which --task cls gives (its "
+           "training texts serve as the unlabelled ones): use fgm or gp"}
 # every family bert4keras's ``model=`` builds, then its aliases: ``kerasbert train --model`` and
 # `kerasbert.modeling.families.NAMES`, which defines each
 MODEL_FAMILIES = ("bert", "albert", "albert_unshared", "nezha", "electra", "roformer", "roformer_v2", "gpt", "gpt2",

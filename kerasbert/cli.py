@@ -209,6 +209,9 @@ def _predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="texts the model runs at once (default: the run's training batch size; "
                              f"{PREDICT_BATCH_SIZE} with --model)")
     stride_argument(parser, STRIDE_HELP + "; an export windows as it was exported")
+    parser.add_argument("--explain", action="store_true",
+                        help="cls runs: each row also gets its word pieces (tokens) and their integrated gradients "
+                             "scores in [0, 1] for the predicted label (scores)")
 
 
 def _check_output(path: str) -> None:
@@ -236,8 +239,14 @@ def _check_predict(args: argparse.Namespace) -> None:
     if args.output:
         _check_output(args.output)
     check_existing(args.input, "--input")
+    if args.explain and args.model:
+        raise fail(ConfigError, "--explain", "a run folder (its Keras model gives the gradients)",
+                   f"--model {args.model}", "predict with the run folder to explain")
     if args.run:
-        finished_run(args.run)
+        task = finished_run(args.run).task
+        if args.explain and task != "cls":
+            raise fail(ConfigError, "--explain", "a run of --task cls (a classifier)", f"--task {task}",
+                       "integrated gradients explain one class's probability of a whole text")
 
 
 def _run_predict(args: argparse.Namespace) -> int:
@@ -252,7 +261,7 @@ def _run_predict(args: argparse.Namespace) -> int:
     else:
         from kerasbert.finetune.training import predict
 
-        predictions = predict(args.run, rows, args.batch_size, stride=args.stride)
+        predictions = predict(args.run, rows, args.batch_size, stride=args.stride, explain=args.explain)
     lines = [json.dumps(row, ensure_ascii=False) for row in predictions]
     if args.output:
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)

@@ -273,12 +273,14 @@ def test_an_args_json_of_the_released_layout_loads():
     assert {key: saved[key] for key in released if key != "relative_to_run"} == {
         key: value for key, value in released.items() if key != "relative_to_run"}
     assert set(saved) == {*released, "model", "target_maxlen", "beams", "stride", "pooling", "sim_loss", "mask_rate",
-                          "mask_replace", "mask_random", "max_predictions", "whole_word", "nsp", "pre_tokenize"}
+                          "mask_replace", "mask_random", "max_predictions", "whole_word", "nsp", "pre_tokenize",
+                          "adversarial", "adversarial_epsilon"}
     assert args.model is None  # it built BERT
     assert (args.target_maxlen, args.beams) == (32, 1)  # the seq2seq options a run without them takes
     assert (args.pooling, args.sim_loss) == (None, None)  # and the sim options
     assert (args.mask_rate, args.max_predictions, args.whole_word, args.nsp) == (0.15, None, True, False)  # mlm's
     assert args.pre_tokenize is None and task_of(args).pre_tokenize is None  # word pieces alone
+    assert (args.adversarial, args.adversarial_epsilon) == (None, 1.0)  # trained without a perturbation
 
 
 # ------------------------------------------------------------------------------------------- train --model

@@ -17,6 +17,9 @@ import glob
 import os
 
 from kerasbert.choices import (
+    ADVERSARIAL_METHODS,
+    ADVERSARIAL_TASKS,
+    ADVERSARIAL_WHY,
     GENERATE_LIMITS,
     MAXLEN,
     MODEL_FAMILIES,
@@ -84,6 +87,8 @@ class TrainArgs(TaskOptions):
     monitor: str | None = None
     save_every: int | None = None
     export_google_checkpoint: bool = False
+    adversarial: str | None = None  # fgm, gp or vat: `kerasbert.finetune.adversarial`
+    adversarial_epsilon: float = 1.0  # the perturbation's norm (fgm, vat) or the penalty's weight (gp)
 
     def __post_init__(self) -> None:
         """Fill what a checkpoint folder (Google or Hugging Face) holds and was not given: config, vocab, case."""
@@ -114,6 +119,7 @@ class TrainArgs(TaskOptions):
         self.check_stride()
         self._check_sim_options()
         self._check_pre_tokenize()
+        self._check_adversarial()
 
     def _check_family(self) -> None:
         """``--model``: one of bert4keras's families, and one ``--task`` fine-tunes (`check_task_family`)."""
@@ -208,6 +214,24 @@ class TrainArgs(TaskOptions):
         from kerasbert.text.pre_tokenize import PRE_TOKENIZE_NEEDS, require_jieba
 
         require_jieba("--pre-tokenize jieba", PRE_TOKENIZE_NEEDS[1])
+
+    def _check_adversarial(self) -> None:
+        """A ConfigError for ``--adversarial`` out of its choices, with a task it does not train (`ADVERSARIAL_WHY`)
+        or several replicas, or an epsilon <= 0."""
+        if self.adversarial is None:
+            return
+        if self.adversarial not in ADVERSARIAL_METHODS:
+            raise fail(ConfigError, "--adversarial", " or ".join(ADVERSARIAL_METHODS), repr(self.adversarial))
+        tasks = ADVERSARIAL_TASKS[self.adversarial]
+        if self.task not in tasks:
+            raise fail(ConfigError, f"--adversarial {self.adversarial}", f"--task {' or '.join(tasks)}",
+                       f"--task {self.task}", ADVERSARIAL_WHY.get(self.task, ADVERSARIAL_WHY["vat"]))
+        if self.strategy in ("mirrored", "multiworker"):
+            raise fail(ConfigError, f"--adversarial {self.adversarial}", "--strategy one or auto on one device",
+                       f"--strategy {self.strategy}", "the perturbation moves the model's one embedding matrix")
+        epsilon = self.adversarial_epsilon
+        if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not epsilon > 0:
+            raise fail(ConfigError, "--adversarial-epsilon", "a number > 0", repr(epsilon))
 
     def inputs(self) -> dict[str, str]:
         """The paths this run reads, by option (``--train``, ``--dev``, ...); a preset name is no path."""
@@ -376,7 +400,15 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
                       "first (jieba, its HMM off), for a vocab.txt of whole words: T5 PEGASUS's, RoFormer's "
                       "(default: word pieces alone)")
     _model_arguments(parser.add_argument_group("model"), defaults)
-    fit_arguments(parser.add_argument_group("training"), defaults)
+    fit = parser.add_argument_group("training")
+    fit_arguments(fit, defaults)
+    fit.add_argument("--adversarial", choices=ADVERSARIAL_METHODS,
+                     help="train against a perturbation of the token embedding: fgm (the loss's gradient direction), "
+                          "gp (a penalty on that gradient) or vat (cls: the predictions' own change); bert4keras's "
+                          "examples' updates (default: none)")
+    fit.add_argument("--adversarial-epsilon", type=float, default=defaults.adversarial_epsilon,
+                     help="fgm and vat: the perturbation's norm; gp: the penalty's weight "
+                          f"(default: {defaults.adversarial_epsilon:g})")
     run = run_arguments(parser.add_argument_group("run folder"))
     run.add_argument("--export-google-checkpoint", action="store_true",
                      help="also write the fine-tuned encoder as a Google checkpoint in OUT/google")

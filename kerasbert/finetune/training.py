@@ -247,12 +247,25 @@ def _build(args: TrainArgs, the_task: Task, inputs: _Inputs, strategy, verbose: 
                                            **the_task.backbone_heads())
         model = the_task.head(backbone, inputs.labels)
         optimizer = compile_model(model, the_task, args, total, inputs.config.num_hidden_layers, policy)
+    if args.adversarial is not None:
+        _adversarial(model, args, strategy)
     if _buckets(model, strategy):
         logger.info("XLA (jit_compile): on; batches padded to lengths %s", bucket_lengths(args.maxlen))
     elif getattr(optimizer, "inner_optimizer", optimizer).xla_update and describe(strategy) == "one device":
         logger.info("XLA (jit_compile): off for the step (%s), on for AdamW's update", "--crf" if args.crf else
                     "--no-jit-compile" if args.jit_compile is False else "on a CPU")
     return model, optimizer, steps_per_epoch
+
+
+def _adversarial(model, args: TrainArgs, strategy) -> None:
+    """``--adversarial``: the model's step trains against its perturbation (`kerasbert.finetune.adversarial`)."""
+    from kerasbert.finetune.adversarial import enable
+
+    if strategy.num_replicas_in_sync > 1:
+        raise fail(ConfigError, f"--adversarial {args.adversarial}", "one device", f"{strategy.num_replicas_in_sync} "
+                   "replicas", "the perturbation moves the model's one embedding matrix: pass --strategy one")
+    enable(model, args.adversarial, args.adversarial_epsilon, seed=args.seed)
+    logger.info("adversarial training: %s, epsilon %g", args.adversarial, args.adversarial_epsilon)
 
 
 def _global_batch(args: TrainArgs, strategy) -> int:
@@ -438,14 +451,16 @@ def evaluate(run_dir: str, data: str | None = None, batch_size: int | None = Non
 
 
 def predict(run_dir: str, texts: Sequence[str | dict], batch_size: int | None = None, verbose: int = 0,
-            stride: int | None = None) -> list[dict]:
+            stride: int | None = None, explain: bool = False) -> list[dict]:
     """Predict raw texts (str, or ``{"text", "text_b"}`` for pairs) with the run's model; ``stride``: split long
     texts into windows sharing that many word pieces (None: as the run was trained;
-    `kerasbert.finetune.runs.with_stride`).
+    `kerasbert.finetune.runs.with_stride`); ``explain``: a cls run's rows also get each word piece's integrated
+    gradients score for the predicted label (`kerasbert.finetune.explain.with_attributions`).
 
     Returns:
-        list of dict. cls: ``{"text", "label", "probabilities"}``; ner: ``{"text", "entities": [{"start",
-        "end", "label", "text"}]}`` with character offsets into the text.
+        list of dict. cls: ``{"text", "label", "probabilities"}`` (with ``explain``: and ``"tokens"``,
+        ``"scores"``); ner: ``{"text", "entities": [{"start", "end", "label", "text"}]}`` with character offsets into
+        the text.
     """
     loaded = with_stride(open_run(run_dir), stride)
     rows = [row if isinstance(row, dict) else {"text": row} for row in texts]
@@ -453,4 +468,9 @@ def predict(run_dir: str, texts: Sequence[str | dict], batch_size: int | None = 
     features = loaded.task.encode(loaded.tokenizer, examples, None, loaded.args.maxlen, "input")
     predictions = loaded.task.predict(loaded.model, features, examples, loaded.labels,
                                       batch_size or loaded.args.batch_size, verbose)
-    return [{**row, **prediction} for row, prediction in zip(rows, predictions, strict=True)]
+    rows = [{**row, **prediction} for row, prediction in zip(rows, predictions, strict=True)]
+    if explain:
+        from kerasbert.finetune.explain import with_attributions
+
+        return with_attributions(loaded, rows)
+    return rows

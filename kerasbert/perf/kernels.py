@@ -45,9 +45,12 @@ from kerasbert.perf.fused import (
     plain_tensorflow_graph,
 )
 from kerasbert.perf.portable import portable_layer_norm
-from kerasbert.perf.variants import chosen
+from kerasbert.perf.variants import chosen, forced
 
 _recordings: list[list[tuple[str, str]]] = []
+_second_order: list[bool] = []  # inside `second_order`
+# the variants whose gradients are written by hand, exact to the first derivative only
+HAND_GRADIENTS = ("xla_layer_norm", "xla_gelu", "xla_dropout", "half_gradients")
 
 
 @contextlib.contextmanager
@@ -61,6 +64,20 @@ def recording() -> Iterator[list[tuple[str, str]]]:
         _recordings.remove(traced)
 
 
+@contextlib.contextmanager
+def second_order() -> Iterator[None]:
+    """Inside, the graphs traced have exact second derivatives (a gradient penalty differentiates a gradient): the
+    variants with hand-written gradients off, and LayerNorm in its centred form, since Keras's moments
+    (``tf.nn.moments``) stop the mean's gradient inside the variance, which leaves the first derivative exact but
+    not the second."""
+    with forced(dict.fromkeys(HAND_GRADIENTS, False)):
+        _second_order.append(True)
+        try:
+            yield
+        finally:
+            _second_order.pop()
+
+
 def _ran(kernel: str, form: str) -> None:
     for traced in _recordings:
         traced.append((kernel, form))
@@ -69,6 +86,9 @@ def _ran(kernel: str, form: str) -> None:
 def layer_norm(inputs, gamma, beta, epsilon: float, dtype: str, training, plain: Callable):
     """A LayerNorm over the last axis with both weights, ``plain(inputs)`` in its plain form, returned in ``dtype``."""
     width = inputs.shape[-1]
+    if _second_order:
+        _ran("layer_norm", "centred_layer_norm")
+        return centred_layer_norm(inputs, gamma, beta, epsilon, dtype)
     if training and chosen("xla_layer_norm", width) and plain_tensorflow_graph():
         _ran("layer_norm", "xla_layer_norm")
         return ops.cast(layer_norm_training(inputs, gamma, beta, epsilon), dtype)
