@@ -71,3 +71,29 @@ def test_the_guide_marks_nothing_unsupported(surface):
     """A row saying "not supported" for a name bert4keras has is a name a porting user can hit."""
     unsupported = [row.split("|")[1].strip() for row in _guide_rows() if "not supported" in row]
     assert unsupported == []
+
+
+# bert4keras 0.11.5's examples/ folder (its pip package ships none of them)
+EXAMPLES = """basic_extract_features basic_gibbs_sampling_via_mlm basic_language_model_cpm_lm
+basic_language_model_gpt2_ml
+basic_language_model_nezha_gen_gpt basic_make_uncased_model_cased basic_masked_language_model
+basic_simple_web_serving_simbert task_conditional_language_model task_iflytek_adversarial_training
+task_iflytek_bert_of_theseus task_iflytek_gradient_penalty task_iflytek_multigpu task_image_caption task_language_model
+task_language_model_chinese_chess task_question_answer_generation_by_seq2seq task_reading_comprehension_by_mlm
+task_reading_comprehension_by_seq2seq task_relation_extraction task_relation_extraction_gplinker
+task_sentence_similarity_lcqmc task_sentiment_albert task_sentiment_integrated_gradients
+task_sentiment_virtual_adversarial_training task_seq2seq_ape210k_math_word_problem task_seq2seq_autotitle
+task_seq2seq_autotitle_csl task_seq2seq_autotitle_csl_mt5 task_seq2seq_autotitle_multigpu
+task_sequence_labeling_cws_crf task_sequence_labeling_ner_crf""".split()
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_each_example_is_ported_run_and_listed(example):
+    """Its fixture under bert4keras's file name, the guide's row naming the test module, which runs it."""
+    assert len(EXAMPLES) == 32
+    assert os.path.exists(os.path.join(ROOT, "tests", "fixtures", "bert4keras_examples", example + ".py"))
+    row = [r for r in _guide_rows() if r.startswith(f"| `{example}.py`")]
+    assert len(row) == 1, f"{example}: one row in the guide's examples table"
+    module = re.search(r"`(test_\w+\.py)`", row[0]).group(1)
+    with open(os.path.join(ROOT, "tests", "compat", module), encoding="utf-8") as f:
+        assert f'"{example}"' in f.read(), f"{module} does not run {example}"
