@@ -30,7 +30,7 @@ INPUT_PREFIX = "Input-"
 TOKEN_INPUT = INPUT_PREFIX + "Token"
 SEGMENT_INPUT = INPUT_PREFIX + "Segment"
 MLM_POSITIONS_INPUT = INPUT_PREFIX + "MLM-Positions"  # pretraining: where each row's masked LM predicts
-ATTENTION_MASK = "Attention-Mask"  # Input-Token != 0, shared by every attention layer
+ATTENTION_MASK = "Attention-Mask"  # Input-Token != 0 (the first position kept), shared by every attention layer
 LM_MASK = "Attention-LM-Mask"  # application="lm": causal, and Input-Token != 0
 UNILM_MASK = "Attention-UniLM-Mask"  # application="unilm": by segment, and Input-Token != 0
 

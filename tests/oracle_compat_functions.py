@@ -1,5 +1,5 @@
-"""Runs bert4keras 0.11.5's ``backend`` and ``snippets`` functions on tf-keras as the reference oracle. Never imported
-by the tests.
+"""Runs bert4keras 0.11.5's ``backend`` and ``snippets`` functions on tf-keras as the reference oracle. The tests
+import only `made_object` (which imports nothing), to build objects as the oracle does.
 
 Usage: python oracle_compat_functions.py JOB.json, with TF_KERAS=1 and TF_USE_LEGACY_KERAS=1 set before TensorFlow is
 imported (`helpers.run_bert4keras` sets them).
@@ -7,9 +7,10 @@ imported (`helpers.run_bert4keras` sets them).
 JOB.json: {"inputs": "in.npz", "out": "out.npz", "calls": [[name, module, function, args, kwargs], ...]}. An argument
 is plain JSON, or an object: {"array": key} (in.npz's array, a tensor for ``backend``), {"bytes": text} (its UTF-8
 bytes), {"tuple": [...]}, {"schedule": [[t, value], ...]} (a dict with int keys). ``function`` "Sinusoidal" calls
-``Sinusoidal()(*args)``, and "Class.method" calls ``Class(**args[0]).method(*args[1:], **kwargs)``. out.npz holds
-each call's tensors as "<name>/<i>" (i: the position in a returned list, 0 for one tensor) and, for other results,
-"<name>/json" (the result as JSON, tuples as lists).
+``Sinusoidal()(*args)``, and "Class.method" calls ``Class(**args[0]).method(*args[1:], **kwargs)``, the attributes of
+args[0]'s "__set__" (``{name: value}``) set on the object first. out.npz holds each call's tensors as "<name>/<i>" (i:
+the position in a returned list, 0 for one tensor) and, for other results, "<name>/json" (the result as JSON, tuples
+as lists).
 """
 
 import json
@@ -47,8 +48,18 @@ def _function(module, name):
         return lambda *args: source.Sinusoidal()(*args)
     if "." in name:  # "Class.method": the first argument holds the constructor's keywords
         cls, method = name.split(".")
-        return lambda made, *args, **kwargs: getattr(getattr(source, cls)(**made), method)(*args, **kwargs)
+        return lambda made, *args, **kwargs: getattr(made_object(getattr(source, cls), made), method)(*args, **kwargs)
     return getattr(source, name)
+
+
+def made_object(cls, made):
+    """``cls(**made)``, then ``made["__set__"]``'s attributes set on it (a script's ``tokenizer._token_unk_id = 0``)."""
+    made = dict(made)
+    attributes = made.pop("__set__", {})
+    instance = cls(**made)
+    for attribute, value in attributes.items():
+        setattr(instance, attribute, value)
+    return instance
 
 
 def _stored(name, result):

@@ -119,7 +119,9 @@ class Tokenizer(_tokenizer.Tokenizer, TokenizerBase):
     """bert4keras's ``Tokenizer``: `kerasbert.text.tokenizer.Tokenizer` with bert4keras's arguments and defaults.
 
     Args:
-        token_dict: str or dict. a vocab.txt, or ``{token: id}``.
+        token_dict: str or dict. a vocab.txt, or ``{token: id}``. As in bert4keras it need not hold [UNK], [CLS]
+            or [SEP] (kerasbert's own `kerasbert.text.tokenizer.Tokenizer` asks for a checkpoint's vocabulary):
+            a token it lacks takes ``tokenizer._token_unk_id``, which a script then sets.
         do_lower_case: bool. lower-case and strip accents (default False, as bert4keras).
         word_maxlen: int. a word longer than this many characters is one unknown token.
         token_start, token_end: str or None. the tokens around each text ([CLS], [SEP]); None: none.
@@ -132,6 +134,10 @@ class Tokenizer(_tokenizer.Tokenizer, TokenizerBase):
     ...                       token_translate={"b": "a"})
     >>> tokenizer.tokenize("A b"), tokenizer.encode("a b", "b", maxlen=4, truncate_from="left")
     (['[CLS]', 'A', 'a', '[SEP]'], ([2, 3, 4, 3], [0, 0, 1, 1]))
+    >>> moves = Tokenizer({"[PAD]": 0, "h": 1, "2": 2})  # no [UNK], [CLS] or [SEP], as the chess example's
+    >>> moves._token_unk_id = 0
+    >>> moves.encode("h 2 x")
+    ([0, 1, 2, 0, 0], [0, 0, 0, 0, 0])
     """
 
     def __init__(self, token_dict: str | os.PathLike | Mapping[str, int], do_lower_case: bool = False,
@@ -140,14 +146,61 @@ class Tokenizer(_tokenizer.Tokenizer, TokenizerBase):
                  token_translate: Mapping[str, str] | None = None) -> None:
         if isinstance(word_maxlen, bool) or not isinstance(word_maxlen, int) or word_maxlen < 1:
             raise fail(ConfigError, "Tokenizer: word_maxlen", "an int >= 1", repr(word_maxlen))
+        self._word_maxlen = word_maxlen
         super().__init__(token_dict, do_lower_case, pre_tokenize, token_start, token_end)
         self._pre_tokenize, self._token_mask = pre_tokenize, "[MASK]"
         self._token_pad, self._token_unk = _tokenizer.SPECIAL_TOKENS[:2]
         self._token_translate = dict(token_translate or {})
         self._token_translate_inv = {token: piece for piece, token in self._token_translate.items()}
-        self._vocab_size, self._word_maxlen = len(self._token_dict), word_maxlen
-        if word_maxlen != _tokenizer.WORD_MAXLEN:
-            self._rust.model = WordPiece(self._token_dict, unk_token="[UNK]", max_input_chars_per_word=word_maxlen)
+        self._vocab_size = len(self._token_dict)
+        self._word_pieces()
+
+    def _keep_special_ids(self, where: str, token_dict: dict[str, int]) -> None:
+        """The ids of the special tokens ``token_dict`` holds, None for the others: bert4keras needs none of them
+        (a vocabulary of its own, as the chess example's, may lack [UNK], [CLS] and [SEP])."""
+        self._token_pad_id, self._token_mask_id = token_dict.get("[PAD]"), token_dict.get("[MASK]")
+        self._unk_id = token_dict.get("[UNK]")
+
+    @property
+    def _token_unk_id(self) -> int | None:
+        """The id of a token outside the vocabulary: [UNK]'s, or what a script sets (bert4keras's examples set
+        ``tokenizer._token_unk_id`` where the vocabulary has no [UNK])."""
+        return self._unk_id
+
+    @_token_unk_id.setter
+    def _token_unk_id(self, index: int | None) -> None:
+        self._unk_id = index
+        self._word_pieces()
+
+    @property
+    def _token_start_id(self) -> int | None:
+        """``token_to_id(token_start)`` (the unknown id where the vocabulary lacks it); None without a start token."""
+        return None if self._token_start is None else self.token_to_id(self._token_start)
+
+    @property
+    def _token_end_id(self) -> int | None:
+        """``token_to_id(token_end)``, as `_token_start_id`."""
+        return None if self._token_end is None else self.token_to_id(self._token_end)
+
+    def _word_pieces(self) -> None:
+        """The Rust word pieces over the vocabulary: a word longer than ``word_maxlen`` characters is unknown, and an
+        unknown word gets `_token_unk_id` (while that is None, an id outside the vocabulary, which ``tokenize`` shows
+        as the word itself and ``token_to_id`` refuses, as bert4keras's does)."""
+        unk = self._unk_id if self._unk_id is not None else max(self._token_dict.values(), default=-1) + 1
+        if unk == self._rust_unk_id and self._word_maxlen == _tokenizer.WORD_MAXLEN:
+            return  # the word pieces kerasbert's Tokenizer built
+        self._rust.model = WordPiece({**self._token_dict, "[UNK]": unk}, unk_token="[UNK]",
+                                     max_input_chars_per_word=self._word_maxlen)
+        self._rust_unk_id = unk
+
+    def token_to_id(self, token: str) -> int:
+        """The id of ``token``; `_token_unk_id` for a token outside the vocabulary (a ConfigError while None)."""
+        index = self._token_dict.get(token, self._unk_id)
+        if index is None:
+            raise fail(ConfigError, "Tokenizer: _token_unk_id", f"the id of tokens outside token_dict, such as "
+                       f"{token!r}", "None (token_dict has no [UNK])", "set tokenizer._token_unk_id, as "
+                       "bert4keras's examples do")
+        return index
 
     def tokenize(self, text: str, maxlen: int | None = None) -> list[str]:
         """The word pieces of ``text`` (translated) between [CLS] and [SEP], cut to ``maxlen`` before [SEP]."""
@@ -163,7 +216,8 @@ class Tokenizer(_tokenizer.Tokenizer, TokenizerBase):
                truncate_from: str | int = "right") -> tuple[list[int], list[int]]:
         """Token ids and segment ids of a text or a pair, as bert4keras's ``encode``; the arguments as
         `kerasbert.text.sentencepiece.SpTokenizer.encode` takes them (the Rust path where they are the defaults)."""
-        if pattern == "S*E*E" and truncate_from == "right" and not self._token_translate:
+        if pattern == "S*E*E" and truncate_from == "right" and not self._token_translate and (
+                self._unk_id is not None):
             return super().encode(first_text, second_text, maxlen)  # the Rust path
         return TokenizerBase.encode(self, first_text, second_text, maxlen, pattern, truncate_from)
 

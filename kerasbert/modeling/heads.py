@@ -88,7 +88,8 @@ class _Backbone:
         return self.encoder.first_token_output(self.sequence_output(head), name)
 
     def padding_mask(self):
-        """``Input-Token != 0``: the backbone's ``Attention-Mask`` output (or a new `PaddingMask`)."""
+        """``Input-Token != 0``, the first position kept: the backbone's ``Attention-Mask`` output (or a new
+        `PaddingMask`)."""
         if names.ATTENTION_MASK in self.layers:
             return self.layers[names.ATTENTION_MASK].output
         return PaddingMask(name=names.HEAD_PADDING_MASK)(self.model.inputs[0])

@@ -22,6 +22,19 @@ from kerasbert.perf import kernels
 WIDTH_SYMBOLS = ("H", "E")  # a layer's width in its formula: the hidden size, or the embedding size E ≠ H
 
 
+def first_kept(token_ids):
+    """``token_ids != 0`` ``[B, S]`` with position 0 always True: the padding mask, as bert4keras's
+    ``Embedding.compute_mask`` gives it. Id 0 is padding after the first position only: T5's decoder and the chess
+    language model's rows start with id 0, and a row of padding alone keeps one key every query may see.
+
+    Example:
+    >>> ops.convert_to_numpy(first_kept(ops.array([[0, 5, 0], [2, 0, 0]]))).tolist()
+    [[True, True, False], [True, False, False]]
+    """
+    seen = ops.not_equal(token_ids, 0)
+    return ops.concatenate([ops.ones_like(seen[:, :1]), seen[:, 1:]], axis=1)
+
+
 class _Width:
     """What the layers of the embedding width share: ``width_symbol``, the symbol their formula gives their width
     (one of `WIDTH_SYMBOLS`; a ModelError for any other), kept in their config.
@@ -101,17 +114,18 @@ class TokenEmbedding(_Width, keras.layers.Embedding):
     Keras's ``Embedding``'s, and ``width_symbol`` (``"H"``, or ``"E"`` where the table is E wide, ALBERT's and
     ELECTRA-small's embedding size): the width's symbol in its formula, ``V·H`` or ``V·E``.
 
-    Its output carries ``ids != 0`` as its Keras mask (id 0 is ``[PAD]``), as bert4keras's token embedding
-    (``mask_zero=True``): the layers after it pass the mask on, so a layer wired on any sequence output (a CRF, a
-    masked pooling) sees the padding. The logits of ``reverse=True`` carry none: kerasbert's MLM loss skips label
-    0, padding included, and returns one number per batch, which ``compile`` cannot weight by a ``[B, S]`` mask.
+    Its output carries `first_kept` (``ids != 0``, the first position always kept) as its Keras mask (id 0 is
+    ``[PAD]``), as bert4keras's token embedding (``mask_zero=True``) does: the layers after it pass the mask on, so
+    a layer wired on any sequence output (a CRF, a masked pooling) sees the padding. The logits of ``reverse=True``
+    carry none: kerasbert's MLM loss skips label 0, padding included, and returns one number per batch, which
+    ``compile`` cannot weight by a ``[B, S]`` mask.
 
     Example:
     >>> emb = TokenEmbedding(100, 8)
     >>> tuple(emb(ops.ones((2, 5), "int32")).shape), tuple(emb(ops.ones((2, 5, 8)), reverse=True).shape)
     ((2, 5, 8), (2, 5, 100))
-    >>> ops.convert_to_numpy(emb.compute_mask(ops.array([[5, 7, 0]]))).tolist()
-    [[True, True, False]]
+    >>> ops.convert_to_numpy(emb.compute_mask(ops.array([[5, 7, 0], [0, 7, 0]]))).tolist()
+    [[True, True, False], [True, True, False]]
     >>> str(TokenEmbedding(100, 4, width_symbol="E").param_formula())
     'V·E = 100·4'
     """
@@ -131,7 +145,7 @@ class TokenEmbedding(_Width, keras.layers.Embedding):
         return super().compute_output_spec(inputs)
 
     def compute_mask(self, inputs, mask=None):
-        return ops.not_equal(inputs, 0) if len(inputs.shape) == 2 else None  # ids [B, S]; not the MLM logits
+        return first_kept(inputs) if len(inputs.shape) == 2 else None  # ids [B, S]; not the MLM logits
 
     def param_formula(self) -> Formula:
         return self._width_formula("V", self.output_dim, V=self.input_dim)
@@ -278,17 +292,18 @@ class Add(keras.layers.Add):
 
 @register
 class PaddingMask(keras.layers.Layer):
-    """``token_ids != 0``: the key mask every attention layer uses, computed once per batch.
+    """`first_kept` (``token_ids != 0``, the first position always kept): the key mask every attention layer
+    uses, computed once per batch.
 
-    bert4keras masks exactly these keys (its token embedding has ``mask_zero=True``).
+    bert4keras masks exactly these keys (its token embedding has ``mask_zero=True`` and keeps the first position).
 
     Example:
-    >>> ops.convert_to_numpy(PaddingMask()(ops.array([[5, 7, 0]]))).tolist()
-    [[True, True, False]]
+    >>> ops.convert_to_numpy(PaddingMask()(ops.array([[5, 7, 0], [0, 7, 0]]))).tolist()
+    [[True, True, False], [True, True, False]]
     """
 
     def call(self, token_ids):
-        return ops.not_equal(token_ids, 0)
+        return first_kept(token_ids)
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -1,10 +1,11 @@
 """What each position's attention may see: bert4keras's ``application`` argument.
 
-``"encoder"``: every real token (`kerasbert.modeling.layers.PaddingMask`, ``[B, S]``). ``"lm"``: the tokens up to
-its own position, a language model's causal mask (Radford et al. 2018). ``"unilm"``: the source (segment 0) both
-ways and the target (segment 1) causally, UniLM's sequence-to-sequence mask (Dong et al. 2019, §2.3): position i
-sees position j where ``cumsum(s)[j] <= cumsum(s)[i]`` over the segment ids s. Both give ``[B, S, S]`` masks
-that also hide padding keys, in one layer named as bert4keras names it.
+``"encoder"``: every real token (`kerasbert.modeling.layers.PaddingMask`, ``[B, S]``: the ids other than 0, and the
+first position whatever its id, as bert4keras keeps it). ``"lm"``: the tokens up to its own position, a language
+model's causal mask (Radford et al. 2018). ``"unilm"``: the source (segment 0) both ways and the target (segment 1)
+causally, UniLM's sequence-to-sequence mask (Dong et al. 2019, §2.3): position i sees position j where
+``cumsum(s)[j] <= cumsum(s)[i]`` over the segment ids s. Both give ``[B, S, S]`` masks that also hide the same
+padding keys, in one layer named as bert4keras names it.
 
 Example:
 >>> from keras import ops
@@ -22,7 +23,7 @@ from kerasbert import layer_names as names
 from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.modeling import families
-from kerasbert.modeling.layers import PaddingMask
+from kerasbert.modeling.layers import PaddingMask, first_kept
 from kerasbert.modeling.registry import register
 
 APPLICATIONS = ("encoder", "lm", "unilm")  # bert4keras's application argument
@@ -32,13 +33,14 @@ MASK_LAYERS = {"encoder": names.ATTENTION_MASK, "lm": names.LM_MASK, "unilm": na
 @register
 class AttentionMask(keras.layers.Layer):
     """``[token_ids, segment_ids] -> [B, S, S]`` bool: whether query i may attend to key j, for ``"lm"`` or
-    ``"unilm"``; padding keys (id 0) are hidden in both.
+    ``"unilm"``; padding keys (id 0 after the first position, `kerasbert.modeling.layers.first_kept`) are hidden in
+    both.
 
     Args:
         application: str. ``"lm"`` (causal: j <= i) or ``"unilm"`` (by segment: cumsum(s)[j] <= cumsum(s)[i]).
 
     Example:
-    >>> ops.convert_to_numpy(AttentionMask("lm")([ops.array([[3, 4, 0]]), ops.zeros((1, 3), "int32")]))[0].tolist()
+    >>> ops.convert_to_numpy(AttentionMask("lm")([ops.array([[0, 4, 0]]), ops.zeros((1, 3), "int32")]))[0].tolist()
     [[True, False, False], [True, True, False], [True, True, False]]
     """
 
@@ -55,7 +57,7 @@ class AttentionMask(keras.layers.Layer):
         else:
             order = ops.cumsum(ops.cast(segment_ids, "int32"), axis=1)  # (B, S): 0 on the source, then 1, 2, ...
         seen = order[:, None, :] <= order[:, :, None]  # (B or 1, S, S): query i, key j
-        return ops.logical_and(seen, ops.not_equal(token_ids, 0)[:, None, :])
+        return ops.logical_and(seen, first_kept(token_ids)[:, None, :])
 
     def compute_output_spec(self, inputs):
         token_ids = inputs[0]

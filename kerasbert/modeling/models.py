@@ -107,8 +107,9 @@ def build_transformer_model(
         inputs ``[Input-Token, Input-Segment]``. Its output is the sequence
         output ``[B, S, H]`` when no head flag is set; otherwise the pooled (or NSP) output and/or
         the MLM probabilities, in that order, as bert4keras returns them. Every sequence output (embeddings,
-        ``Transformer-{i}-*``) carries ``Input-Token != 0`` as its Keras mask, as in bert4keras, for layers
-        wired on it (a CRF, a masked pooling); attention reads ``Attention-Mask``. Its ``predict`` compiles
+        ``Transformer-{i}-*``) carries ``Input-Token != 0`` (the first position kept) as its Keras mask, as in
+        bert4keras, for layers wired on it (a CRF, a masked pooling); attention reads ``Attention-Mask``. Its
+        ``predict`` compiles
         with XLA when `xla_pays` (on a GPU, models of `XLA_MIN_PARAMS` parameters and more): once per input shape, so
         pad inputs to one length (or a few), or set ``model.jit_compile = False``; ``compile`` sets it anew.
 

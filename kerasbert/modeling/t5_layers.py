@@ -23,31 +23,23 @@ from keras import ops
 
 from kerasbert.annotated.formulas import Formula
 from kerasbert.modeling.blocks import _ProjectedBlock, visible
-from kerasbert.modeling.layers import Dropout, ScaleFreeNorm, TokenEmbedding, lookup
+from kerasbert.modeling.layers import Dropout, ScaleFreeNorm, TokenEmbedding, first_kept, lookup
 from kerasbert.modeling.registry import register
 
 NORM_EPSILON = 1e-6  # T5's layer_norm_epsilon, which bert4keras fixes for every T5 norm
 MAX_DISTANCE = 128  # distances from here on share the last bucket (T5's max_distance)
 
 
-def first_kept(token_ids):
-    """``token_ids != 0`` ``[B, S]`` with position 0 always True: T5's decoder starts with id 0, which is also its
-    padding id (bert4keras's ``Embedding.compute_mask``)."""
-    seen = ops.not_equal(token_ids, 0)
-    return ops.concatenate([ops.ones_like(seen[:, :1]), seen[:, 1:]], axis=1)
-
-
 @register
 class T5TokenEmbedding(TokenEmbedding):
-    """`TokenEmbedding` whose Keras mask keeps the first position (`first_kept`), shared by T5's encoder and decoder.
+    """`TokenEmbedding` under T5's name, shared by T5's encoder and decoder: its Keras mask keeps the first position
+    (`kerasbert.modeling.layers.first_kept`), where T5's decoder starts with id 0, also its padding id, as every
+    `TokenEmbedding`'s does.
 
     Example:
     >>> ops.convert_to_numpy(T5TokenEmbedding(10, 4).compute_mask(ops.array([[0, 7, 0]]))).tolist()
     [[True, True, False]]
     """
-
-    def compute_mask(self, inputs, mask=None):
-        return first_kept(inputs) if len(inputs.shape) == 2 else None
 
 
 @register

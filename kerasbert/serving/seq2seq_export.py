@@ -11,8 +11,9 @@ Two signatures:
 - ``serving_default``: ``text``, a batch of strings; returns ``target`` (the generated text, without the end token
   that ends it: ``[SEP]``, T5's ``</s>``) and ``score`` (the sequence's summed log-probabilities, the end included);
 - ``ids``: ``token_ids`` ``[batch, S]`` (the sources as the tokenizer gives them: ``[CLS] source [SEP]``, T5's
-  ``source </s>``; padded with 0) for callers that tokenize themselves; returns ``target_ids``
-  ``[batch, target_maxlen]`` (0 after each one's end), ``target_length`` and ``score``.
+  ``source </s>``; padded with 0, the first position a token whatever its id, as the models' masks read it) for
+  callers that tokenize themselves; returns ``target_ids`` ``[batch, target_maxlen]`` (0 after each one's end),
+  ``target_length`` and ``score``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kerasbert.errors import ModelError
 from kerasbert.generation.graph_search import Found, graph_beam_search
 from kerasbert.generation.search import Rules
 from kerasbert.generation.state import check_bounds
+from kerasbert.modeling.layers import first_kept
 
 __all__ = ["served_seq2seq"]
 
@@ -61,7 +63,7 @@ def served_seq2seq(model, decoder, tokenizer, detokenizer, beams: int, target_ma
         return {"target": module.detokenizer.detokenize(found.ids, length), "score": found.scores}
 
     def on_ids(token_ids: tf.Tensor) -> dict:
-        found, length = search(token_ids, tf.reduce_sum(tf.cast(token_ids > 0, tf.int32), axis=1))
+        found, length = search(token_ids, tf.reduce_sum(tf.cast(first_kept(token_ids), tf.int32), axis=1))
         kept = tf.range(target_maxlen)[None] < length[:, None]
         return {"target_ids": tf.where(kept, found.ids, 0), "target_length": length, "score": found.scores}
 

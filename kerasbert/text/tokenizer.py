@@ -205,24 +205,30 @@ class Tokenizer:
             where, token_dict = os.fspath(vocab_path_or_token_dict), load_vocab(vocab_path_or_token_dict)
         if do_lower_case is None:
             do_lower_case = folder_lower_case(where)
-        missing = [token for token in (*SPECIAL_TOKENS[:2], token_start, token_end)
-                   if token is not None and token not in token_dict]
-        if missing:
-            raise fail(ConfigError, where, "a vocabulary with " + ", ".join(
-                [*SPECIAL_TOKENS[:2], *(t for t in (token_start, token_end) if t is not None)]),
-                       "no " + ", ".join(missing), "add the missing tokens, or pass the vocab.txt of the checkpoint")
         self._do_lower_case, self._token_dict = do_lower_case, token_dict
         self._normalized = functools.partial(normalize, lowercase=do_lower_case) if pre_tokenize is None else (
             PreTokenized(pre_tokenize, token_dict, do_lower_case, normalize))  # text -> words between spaces
         self._token_dict_inv = {index: token for token, index in token_dict.items()}
-        self._token_pad_id, self._token_unk_id = token_dict[SPECIAL_TOKENS[0]], token_dict[SPECIAL_TOKENS[1]]
         self._token_start, self._token_end = token_start, token_end
-        self._token_start_id, self._token_end_id = (None if t is None else token_dict[t] for t in (token_start,
-                                                                                                 token_end))
-        self._token_mask_id = token_dict.get("[MASK]")
+        self._keep_special_ids(where, token_dict)
+        self._rust_unk_id = token_dict.get(SPECIAL_TOKENS[1])  # the id the word pieces give an unknown word
         self._rust = _RustTokenizer(WordPiece(token_dict, unk_token="[UNK]", max_input_chars_per_word=WORD_MAXLEN))
         self._rust.pre_tokenizer = WhitespaceSplit()  # the input is `normalize`d: words are between spaces
         self._parted = pre_tokenize is None  # a text cut as `kerasbert.text.cuts` cuts keeps its pieces
+
+    def _keep_special_ids(self, where: str, token_dict: dict[str, int]) -> None:
+        """The ids of [PAD], [UNK], the start and end tokens and [MASK]; a ConfigError naming ``where`` when
+        ``token_dict`` lacks one of the first four (a vocab.txt that is not a BERT checkpoint's)."""
+        missing = [token for token in (*SPECIAL_TOKENS[:2], self._token_start, self._token_end)
+                   if token is not None and token not in token_dict]
+        if missing:
+            raise fail(ConfigError, where, "a vocabulary with " + ", ".join(
+                [*SPECIAL_TOKENS[:2], *(t for t in (self._token_start, self._token_end) if t is not None)]),
+                       "no " + ", ".join(missing), "add the missing tokens, or pass the vocab.txt of the checkpoint")
+        self._token_pad_id, self._token_unk_id = token_dict[SPECIAL_TOKENS[0]], token_dict[SPECIAL_TOKENS[1]]
+        self._token_start_id, self._token_end_id = (None if t is None else token_dict[t] for t in (
+            self._token_start, self._token_end))
+        self._token_mask_id = token_dict.get("[MASK]")
 
     @property
     def vocab_size(self) -> int:
@@ -254,7 +260,7 @@ class Tokenizer:
         """
         tokens = []
         for normalized, encoding in self._encodings(text, maxlen):
-            tokens += [normalized[start:end] if index == self._token_unk_id else token for token, index, (start, end)
+            tokens += [normalized[start:end] if index == self._rust_unk_id else token for token, index, (start, end)
                        in zip(encoding.tokens, encoding.ids, encoding.offsets, strict=True)]
         tokens = self._wrapped(tokens, self._token_start, self._token_end)
         return tokens if maxlen is None else _cut(tokens, maxlen, self._token_end is not None)

@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 from keras import ops
+from oracle_compat_functions import made_object
 
 import helpers
 
@@ -35,7 +36,7 @@ def _function(module: str, name: str):
         return lambda *args: source.Sinusoidal()(*args)
     if "." in name:  # "Class.method": the first argument holds the constructor's keywords
         cls, method = name.split(".")
-        return lambda made, *args, **kwargs: getattr(getattr(source, cls)(**made), method)(*args, **kwargs)
+        return lambda made, *args, **kwargs: getattr(made_object(getattr(source, cls), made), method)(*args, **kwargs)
     return getattr(source, name)
 
 

@@ -10,6 +10,7 @@ import pytest
 from kerasbert import ConfigError
 from kerasbert.compat import tokenizers
 from kerasbert.compat.tokenizers import Tokenizer, TokenizerBase, load_vocab, save_vocab
+from kerasbert.text import tokenizer as _tokenizer
 
 import helpers
 
@@ -44,8 +45,25 @@ def calls(vocab: str) -> list:
                                   maxlen=6, pattern=pattern, truncate_from=truncate_from))
         result.append(tok(f"one:{i}:left", translated, "encode", text, maxlen=5, truncate_from="left"))
     result.append(tok("tokens", plain, "encode", ["[CLS]", "中", "[SEP]"], ["[CLS]", "x", "a", "[SEP]"], maxlen=4))
+    result += own_vocabulary_calls()
     result.append(tok("decode", plain, "decode", [2, 7, 8, 10, 12, 18, 13, 3]))
     result.append(tok("stem", plain, "stem", "##er"))
+    return result
+
+
+def own_vocabulary_calls() -> list:
+    """A dict without [UNK], [CLS] and [SEP] (the chess example's ``[PAD]`` and the moves' characters), its unknown
+    id set after construction: [CLS], [SEP] and unknown words take that id."""
+    chars = ["[PAD]", *"0123456789abcdefghi"]
+    result = []
+    for unk in (0, 5):
+        made = {"token_dict": {c: i for i, c in enumerate(chars)}, "__set__": {"_token_unk_id": unk}}
+        result += [tok(f"own:{unk}:moves", made, "encode", " ".join("h2e2h9g7")),
+                   tok(f"own:{unk}:tokenize", made, "tokenize", "0a 1 b z 中"),
+                   tok(f"own:{unk}:unknown", made, "encode", "h 2 z 中 0a 1", maxlen=7),
+                   tok(f"own:{unk}:pair", made, "encode", "h 2 z", "b 1 0a", maxlen=6),
+                   tok(f"own:{unk}:left", made, "encode", "h 2 z 3", maxlen=4, truncate_from="left"),
+                   tok(f"own:{unk}:tokens", made, "encode", ["[CLS]", "a", "x", "[SEP]"])]
     return result
 
 
@@ -75,6 +93,21 @@ def test_private_attributes_scripts_read(vocab):
         Tokenizer(vocab, word_maxlen=0)
     with pytest.raises(ConfigError, match="truncate_from"):
         tokenizer.encode("中", "国", maxlen=3, truncate_from="middle")
+
+
+def test_own_vocabulary_attributes():
+    """A dict without [UNK], [CLS] and [SEP]: the start and end ids are the unknown id once a script sets it; until
+    then, a token outside the dict is a ConfigError (bert4keras: an AttributeError)."""
+    tokenizer = Tokenizer({"[PAD]": 0, "a": 1, "b": 2})
+    assert tokenizer.encode(["a", "b"]) == ([1, 2], [0, 0]) and tokenizer.tokenize("a c") == ["[CLS]", "a", "c",
+                                                                                               "[SEP]"]
+    with pytest.raises(ConfigError, match="_token_unk_id"):
+        tokenizer.encode("a b")
+    tokenizer._token_unk_id = 0
+    assert (tokenizer._token_start_id, tokenizer._token_end_id, tokenizer._token_pad_id) == (0, 0, 0)
+    assert tokenizer.encode("a c b") == ([0, 1, 0, 2, 0], [0, 0, 0, 0, 0])
+    with pytest.raises(ConfigError, match="expected a vocabulary with"):
+        _tokenizer.Tokenizer({"[PAD]": 0, "a": 1})  # kerasbert's own Tokenizer: a BERT checkpoint's vocabulary
 
 
 def test_tokenizer_base_subclass():
