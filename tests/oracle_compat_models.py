@@ -11,7 +11,8 @@ kerasbert wrote) with "model" (a family, or "subclass": a file whose ``make(pkg)
 ``build`` (``layer_norm_cond``, ``"cond_hidden"`` its Dense's width, ``additional_input_layers``); with "mapping",
 it is built without a checkpoint and loads it through that mapping. It predicts on
 "inputs" (an npz: token_ids, segment_ids, condition), gives its layer names, its ``variable_mapping`` as JSON, and
-writes its weights as ``save_weights_as_checkpoint`` pairs them to "save".
+writes its weights as ``save_weights_as_checkpoint`` pairs them to "save". A "t5" task does the same for T5's
+classes (`t5_object`).
 """
 
 import importlib.util
@@ -62,6 +63,25 @@ def model_object(task):
             **{f"output/{i}": output for i, output in enumerate(outputs)}}
 
 
+def t5_object(task):
+    """bert4keras's T5 object or stack (``model``: ``mt5.1.1``, ``t5.1.1_encoder``, ..., or "subclass") from the
+    config and checkpoint kerasbert wrote, with "kwargs": the outputs of its model (and a whole T5's encoder and
+    decoder) on "inputs" (an npz: encoder_ids, decoder_ids, context), the parts' names, its mapping as JSON, and its
+    weights written to "save"."""
+    from bert4keras.models import build_transformer_model
+
+    t5 = build_transformer_model(task["config"], task["checkpoint"], model=_model_class(task),
+                                 return_keras_model=False, **task.get("kwargs", {}))
+    data = dict(np.load(task["inputs"]))
+    columns = {"Encoder-Input-Token": "encoder_ids", "Decoder-Input-Token": "decoder_ids", "Input-Context": "context"}
+    models = {"model": t5.model, **({"encoder": t5.encoder, "decoder": t5.decoder} if hasattr(t5, "encoder") else {})}
+    out = {f"{key}/output": model.predict([data[columns[t.name.split(":")[0]]] for t in model.inputs], verbose=0)
+           for key, model in models.items()}
+    save(t5, task["save"])
+    parts = [t5.encoder.name, t5.decoder.name] if hasattr(t5, "encoder") else []
+    return {**out, "parts": np.array(parts), "mapping": np.array(json.dumps(t5.variable_mapping()))}
+
+
 def save(model, prefix):
     """bert4keras's ``save_weights_as_checkpoint`` (which needs a TF1 session): each mapped layer's trainable
     weights under its names in order (the first of a name written twice), the NSP kernel transposed as its
@@ -76,13 +96,14 @@ def save(model, prefix):
         layer = model.layers.get(model.prefixed(name))
         for variable, value in zip(variables, K.batch_get_value(layer.trainable_weights) if layer else [],
                                    strict=False):
-            tensors.setdefault(variable, value.T if variable == "cls/seq_relationship/output_weights" else value)
+            transposed = variable == "cls/seq_relationship/output_weights" or "relative_attention_bias" in variable
+            tensors.setdefault(variable, value.T if transposed else value)
     os.makedirs(os.path.dirname(prefix), exist_ok=True)
     tf.raw_ops.SaveV2(prefix=prefix, tensor_names=list(tensors), shape_and_slices=[""] * len(tensors),
                       tensors=[tf.constant(v) for v in tensors.values()])
 
 
-KINDS = {"object": model_object}
+KINDS = {"object": model_object, "t5": t5_object}
 
 if __name__ == "__main__":
     sys.path.insert(0, __file__.rsplit("/", 1)[0])

@@ -14,6 +14,7 @@ import os
 
 from kerasbert.compat._model_classes import Transformer, extend_with_language_model, extend_with_unified_language_model
 from kerasbert.compat._model_classes_families import CLASSES
+from kerasbert.compat._model_classes_t5 import T5_CLASSES, VERSIONS
 from kerasbert.errors import ConfigError, fail
 from kerasbert.modeling import families
 from kerasbert.modeling.config import BertConfig, resolve_config
@@ -32,6 +33,18 @@ def arguments_of(config: BertConfig) -> dict:
             "config": config}
 
 
+def class_of(family: families.Family, kwargs: dict) -> type:
+    """The model class of ``family``; a T5's puts bert4keras's ``version`` in ``kwargs`` (``model="t5"`` keeps a
+    ``version`` given, as bert4keras does)."""
+    if family.architecture == "t5":
+        whole = family.name[:-len(family.part) - 1] if family.part else family.name
+        version = next(v for v, name in VERSIONS.items() if name == whole)
+        if whole != "t5" or "version" not in kwargs:
+            kwargs["version"] = version
+        return T5_CLASSES[family.part]
+    return CLASSES[family.name]
+
+
 def build_model_object(config_path: str | os.PathLike | None = None,
                        checkpoint_path: str | os.PathLike | None = None, model: str | type | None = None,
                        application: str = "encoder", **kwargs) -> Transformer:
@@ -40,7 +53,8 @@ def build_model_object(config_path: str | os.PathLike | None = None,
     Args:
         config_path: str. a config file, folder or preset name.
         checkpoint_path: str. a TF checkpoint (prefix, folder or ``.index``), or None.
-        model: str or type. a family (`kerasbert.modeling.families`), or a `Transformer` class.
+        model: str or type. a family (`kerasbert.modeling.families`, T5's whole or a part), or a `Transformer`
+            class.
         application: str. ``"encoder"``, ``"lm"`` (`extend_with_language_model`) or ``"unilm"``
             (`extend_with_unified_language_model`).
         **kwargs: the class's and ``build``'s arguments, kerasbert's ``config`` (instead of ``config_path``),
@@ -56,11 +70,8 @@ def build_model_object(config_path: str | os.PathLike | None = None,
     if isinstance(model, type):
         cls, family = model, getattr(model, "kerasbert_family", None)
     else:
-        family = families.resolve(model, config).name
-        if family not in CLASSES:
-            raise fail(ConfigError, "model", f"one of {', '.join(CLASSES)} for a model object", repr(model),
-                       "a whole T5 returns T5Transformer; its parts alone build with return_keras_model=True")
-        cls = CLASSES[family]
+        resolved = families.resolve(model, config)
+        cls, family = class_of(resolved, kwargs), resolved.name
     application = check_application(application, family) if family else application
     if application == "lm" and not getattr(cls, "application", None) == "lm":
         cls = extend_with_language_model(cls)

@@ -41,7 +41,54 @@ from kerasbert.weights.table import Format, vocab_axis
 _FIELDS = {field.name for field in dataclasses.fields(BertConfig)} - {"extra", "source"}
 
 
-class BERT(Transformer):
+def config_from(model: Transformer, **changes) -> BertConfig:
+    """The `kerasbert.BertConfig` a model object's arguments make (over the ``config`` given, if one was): the
+    config fields among its options, its sizes, then ``changes``."""
+    fields = {key: value for key, value in model.options.items() if key in _FIELDS and value is not None}
+    fields.update(vocab_size=model.vocab_size, hidden_size=model.hidden_size, hidden_act=model.hidden_act,
+                  num_hidden_layers=model.num_hidden_layers, num_attention_heads=model.num_attention_heads,
+                  intermediate_size=model.intermediate_size, hidden_dropout_prob=model.dropout_rate,
+                  attention_probs_dropout_prob=model.attention_dropout_rate, **changes)
+    base = model.options.get("config")
+    return BertConfig(**fields) if base is None else base.replace(**fields)
+
+
+class GoogleCheckpoint:
+    """The checkpoint steps of a model object that runs a kerasbert family (``self.family``): the names of the
+    family's Google format as bert4keras's ``variable_mapping``, and each variable as its layer holds it."""
+
+    def checkpoint_format(self) -> Format:
+        """The family's Google format (`kerasbert.weights.google.google_format`)."""
+        from kerasbert.weights.google import google_format
+
+        return google_format(self.family)
+
+    def checkpoint_table(self) -> dict:
+        """(layer, weight) -> the checkpoint's names, from the family's table."""
+        return self.checkpoint_format().names
+
+    def variable_mapping(self) -> dict[str, list[str]]:
+        """Every layer the family's table knows -> its checkpoint names, in bert4keras's order."""
+        return bert4keras_mapping(self.checkpoint_table(), self.num_hidden_layers)
+
+    def load_variable(self, checkpoint, name: str):
+        """The variable as the layer holds it: its vocabulary rows (or T5.1.1's output columns) through
+        `load_embeddings`, transposed where the format stores it so (NSP's kernel, T5's position tables)."""
+        value = super().load_variable(checkpoint, name)
+        fmt = self.checkpoint_format()
+        axis = vocab_axis(name, fmt)
+        if axis == 0:
+            value = self.load_embeddings(value)
+        elif axis == -1:
+            value = self.load_embeddings(value.T).T
+        return value.T if fmt.transposed(name) else value
+
+    def create_variable(self, name: str, value, dtype=None):
+        """The variable as the checkpoint stores it (transposed where the format says)."""
+        return super().create_variable(name, value.T if self.checkpoint_format().transposed(name) else value, dtype)
+
+
+class BERT(GoogleCheckpoint, Transformer):
     """bert4keras's ``BERT``, and the kerasbert architecture every family below runs.
 
     Args:
@@ -78,14 +125,7 @@ class BERT(Transformer):
     @functools.cached_property
     def bert_config(self):
         """The `kerasbert.BertConfig` the arguments make (over the ``config`` given, if one was)."""
-        changes = {key: value for key, value in self.options.items() if key in _FIELDS and value is not None}
-        changes.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size, hidden_act=self.hidden_act,
-                       num_hidden_layers=self.num_hidden_layers, num_attention_heads=self.num_attention_heads,
-                       intermediate_size=self.intermediate_size, hidden_dropout_prob=self.dropout_rate,
-                       attention_probs_dropout_prob=self.attention_dropout_rate,
-                       max_position_embeddings=self.max_position, type_vocab_size=self.segment_vocab_size)
-        base = self.options.get("config")
-        return BertConfig(**changes) if base is None else base.replace(**changes)
+        return config_from(self, max_position_embeddings=self.max_position, type_vocab_size=self.segment_vocab_size)
 
     @functools.cached_property
     def architecture(self):
@@ -197,33 +237,6 @@ class BERT(Transformer):
                 layer, name, options = POSITIONS[self.family.positions]
                 self.position_bias = self.apply(inputs=inputs, layer=layer, name=name, **options(self))
         return self.position_bias
-
-    # ------------------------------------------------------------------------------------ the checkpoint
-    def checkpoint_format(self) -> Format:
-        """The family's Google format (`kerasbert.weights.google.google_format`)."""
-        from kerasbert.weights.google import google_format
-
-        return google_format(self.family)
-
-    def checkpoint_table(self) -> dict:
-        """(layer, weight) -> the checkpoint's names, from the family's table."""
-        return self.checkpoint_format().names
-
-    def variable_mapping(self) -> dict[str, list[str]]:
-        """Every layer the family's table knows -> its checkpoint names, in bert4keras's order."""
-        return bert4keras_mapping(self.checkpoint_table(), self.num_hidden_layers)
-
-    def load_variable(self, checkpoint, name: str):
-        """The variable as the layer holds it: vocabulary rows through `load_embeddings`, NSP's kernel transposed."""
-        value = super().load_variable(checkpoint, name)
-        fmt = self.checkpoint_format()
-        if vocab_axis(name, fmt) == 0:
-            value = self.load_embeddings(value)
-        return value.T if fmt.transposed(name) else value
-
-    def create_variable(self, name: str, value, dtype=None):
-        """The variable as the checkpoint stores it (NSP's kernel transposed)."""
-        return super().create_variable(name, value.T if self.checkpoint_format().transposed(name) else value, dtype)
 
 
 class ALBERT(BERT):

@@ -30,7 +30,8 @@ from kerasbert import layer_names as ln
 from kerasbert.weights.table import weight_keys
 
 # a weight's group (the part of its key before the last "_") and kind, in the order bert4keras's layers create them
-_GROUPS = ("qkv", "intermediate", "output", "")
+# (T5's cross-attention: q, then k and v; T5.1.1's feed-forward: wi_0, its gate wi_1, then wo)
+_GROUPS = ("qkv", "q", "kv", "intermediate", "gate", "output", "")
 _KINDS = {"embeddings": 0, "kernel": 0, "beta": 0, "bias": 1, "gamma": 1}
 
 

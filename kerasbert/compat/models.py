@@ -1,10 +1,9 @@
-"""``bert4keras.models`` -> ``kerasbert.compat.models``: `build_transformer_model`, bert4keras's model classes
-(`Transformer` and the families' classes, `kerasbert.compat._model_classes`), and `T5Transformer`, what
-``return_keras_model=False`` returns for a whole T5."""
+"""``bert4keras.models`` -> ``kerasbert.compat.models``: `build_transformer_model` and bert4keras's model classes
+(`Transformer`, `kerasbert.compat._model_classes`; the families' classes; T5's, `kerasbert.compat._model_classes_t5`).
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 from kerasbert.compat import backend
@@ -28,73 +27,27 @@ from kerasbert.compat._model_classes_families import (
     RoFormer,
     RoFormerV2,
 )
-from kerasbert.modeling import families, models
+from kerasbert.compat._model_classes_t5 import T5, T5_Base, T5_Decoder, T5_Encoder
+from kerasbert.modeling import models
 from kerasbert.modeling.backbone import TransformerModel
 from kerasbert.modeling.config import resolve_config
-from kerasbert.modeling.t5 import T5
 
 __all__ = ["ALBERT", "BERT", "ELECTRA", "GPT", "GPT2", "GPT2_ML", "NEZHA", "ALBERT_Unshared", "LM_Mask", "RoFormer",
-           "RoFormerV2", "T5Transformer", "Transformer", "UniLM_Mask", "build_transformer_model",
-           "extend_with_language_model", "extend_with_unified_language_model"]
-
-
-@dataclasses.dataclass(frozen=True)
-class T5Transformer:
-    """bert4keras's ``T5`` object: the whole encoder-decoder and its two parts alone, three graphs over one set of
-    layers, so training ``model`` trains ``encoder`` and ``decoder`` too (a seq2seq script trains the one and
-    decodes with the others).
-
-    Args:
-        model: TransformerModel. ``[Encoder-Input-Token, Decoder-Input-Token]`` -> the next-token probabilities.
-        encoder: TransformerModel. ``[Encoder-Input-Token]`` -> the encoder's output ``[B, S, H]``.
-        decoder: TransformerModel. ``[Input-Context, Decoder-Input-Token]`` -> the next-token probabilities, every
-            position of the context read.
-        name: str. the ``name=`` given (the parts are ``{name}_Encoder`` and ``{name}_Decoder``), or None.
-    """
-
-    model: TransformerModel
-    encoder: TransformerModel
-    decoder: TransformerModel
-    name: str | None = None
-
-    @property
-    def inputs(self) -> list:
-        """The whole model's inputs."""
-        return self.model.inputs
-
-    @property
-    def outputs(self) -> list:
-        """The whole model's outputs."""
-        return self.model.outputs
-
-    @classmethod
-    def of(cls, model: TransformerModel, name: str | None = None) -> T5Transformer:
-        """The encoder and decoder alone wired over a whole T5 ``model``'s own layers, named as bert4keras names
-        them (``Encoder``/``Decoder``, ``{name}_Encoder``/``{name}_Decoder`` with a ``name``)."""
-        whole, length = T5.of(model), model.inputs[0].shape[1]
-        parts = []
-        for part in families.PARTS:
-            t5 = whole.alone(part)
-            inputs, title = t5.inputs(length), part.title()
-            alone = TransformerModel(inputs, t5.outputs(inputs, "encoder", {})[0], name=f"{name}_{title}" if name
-                                     else title, bert_config=whole.config, family=t5.family.name,
-                                     application="encoder")
-            alone.jit_compile = model.jit_compile
-            parts.append(alone)
-        return cls(model, *parts, name)
+           "RoFormerV2", "T5", "T5_Base", "T5_Decoder", "T5_Encoder", "Transformer", "UniLM_Mask",
+           "build_transformer_model", "extend_with_language_model", "extend_with_unified_language_model"]
 
 
 # bert4keras's arguments only its model objects take: a model built with one goes through its class
 OBJECT_ARGUMENTS = {"compound_tokens", "prefix", "layer_norm_cond", "layer_norm_cond_hidden_size",
                     "layer_norm_cond_hidden_act", "additional_input_layers", "attention_caches", "layers",
                     "residual_attention_scores", "ignore_invalid_weights", "autoresize_weights", "custom_position_ids",
-                    "attention_key_size"}
+                    "attention_key_size", "version", "with_lm", "cross_position_bias"}
 
 
 def build_transformer_model(config_path: str | os.PathLike | None = None,
                             checkpoint_path: str | os.PathLike | None = None, model: str | type | None = None,
                             application: str = "encoder", return_keras_model: bool = True,
-                            **kwargs) -> TransformerModel | T5Transformer | Transformer:
+                            **kwargs) -> TransformerModel | Transformer:
     """`kerasbert.modeling.models.build_transformer_model`, with bert4keras's `set_gelu` applied, its model classes
     and ``return_keras_model``.
 
@@ -109,9 +62,9 @@ def build_transformer_model(config_path: str | os.PathLike | None = None,
     argument wins. Every other argument, and the model built, are kerasbert's.
 
     ``return_keras_model=False`` returns bert4keras's model object instead: the family's class (`BERT`, `ALBERT`,
-    ..., `GPT2_ML`), built, with ``.model`` (the Keras model), ``.layers``, ``.inputs``, ``.outputs``,
-    ``variable_mapping()``, ``load_weights_from_checkpoint`` and ``save_weights_as_checkpoint``; for a whole T5
-    (``model="t5"``, ``"t5.1.1"``, ``"mt5.1.1"``), `T5Transformer`, whose ``.model``, ``.encoder`` and ``.decoder``
+    ..., `GPT2_ML`, `T5_Encoder`, `T5_Decoder`), built, with ``.model`` (the Keras model), ``.layers``, ``.inputs``,
+    ``.outputs``, ``variable_mapping()``, ``load_weights_from_checkpoint`` and ``save_weights_as_checkpoint``; for a
+    whole T5 (``model="t5"``, ``"t5.1.1"``, ``"mt5.1.1"``), `T5`, whose ``.model``, ``.encoder`` and ``.decoder``
     share their layers. A model class is built the same way, its own steps wherever it overrides them.
 
     Example:
@@ -141,20 +94,7 @@ def build_transformer_model(config_path: str | os.PathLike | None = None,
         config = kwargs.get("config")
         if resolve_config(config if config is not None else config_path).activation == "gelu":
             kwargs["hidden_act"] = "gelu_tanh"
-    if isinstance(model, type):
+    if isinstance(model, type) or not return_keras_model or OBJECT_ARGUMENTS & set(kwargs):
         built = build_model_object(config_path, checkpoint_path, model, application, **kwargs)
         return built.model if return_keras_model else built
-    if return_keras_model and not OBJECT_ARGUMENTS & set(kwargs):
-        return models.build_transformer_model(config_path, checkpoint_path, model, application, **kwargs)
-    if return_keras_model and not _whole_t5(model, kwargs.get("config"), config_path):
-        return build_model_object(config_path, checkpoint_path, model, application, **kwargs).model
-    if _whole_t5(model, kwargs.get("config"), config_path):
-        built = models.build_transformer_model(config_path, checkpoint_path, model, application, **kwargs)
-        return T5Transformer.of(built, kwargs.get("name"))
-    return build_model_object(config_path, checkpoint_path, model, application, **kwargs)
-
-
-def _whole_t5(model: str | None, config, config_path) -> bool:
-    """Whether ``model`` (else the config's ``model_type``) is a whole T5, whose parts bert4keras returns too."""
-    family = families.resolve(model, resolve_config(config if config is not None else config_path))
-    return family.architecture == "t5" and not family.part
+    return models.build_transformer_model(config_path, checkpoint_path, model, application, **kwargs)

@@ -266,8 +266,7 @@ class T5(Wiring):
         bias = self.positions(x, stack=ENCODER)
         for index in range(self.config.num_hidden_layers):
             x = self.block(index, x, mask, bias)
-        layers = self.layers
-        return layers[names.stacked(ENCODER, OUTPUT_DROPOUT)](layers[names.stacked(ENCODER, OUTPUT_NORM)](x))
+        return self.stack_output(x, stack=ENCODER)
 
     def decode(self, token_ids, context: Context):
         """The decoder: ``[B, T]`` ids over the encoder's ``context`` (its bias filled in here) to the next-token
@@ -276,20 +275,20 @@ class T5(Wiring):
         x = self.embed(token_ids, None, stack=DECODER)
         bias = self.positions(x, stack=DECODER)
         if self.options.cross_position_bias:
-            context = dataclasses.replace(context, bias=self.layers[names.stacked(DECODER, RELATIVE_POSITION)](
-                [x, context.states]))
+            context = dataclasses.replace(context, bias=self.positions(x, context.states, stack=DECODER))
         for index in range(self.config.num_hidden_layers):
             x = self.block(index, x, mask, bias, context=context)
-        return self._probabilities(x)
+        return self.probabilities(x)
 
     def embed(self, token_ids, segment_ids=None, positions=None, *, stack: str = DECODER):
         """``Embedding-Token`` then the stack's embedding dropout: ``[B, S] -> [B, S, H]``."""
         dropout = self.layers[names.stacked(stack, EMBEDDING_DROPOUT)]
         return dropout(self.layers[names.EMBEDDING_TOKEN](token_ids))
 
-    def positions(self, x, *, stack: str = DECODER):
-        """The stack's relative position bias over ``x`` ``[B, S, H]``: ``[A, S, S]``."""
-        return self.layers[names.stacked(stack, RELATIVE_POSITION)]([x, x])
+    def positions(self, x, keys=None, *, stack: str = DECODER):
+        """The stack's relative position bias of ``x`` ``[B, S, H]`` over itself, or over ``keys`` ``[B, K, H]``
+        (the decoder's over the encoder's output): ``[A, S, S]`` or ``[A, S, K]``."""
+        return self.layers[names.stacked(stack, RELATIVE_POSITION)]([x, x if keys is None else keys])
 
     def positions_at(self, queries, keys, *, stack: str = DECODER):
         """The stack's bias of queries at positions ``[Q]`` over keys at ``[K]``: ``[A, Q, K]`` (a cached decoder's
@@ -355,19 +354,22 @@ class T5(Wiring):
     def logits(self, x):
         """The decoder's next-token logits at its last block's output ``x`` ``[..., H]``: its output norm, dropout
         and scale, then the output layer without its softmax: ``[..., V]``."""
-        x = self._scaled(x)
+        x = self.scaled(x)
         if self.family.checkpoint == "t5":
             return self.layers[names.EMBEDDING_TOKEN](x, reverse=True)
         return self.layers[OUTPUT_LM].logits(x)
 
-    def _probabilities(self, x):
+    def probabilities(self, x):
         """The decoder's output layers in a graph: ``[B, T, H]`` -> ``[B, T, V]`` softmax probabilities."""
-        x = self._scaled(x)
+        x = self.scaled(x)
         if self.family.checkpoint == "t5":
             return self.layers[OUTPUT_LM_ACTIVATION](self.layers[names.EMBEDDING_TOKEN](x, reverse=True))
         return self.layers[OUTPUT_LM](x)
 
-    def _scaled(self, x):
-        """The decoder's output norm, dropout and scale."""
-        norm, dropout = (self.layers[names.stacked(DECODER, name)] for name in (OUTPUT_NORM, OUTPUT_DROPOUT))
-        return self.layers[OUTPUT_SCALE](dropout(norm(x)))
+    def scaled(self, x):
+        """The decoder's output norm, dropout and scale: what its output layer reads."""
+        return self.layers[OUTPUT_SCALE](self.stack_output(x, stack=DECODER))
+
+    def stack_output(self, x, *, stack: str = ENCODER):
+        """The stack's output norm then dropout, after its last block: ``[B, S, H]``."""
+        return self.layers[names.stacked(stack, OUTPUT_DROPOUT)](self.layers[names.stacked(stack, OUTPUT_NORM)](x))

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from kerasbert import ConfigError, config_of
+from kerasbert import config_of
 from kerasbert.compat.backend import set_gelu
 from kerasbert.compat.models import build_transformer_model
 
@@ -87,7 +87,10 @@ def test_return_keras_model_false_gives_t5s_model_encoder_and_decoder_over_one_s
     np.testing.assert_allclose(got, expected, atol=1e-6)
 
 
-def test_return_keras_model_false_refuses_a_t5_part_alone():
-    """A T5 part alone has no model object: return_keras_model=True builds it."""
-    with pytest.raises(ConfigError, match="return_keras_model=True"):
-        build_transformer_model(config=T5_CONFIG, model="mt5.1.1_encoder", return_keras_model=False, verbose=False)
+def test_return_keras_model_false_on_a_t5_part_alone_gives_its_class():
+    """A T5 part alone is bert4keras's T5_Encoder (T5_Decoder), over the model return_keras_model=True builds."""
+    encoder = build_transformer_model(config=T5_CONFIG, model="mt5.1.1_encoder", return_keras_model=False,
+                                      verbose=False)
+    plain = build_transformer_model(config=T5_CONFIG, model="mt5.1.1_encoder", verbose=False)
+    assert type(encoder).__name__ == "T5_Encoder" and encoder.model.family == plain.family == "mt5.1.1_encoder"
+    assert [layer.name for layer in encoder.model.layers] == [layer.name for layer in plain.layers]
