@@ -56,9 +56,10 @@ class Transformer:
         compound_tokens: list. new rows after them, each the mean of the listed rows (or ``(ids, weights)``: their
             weighted mean), as a checkpoint loads.
         residual_attention_scores: bool. each attention adds the previous one's scores (RealFormer), for a subclass
-            whose attention is `kerasbert.compat.layers.MultiHeadAttention`.
+            whose attention is `kerasbert.compat.layers.MultiHeadAttention`; kerasbert's own blocks refuse it.
         ignore_invalid_weights: bool. leave a weight whose name the checkpoint lacks at its initial value.
-        autoresize_weights: bool. resize a checkpoint weight of another shape (`orthogonally_resize`).
+        autoresize_weights: bool. bert4keras resizes a checkpoint weight of another shape; kerasbert refuses that
+            weight, naming it (resize it first with `kerasbert.compat.snippets.orthogonally_resize`).
         layers: dict. layers by name to reuse (two models sharing them).
         prefix: str. put before every layer name (two models in one graph).
         name: str. the Keras model's name.

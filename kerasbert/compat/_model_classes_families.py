@@ -114,7 +114,7 @@ class BERT(GoogleCheckpoint, Transformer):
         if shared_segment_embeddings:
             raise fail(ConfigError, "shared_segment_embeddings", "False", "True",
                        "kerasbert's segments have their own Embedding-Segment table")
-        self._mask = None
+        self._mask = self._biased = None
 
     # ------------------------------------------------------------------------------------ kerasbert's model
     @property
@@ -189,7 +189,24 @@ class BERT(GoogleCheckpoint, Transformer):
             raise fail(ConfigError, "attention_key_size", f"the head size {self.attention_head_size} for "
                        f"{type(self).__name__}'s own blocks", str(self.attention_key_size),
                        "override apply_main_layers to build attention of another key size")
-        return self.architecture.block(index, inputs, self.attention_mask(), self.compute_position_bias(inputs))
+        if self.residual_attention_scores:
+            raise fail(ConfigError, "residual_attention_scores", f"False for {type(self).__name__}'s own blocks",
+                       "True", "kerasbert's attention keeps no scores between blocks; override apply_main_layers "
+                       "with kerasbert.compat.layers.MultiHeadAttention for RealFormer")
+        return self.architecture.block(index, inputs, self.block_mask(index), self.compute_position_bias(inputs))
+
+    def block_mask(self, index: int):
+        """The mask block ``index`` reads: `attention_mask`, and with it the bool bias a subclass's own
+        ``compute_attention_bias`` gives (bert4keras hides a key the padding or the bias hides)."""
+        if type(self).compute_attention_bias is BERT.compute_attention_bias:
+            return self.attention_mask()
+        bias = self.compute_attention_bias(index)
+        if bias is None:
+            return self.attention_mask()
+        if self._biased is None or self._biased[0] is not bias:
+            mask = self.apply(inputs=[self.attention_mask(), bias], layer=BiasMask, name="Attention-Bias-Mask")
+            self._biased = (bias, mask)
+        return self._biased[1]
 
     def apply_final_layers(self, inputs):
         """The architecture's final layers the ``with_*`` arguments ask for; the sequence output without any."""
@@ -347,6 +364,35 @@ def condition_norms(built, conds: list, initializer, mlm_norm: str, with_mlm: bo
             built.layers[key] = conditional(layer.name, layer.epsilon)
     if with_mlm:
         built.layers[names.MLM_NORM] = conditional(mlm_norm, built.config.layer_norm_eps)
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class BiasMask(keras.layers.Layer):
+    """``[mask, bias] -> [B, S, S]`` bool: the attention mask (``[B, S]`` keys or ``[B, S, S]``) and a bool bias
+    (``[S, S]`` or ``[B or 1, S, S]``, True where query i may see key j) both allow the pair.
+
+    Example:
+    >>> from keras import ops
+    >>> keys, bias = ops.array([[True, True, False]]), ops.eye(3, dtype="bool")[None]
+    >>> ops.convert_to_numpy(BiasMask()([keys, bias]))[0].astype(int).tolist()
+    [[1, 0, 0], [0, 1, 0], [0, 0, 0]]
+    """
+
+    def call(self, inputs):
+        mask, bias = inputs
+        if bias.dtype != "bool" or len(bias.shape) not in (2, 3):
+            raise fail(ModelError, "compute_attention_bias", "a bool [S, S] or [B, S, S] mask for kerasbert's "
+                       "own blocks", f"{bias.dtype} of rank {len(bias.shape)}", "an additive bias needs a "
+                       "subclass's own attention (override apply_main_layers)")
+        mask = mask[:, None, :] if len(mask.shape) == 2 else mask
+        return keras.ops.logical_and(mask, bias[None] if len(bias.shape) == 2 else bias)
+
+    def compute_output_spec(self, inputs):
+        shape = inputs[0].shape
+        return keras.KerasTensor((shape[0], shape[1], shape[1]), dtype="bool")
+
+    def compute_mask(self, inputs, mask=None):
+        return None
 
 
 # the positions attention reads, made d = attention_key_size wide for a subclass's attention: layer, name, options

@@ -93,6 +93,11 @@ def load(model, checkpoint, mapping: dict | None = None) -> LoadReport:
                 missing.append(name)
                 continue
             value = np.asarray(model.load_variable(checkpoint, name))
+            if value.shape != slot.shape and model.autoresize_weights:
+                raise fail(CheckpointError, f"autoresize_weights: {name} in {reader.path}",
+                           f"the shape {list(slot.shape)} of {layer_name}", str(list(value.shape)),
+                           "kerasbert resizes no weight; resize the checkpoint with "
+                           "kerasbert.compat.snippets.orthogonally_resize and load that")
             if value.shape != slot.shape:
                 raise CheckpointError(f"{layer_name} expects {list(slot.shape)}, checkpoint has {list(value.shape)} "
                                       f"({name} in {reader.path}): the model's sizes do not match this checkpoint; "

@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 
-from kerasbert import CheckpointError, ModelError
+from kerasbert import CheckpointError, ConfigError, ModelError
 from kerasbert.compat import models as compat
 from kerasbert.compat.models import build_transformer_model
 
@@ -21,6 +21,8 @@ import helpers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUBCLASS = os.path.join(HERE, "..", "fixtures", "compat_model_subclass.py")
+BIAS_SUBCLASS = os.path.join(HERE, "..", "fixtures", "compat_attention_bias_subclass.py")  # its own attention bias
+SUBCLASSES = {"gau": SUBCLASS, "bias": BIAS_SUBCLASS}
 WIDE = {**helpers.TINY, "embedding_size": 16}  # E != H: Embedding-Mapping
 GAU = {**helpers.TINY, "num_attention_heads": 1, "attention_key_size": 16, "hidden_act": "swish"}
 CASES = {  # name -> (config, model, kwargs)
@@ -68,18 +70,19 @@ def oracle(tmp_path_factory):
     data["token_ids"][0, :2] = [60, 61]  # the compound tokens
     np.savez(inputs := os.path.join(work, "inputs.npz"), **data)
     tasks, objects = [], {}
-    for index, (name, (config, model, kwargs)) in enumerate({**CASES, "gau": (GAU, None, {})}.items()):
+    own = {"gau": (GAU, None, {}), "bias": (helpers.TINY, None, {"with_mlm": True})}
+    for index, (name, (config, model, kwargs)) in enumerate({**CASES, **own}.items()):
         path = os.path.join(work, f"{name}.json")
         with open(path, "w") as f:
             json.dump(config, f)
-        cls = _subclass("kerasbert.compat") if name == "gau" else model
+        cls = _subclass("kerasbert.compat", SUBCLASSES[name]) if name in SUBCLASSES else model
         objects[name] = build_transformer_model(path, model=cls, return_keras_model=False, verbose=False, **kwargs)
         _randomize(objects[name].model, index)
         objects[name].save_weights_as_checkpoint(os.path.join(work, name, "model.ckpt"))
         task = {"config": path, "checkpoint": os.path.join(work, name, "model.ckpt"), "kwargs": kwargs}
         tasks.append({"kind": "object", "model": model, **task, "inputs": inputs,
                       "save": os.path.join(work, f"{name}_b4k", "model.ckpt"),
-                      **({"subclass": SUBCLASS} if name == "gau" else {})})
+                      **({"subclass": SUBCLASSES[name]} if name in SUBCLASSES else {})})
     tasks.append(_conditional(work, inputs, objects))
     for name, (case, kwargs) in DERIVED.items():
         task = {**tasks[list(CASES).index(case)], **({"model": name} if name == "albert_unshared" else {})}
@@ -88,7 +91,7 @@ def oracle(tmp_path_factory):
         tasks.append({**task, "kwargs": {**kwargs, **({"application": application} if application else {})},
                       "save": os.path.join(work, f"{name}_b4k", "model.ckpt")})
     results = helpers.run_bert4keras("oracle_compat_models.py", {"tasks": tasks}, work)
-    names = [*CASES, "gau", "cond", *DERIVED]
+    names = [*CASES, "gau", "bias", "cond", *DERIVED]
     return data, objects, {name: (tasks[i], {k.split("/", 1)[1]: v for k, v in results.items()
                                              if k.startswith(f"{i}/")}) for i, name in enumerate(names)}
 
@@ -115,10 +118,10 @@ def _conditional(work: str, inputs: str, objects: dict) -> dict:
             "save": os.path.join(work, "cond_b4k", "model.ckpt")}
 
 
-def _subclass(pkg: str):
+def _subclass(pkg: str, path: str):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("subclass_source", SUBCLASS)
+    spec = importlib.util.spec_from_file_location("subclass_source", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.make(pkg)
@@ -131,7 +134,7 @@ def _check_mapping(ours: dict, theirs: dict, layers: set) -> None:
             assert ours.get(layer) == theirs.get(layer), layer
 
 
-@pytest.mark.parametrize("name", [*CASES, "gau", "cond"])
+@pytest.mark.parametrize("name", [*CASES, "gau", "bias", "cond"])
 def test_model_object_equals_bert4keras(oracle, name):
     """bert4keras reads the object's checkpoint to the same outputs and mapping; kerasbert reads bert4keras's."""
     data, objects, results = oracle
@@ -210,3 +213,26 @@ def test_an_unshared_albert_cannot_save_its_blocks_under_one_group_of_names(tmp_
     albert = build_transformer_model(config=WIDE, model="albert_unshared", return_keras_model=False, verbose=False)
     with pytest.raises(CheckpointError, match="one weight under each name"):
         albert.save_weights_as_checkpoint(str(tmp_path / "model.ckpt"))
+
+
+def test_the_own_attention_bias_changes_the_outputs(oracle):
+    """The subclass's mask (each token sees itself and [CLS]) is read: a plain BERT on its weights differs."""
+    data, objects, _ = oracle
+    biased = objects["bias"].model
+    plain = build_transformer_model(config=helpers.TINY, with_mlm=True, verbose=False)
+    plain.set_weights(biased.get_weights())
+    assert np.abs(_outputs(plain, data)[0] - _outputs(biased, data)[0]).max() > 1e-3
+
+
+def test_residual_attention_scores_in_kerasbert_s_own_blocks_is_one_error():
+    with pytest.raises(ConfigError, match="residual_attention_scores: expected False for BERT's own blocks"):
+        build_transformer_model(config=WIDE, residual_attention_scores=True, verbose=False)
+
+
+def test_autoresize_weights_names_the_weight_it_would_resize(tmp_path):
+    small = build_transformer_model(config=helpers.TINY, return_keras_model=False, verbose=False)
+    small.save_weights_as_checkpoint(checkpoint := str(tmp_path / "model.ckpt"))
+    wide = build_transformer_model(config={**helpers.TINY, "intermediate_size": 2 * helpers.TINY["intermediate_size"]},
+                                   return_keras_model=False, verbose=False, autoresize_weights=True)
+    with pytest.raises(CheckpointError, match="autoresize_weights: .*kerasbert resizes no weight"):
+        wide.load_weights_from_checkpoint(checkpoint)
