@@ -22,7 +22,7 @@ from generation.conftest import end_token, language_model, sources  # noqa: F401
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # scripts that wrote the fixtures (some with torch, which the tests do not have): not tests, nor doctests
-collect_ignore_glob = ["fixtures/*"]
+collect_ignore_glob = ["fixtures/*", "oracle_*.py"]  # the oracles run in bert4keras's subprocess only
 
 BASE2 = dict(helpers.TINY, vocab_size=21128, hidden_size=768, num_attention_heads=12, intermediate_size=3072,
              max_position_embeddings=512)

@@ -20,8 +20,11 @@ bias), "data" (npz: token_ids, segment_ids, labels), "batch_size", "steps", "eps
 import json
 import sys
 
-import numpy as np
-import tensorflow as tf
+if __name__ != "__main__":  # it turns eager execution off for its whole process
+    raise ImportError("tests/oracle_adversarial.py runs only as a script, in bert4keras's subprocess")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 tf.compat.v1.disable_eager_execution()  # Keras 2.3's graph, where K.gradients and model.total_loss exist
 
