@@ -19,12 +19,14 @@ from kerasbert.text.sentencepiece import SpTokenizer, truncated
 __all__ = ["SpTokenizer", "Tokenizer", "TokenizerBase", "load_vocab", "save_vocab"]
 
 
-def load_vocab(dict_path: str | os.PathLike, simplified: bool = False, startswith: Sequence[str] | None = None):
-    """`kerasbert.text.tokenizer.load_vocab` under bert4keras's argument name ``dict_path``, so that
+def load_vocab(dict_path: str | os.PathLike, encoding: str = "utf-8", simplified: bool = False,
+               startswith: Sequence[str] | None = None):
+    """`kerasbert.text.tokenizer.load_vocab` with bert4keras's arguments in its order, so that
     ``load_vocab(dict_path=dict_path, simplified=True, startswith=[...])`` ports unchanged.
 
     Args:
         dict_path: str. the vocab.txt (or a checkpoint folder holding one).
+        encoding: str. the file's text encoding.
         simplified: bool. drop the pieces the tokenizer never produces and also return ``keep_tokens``.
         startswith: list of str. tokens put first in the shrunk vocabulary.
 
@@ -36,7 +38,7 @@ def load_vocab(dict_path: str | os.PathLike, simplified: bool = False, startswit
     >>> load_vocab(dict_path=dict_path, simplified=True, startswith=["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
     ({'[PAD]': 0, '[UNK]': 1, '[CLS]': 2, '[SEP]': 3, '中': 4}, [0, 1, 2, 3, 5])
     """
-    return _tokenizer.load_vocab(dict_path, simplified=simplified, startswith=startswith)
+    return _tokenizer.load_vocab(dict_path, simplified=simplified, startswith=startswith, encoding=encoding)
 
 
 def save_vocab(dict_path: str | os.PathLike, token_dict: Mapping[str, int], encoding: str = "utf-8") -> None:

@@ -45,7 +45,7 @@ def is_redundant(token: str) -> bool:
 
 
 def load_vocab(
-    path: str | os.PathLike, simplified: bool = False, startswith: Sequence[str] | None = None
+    path: str | os.PathLike, simplified: bool = False, startswith: Sequence[str] | None = None, encoding: str = "utf-8"
 ) -> dict[str, int] | tuple[dict[str, int], list[int]]:
     """Read ``vocab.txt`` (one token per line) into ``{token: id}``, optionally shrunk.
 
@@ -53,6 +53,7 @@ def load_vocab(
         path: str. the vocabulary file.
         simplified: bool. drop redundant pieces and also return ``keep_tokens``.
         startswith: list of str. tokens put first in the shrunk vocabulary (e.g. [PAD], [UNK], [CLS], [SEP]).
+        encoding: str. the file's text encoding (a UTF-8 byte-order mark is skipped).
 
     Returns:
         ``token_dict``, or ``(token_dict, keep_tokens)`` when ``simplified``, as bert4keras returns them.
@@ -72,7 +73,7 @@ def load_vocab(
     path = os.fspath(path)
     if os.path.isdir(path):  # a checkpoint folder (Google or Hugging Face) holds its vocab.txt
         path = os.path.join(path, "vocab.txt")
-    token_dict = _read_vocab(path)
+    token_dict = _read_vocab(path, encoding)
     if not simplified:
         return token_dict
     new_dict: dict[str, int] = {}
@@ -89,18 +90,18 @@ def load_vocab(
     return new_dict, keep_tokens
 
 
-def _read_vocab(path: str) -> dict[str, int]:
-    """``{token: line index}`` of a vocab.txt; a ConfigError for a missing, empty, non-UTF-8 or duplicated one."""
+def _read_vocab(path: str, encoding: str = "utf-8") -> dict[str, int]:
+    """``{token: line index}`` of a vocab.txt; a ConfigError for a missing, empty, undecodable or duplicated one."""
     if not os.path.isfile(path):
         raise fail(ConfigError, path, "a vocab.txt file", "no such file")
     token_dict: dict[str, int] = {}
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
             try:
-                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                line = raw.decode("utf-8-sig" if number == 1 and encoding.lower() in ("utf-8", "utf8") else encoding)
             except UnicodeDecodeError:
-                raise fail(ConfigError, f"{path}:{number}", "UTF-8 text", f"the bytes {raw.strip()[:16]!r}",
-                           "convert the file to UTF-8") from None
+                raise fail(ConfigError, f"{path}:{number}", f"{encoding} text", f"the bytes {raw.strip()[:16]!r}",
+                           "convert the file to UTF-8, or pass its encoding") from None
             token = line.split()[0] if line.split() else line.strip()
             if token in token_dict:
                 raise fail(ConfigError, path, "each token once (a token's id is its line)",

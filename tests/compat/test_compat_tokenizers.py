@@ -135,3 +135,18 @@ def test_save_vocab_round_trip(vocab, tmp_path):
     save_vocab(path, token_dict)
     assert load_vocab(dict_path=path) == token_dict
     assert tokenizers.__all__ == ["SpTokenizer", "Tokenizer", "TokenizerBase", "load_vocab", "save_vocab"]
+
+
+def test_load_vocab_reads_the_encoding_given(tmp_path):
+    """bert4keras's ``load_vocab(dict_path, encoding)``, its second argument by position: a GBK vocabulary reads as
+    it is written, and read as UTF-8 it is one clear error naming the line."""
+    from kerasbert.errors import ConfigError
+
+    path = str(tmp_path / "vocab.txt")
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "中", "国"]
+    with open(path, "w", encoding="gbk") as f:
+        f.write("\n".join(tokens) + "\n")
+    assert load_vocab(path, "gbk") == {token: i for i, token in enumerate(tokens)}
+    assert load_vocab(path, encoding="gbk", simplified=True, startswith=["[PAD]"])[1] == [0, 4, 5]  # [..] dropped
+    with pytest.raises(ConfigError, match=r"vocab.txt:5: expected utf-8 text"):
+        load_vocab(path)
