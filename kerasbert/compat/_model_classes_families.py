@@ -113,7 +113,7 @@ class BERT(GoogleCheckpoint, Transformer):
         self.hierarchical_position, self.custom_position_ids = hierarchical_position, custom_position_ids
         if shared_segment_embeddings:
             raise fail(ConfigError, "shared_segment_embeddings", "False", "True",
-                       "kerasbert's segments have their own Embedding-Segment table")
+                       f"kerasbert's segments have their own {names.EMBEDDING_SEGMENT} table")
         self._mask = self._biased = None
 
     # ------------------------------------------------------------------------------------ kerasbert's model

@@ -118,7 +118,7 @@ def embedding_layer(model: keras.Model, name: str = names.EMBEDDING_TOKEN):
     if not found or not hasattr(found[0], "embeddings"):
         raise fail(ModelError, f"embedding_name {name!r}", f"an embedding layer of model {model.name!r}",
                    "no such layer" if not found else f"a {type(found[0]).__name__} without embeddings",
-                   "pass the name of the model's token embedding (bert4keras's 'Embedding-Token')")
+                   f"pass the name of the model's token embedding (bert4keras's {names.EMBEDDING_TOKEN!r})")
     return found[0]
 
 
