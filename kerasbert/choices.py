@@ -15,9 +15,28 @@ from __future__ import annotations
 
 import os
 
-# the tasks of ``kerasbert train --task``; mlm: pretrain; lm: a GPT family's language model
-TASK_NAMES = ("cls", "ner", "seq2seq", "span", "sim", "mlm", "lm")
-STRIDE_TASKS = ("cls", "ner", "span")  # the tasks whose answers ``--stride`` merges over a long text's windows
+# the tasks of ``kerasbert train --task``; mlm: pretrain; lm: a GPT family's language model; qa: extractive question
+# answering; multilabel: several labels a text; relation: (subject, predicate, object) triples; rerank: a
+# cross-encoder's query-passage scores
+TASK_NAMES = ("cls", "ner", "seq2seq", "span", "sim", "mlm", "lm", "qa", "multilabel", "relation", "rerank")
+# the fields of one input row of a task's predictions, its exports and ``kerasbert serve`` (the others: "text", and
+# "text_b" for pairs)
+TASK_INPUTS = {"qa": ("question", "context"), "rerank": ("query", "passage")}
+
+
+def input_fields(task: str, pairs: bool = False) -> tuple[str, ...]:
+    """The fields of one input row of ``task``'s predictions (`TASK_INPUTS`; else ``text``, and ``text_b`` for
+    ``pairs``).
+
+    Example:
+    >>> input_fields("qa"), input_fields("cls", pairs=True), input_fields("ner")
+    (('question', 'context'), ('text', 'text_b'), ('text',))
+    """
+    return TASK_INPUTS.get(task, ("text", "text_b")[:1 + bool(pairs)])
+
+
+# the tasks whose answers ``--stride`` merges over a long text's windows (qa: a context's windows)
+STRIDE_TASKS = ("cls", "ner", "span", "qa")
 # ``--pre-tokenize``: how a text is cut into words before its word pieces (`kerasbert.text.pre_tokenize`), and the
 # tasks that tokenize whole texts through it (ner and span label characters; sim's vectors and mlm's masking read
 # word pieces as BERT cuts them)
@@ -68,7 +87,8 @@ PRECISIONS = ("f32", "bf16")  # what an export computes in where it is not int8;
 EXPORT_PRECISIONS = ("auto", *PRECISIONS)  # auto: `kerasbert.serving.precision`
 # the most dev score an export may lose against its run unless ``--accept-loss``: (metric, bound) by task
 LOSS_BOUND = {"cls": ("accuracy", 0.005), "ner": ("f1", 0.01), "seq2seq": ("rouge_l", 0.01),
-              "span": ("f1", 0.01)}
+              "span": ("f1", 0.01), "qa": ("f1", 0.01), "multilabel": ("micro_f1", 0.01), "relation": ("f1", 0.01),
+              "rerank": ("mrr_at_10", 0.01)}
 PREDICT_BATCH_SIZE = 32  # texts an export runs at once unless told
 
 # sentence vectors (`kerasbert.embed`, ``kerasbert embed``, vector exports), which pool as SIM_POOLINGS: the pooling

@@ -34,7 +34,10 @@ from kerasbert.choices import (
     SUMMARY_FORMATS,
 )
 from kerasbert.errors import ConfigError, KerasBertError, ModelError, fail
-from kerasbert.finetune.args import (
+from kerasbert.finetune.demo import demo_arguments, run_demo
+from kerasbert.finetune.interrupt import TrainingInterrupted
+from kerasbert.finetune.pretrain_cli import check_pretrain, pretrain_arguments, run_pretrain
+from kerasbert.finetune.train_flags import (
     STRIDE_HELP,
     family_argument,
     reading_arguments,
@@ -42,9 +45,6 @@ from kerasbert.finetune.args import (
     task_argument,
     train_arguments,
 )
-from kerasbert.finetune.demo_data import DEMO_OPTIONS, DEMO_SENTENCES, DEMO_TRAINING
-from kerasbert.finetune.interrupt import TrainingInterrupted
-from kerasbert.finetune.pretrain_cli import check_pretrain, pretrain_arguments, run_pretrain
 from kerasbert.log import hidden_startup_notices, progress_verbosity, start_tensorflow
 from kerasbert.serving.commands import (
     check_embed,
@@ -147,12 +147,13 @@ def _run_train(args: argparse.Namespace) -> int:
 
     result = train(args.task, args.train, args.out, resume=args.resume, overwrite=args.overwrite,
                    verbose=progress_verbosity(args.quiet), **_train_options(args))
-    _print_scores(result.get("dev"), f"best epoch {result['best_epoch']} on dev" if result.get("dev") else "")
+    print_scores(result.get("dev"), f"best epoch {result['best_epoch']} on dev" if result.get("dev") else "")
     print(f"run folder: {args.out}")
     return 0
 
 
-def _print_scores(scores: dict | None, title: str) -> None:
+def print_scores(scores: dict | None, title: str) -> None:
+    """A run's scores under ``title``, as the task reports them; nothing for none."""
     if not scores:
         return
     from kerasbert.finetune.metrics import per_type_table
@@ -173,8 +174,11 @@ def _print_scores(scores: dict | None, title: str) -> None:
     elif "spearman" in scores:
         print(f"Spearman {scores['spearman']:.4f}" + (f"  accuracy {scores['accuracy']:.4f} at threshold "
                                                        f"{scores['threshold']:.4f}" if "accuracy" in scores else ""))
-    else:
+    elif "macro_f1" in scores and "accuracy" in scores:
         print(f"accuracy {scores['accuracy']:.4f}  macro-F1 {scores['macro_f1']:.4f}")
+    else:  # a task's own scores, each a number
+        print("  ".join(f"{key} {value:.4f}" for key, value in scores.items()
+                        if isinstance(value, (int, float)) and not isinstance(value, bool)))
 
 
 # ------------------------------------------------------------------------------------------- evaluate, predict
@@ -195,7 +199,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from kerasbert.finetune.training import evaluate
 
     scores = evaluate(args.run, args.data, args.batch_size, verbose=progress_verbosity(), stride=args.stride)
-    _print_scores(scores, f"{args.data or 'dev'}:")
+    print_scores(scores, f"{args.data or 'dev'}:")
     return 0
 
 
@@ -249,11 +253,30 @@ def _check_predict(args: argparse.Namespace) -> None:
                        "integrated gradients explain one class's probability of a whole text")
 
 
+def _input_fields(args: argparse.Namespace) -> tuple[str, ...]:
+    """The fields of an input row of the run's or export's task (`kerasbert.choices.input_fields`)."""
+    from kerasbert.choices import input_fields
+
+    if args.model:
+        from kerasbert.serving.folder import read_info
+
+        info = read_info(args.model)
+        return input_fields(info["task"], info["pairs"])
+    from kerasbert.finetune.runs import finished_run
+
+    args_of = finished_run(args.run)
+    return input_fields(args_of.task, args_of.text_b is not None)
+
+
 def _run_predict(args: argparse.Namespace) -> int:
     from kerasbert.files import write_text
     from kerasbert.text.readers import read_texts
 
-    rows = [{"text": text} for text in args.text] if args.text else read_texts(args.input)
+    fields = _input_fields(args)
+    if args.text and fields != ("text",):
+        raise fail(ConfigError, "--text", f"--input, a .jsonl file of {' and '.join(fields)}",
+                   f"--text for a model that reads {' and '.join(fields)}")
+    rows = [{"text": text} for text in args.text] if args.text else read_texts(args.input, fields)
     if args.model:  # an OpenVINO or ONNX export runs without TensorFlow: nothing on this path imports it
         from kerasbert.serving.exported import predict_export
 
@@ -319,66 +342,6 @@ def _run_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------------------- demo
-def _demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", choices=(*DEMO_TEXTS, "all"), default="all",  # the tasks with bundled data
-                        help=f"the task to train on its bundled data, or all ({', '.join(DEMO_ALL)}); "
-                             "pretraining: see kerasbert pretrain (default: %(default)s)")
-    parser.add_argument("--out", default="kerasbert-demo", help="folder for the data and runs (default: %(default)s)")
-    parser.add_argument("--epochs", type=int,
-                        help=f"epochs (default: {DEMO_TRAINING['epochs']}; "
-                             f"seq2seq {DEMO_OPTIONS['seq2seq']['epochs']})")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-
-
-DEMO_TEXTS = {"cls": ["这家餐厅的菜非常好吃，服务也很满意", "房间很脏，真的让人失望"],
-              "ner": ["张伟去年加入了华为公司", "李娜和王芳昨天去了北京"],
-              "seq2seq": ["昨天，华为公司在杭州举办了发布会，现场来了很多人，气氛非常热烈。"],
-              "span": ["张伟去年加入了北京大学", "李娜在杭州银行工作"],
-              "sim": [{"text": "从北京到上海怎么走", "text_b": "怎么从北京去上海"},
-                      {"text": "从北京到上海怎么走", "text_b": "从北京到广州怎么走"},
-                      {"text": "银行几点开门", "text_b": "银行几点关门"}]}
-DEMO_ALL = ("cls", "ner")  # what `kerasbert demo` runs by default; seq2seq needs the seq2seq extra
-
-
-def _demo_files(task: str, out: str, seed: int) -> dict[str, str]:
-    """The demo's ``train``, ``dev``, ``test`` and ``vocab`` files of ``task``, written under ``out/data``."""
-    import os
-
-    from kerasbert.finetune.demo_data import write_demo_data, write_span_data, write_title_data
-
-    if task == "seq2seq":
-        return write_title_data(os.path.join(out, "data", "seq2seq"), seed=seed)
-    if task == "span":
-        return write_span_data(os.path.join(out, "data", "span"), seed=seed, sentences=DEMO_SENTENCES["span"])
-    if task == "sim":
-        from kerasbert.finetune.paraphrase_data import write_paraphrase_data
-
-        return write_paraphrase_data(os.path.join(out, "data", "sim"), seed=seed)
-    data = write_demo_data(os.path.join(out, "data"), seed=seed, sentences=DEMO_SENTENCES["ner"])
-    return {split: data[f"{task}_{split}"] for split in ("train", "dev", "test")} | {"vocab": data["vocab"]}
-
-
-def _run_demo(args: argparse.Namespace) -> int:
-    import os
-
-    from kerasbert.finetune.training import evaluate, predict, train
-
-    for task in DEMO_ALL if args.task == "all" else (args.task,):
-        data, run = _demo_files(task, args.out, args.seed), os.path.join(args.out, task)
-        print(f"== {task}: training the tiny config from scratch on {data['train']}")
-        settings = {**DEMO_TRAINING, **DEMO_OPTIONS.get(task, {})}
-        train(task, data["train"], run, dev=data["dev"], vocab=data["vocab"],
-              **{**settings, "epochs": args.epochs or settings["epochs"]}, seed=args.seed, overwrite=True,
-              verbose=progress_verbosity(args.quiet))
-        _print_scores(evaluate(run, data["test"], verbose=0), f"== {task}: test set")
-        for row in predict(run, DEMO_TEXTS[task]):
-            print(json.dumps(row, ensure_ascii=False))
-        print(f"== {task}: run folder {run}")
-    return 0
-
-
 # ------------------------------------------------------------------------------------------- convert
 def _convert_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("src", help="a Google checkpoint (prefix or folder) or Hugging Face weights (folder or file)")
@@ -417,7 +380,7 @@ COMMANDS: dict[str, Command] = {
     "convert": Command("convert a BERT checkpoint between Google's TF1 format and Hugging Face's",
                        _convert_arguments, _run_convert),
     "demo": Command("train, evaluate and predict on bundled data with the tiny config, offline",
-                    _demo_arguments, _run_demo),
+                    demo_arguments, run_demo),
 }
 
 

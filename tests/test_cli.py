@@ -111,7 +111,7 @@ def test_help_and_usage_errors_answer_without_tensorflow():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.stderr.splitlines()[-1] == "[0, 0, 2, 2] False"
     assert "--crf-lr-multiplier" in done.stdout
-    assert "invalid choice: 'x' (choose from 'cls', 'ner', 'seq2seq', 'span', 'sim', 'mlm', 'lm')" in done.stderr
+    assert "invalid choice: 'x' (choose from 'cls', 'ner', 'seq2seq', 'span', 'sim', 'mlm', 'lm', 'qa', 'multilabel', 'relation', 'rerank')" in done.stderr
 
 
 def test_argument_and_file_errors_answer_without_tensorflow(tmp_path):
@@ -274,7 +274,8 @@ def test_an_args_json_of_the_released_layout_loads():
         key: value for key, value in released.items() if key != "relative_to_run"}
     assert set(saved) == {*released, "model", "target_maxlen", "beams", "stride", "pooling", "sim_loss", "mask_rate",
                           "mask_replace", "mask_random", "max_predictions", "whole_word", "nsp", "pre_tokenize",
-                          "adversarial", "adversarial_epsilon"}
+                          "adversarial", "adversarial_epsilon", "max_query_length", "max_answer_length",
+                          "label_separator"}
     assert args.model is None  # it built BERT
     assert (args.target_maxlen, args.beams) == (32, 1)  # the seq2seq options a run without them takes
     assert (args.pooling, args.sim_loss) == (None, None)  # and the sim options

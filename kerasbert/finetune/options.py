@@ -51,6 +51,9 @@ class TaskOptions:
         pre_tokenize: str or None. cls and seq2seq: ``"jieba"`` cuts each text into words before its word pieces, so
             a vocabulary of whole words (RoFormer's, T5 PEGASUS's) reads them (`kerasbert.text.pre_tokenize`); None:
             word pieces alone.
+        max_query_length: int. qa: the most word pieces of a question (a longer one is cut).
+        max_answer_length: int. qa: the most word pieces of a predicted answer.
+        label_separator: str. multilabel: what separates the labels of a TSV or CSV label column.
 
     Example:
     >>> import argparse
@@ -79,6 +82,9 @@ class TaskOptions:
     whole_word: bool = True
     nsp: bool = False
     pre_tokenize: str | None = None
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    label_separator: str = ","
 
     @classmethod
     def of(cls, source) -> TaskOptions:

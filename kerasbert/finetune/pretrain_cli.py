@@ -7,14 +7,8 @@ import argparse
 
 from kerasbert.choices import PRETRAIN_DEFAULTS
 from kerasbert.errors import ConfigError, fail
-from kerasbert.finetune.args import (
-    TrainArgs,
-    check_corpus,
-    encoder_arguments,
-    fit_arguments,
-    pretrain_options,
-    run_arguments,
-)
+from kerasbert.finetune.args import TrainArgs, check_corpus, pretrain_options
+from kerasbert.finetune.train_flags import encoder_arguments, fit_arguments, run_arguments
 from kerasbert.log import progress_verbosity
 
 

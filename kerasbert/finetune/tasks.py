@@ -1,6 +1,8 @@
 """The fine-tuning tasks by name: ``cls`` and ``ner`` here, ``seq2seq`` in `kerasbert.finetune.seq2seq` (a UniLM)
 and `kerasbert.finetune.t5_seq2seq` (a T5 family), ``sim`` in `kerasbert.finetune.sim`, ``span`` in
-`kerasbert.finetune.span`, ``mlm`` in `kerasbert.finetune.mlm`, ``lm`` in `kerasbert.finetune.lm`; each a
+`kerasbert.finetune.span`, ``mlm`` in `kerasbert.finetune.mlm`, ``lm`` in `kerasbert.finetune.lm`, ``qa`` in
+`kerasbert.finetune.qa`, ``multilabel`` in `kerasbert.finetune.multilabel`, ``relation`` in
+`kerasbert.finetune.relation`, ``rerank`` in `kerasbert.finetune.rerank`; each a
 `kerasbert.finetune.task_base.Task`, what training, evaluation and prediction need of it. `get_task` makes one by
 name (and family), `task_of` the one a run's arguments describe.
 """
@@ -21,7 +23,11 @@ from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.finetune import metrics, plots
 from kerasbert.finetune.lm import LanguageModelTask
 from kerasbert.finetune.mlm import MaskedLmTask
+from kerasbert.finetune.multilabel import MultiLabelTask
 from kerasbert.finetune.options import TaskOptions
+from kerasbert.finetune.qa import QaTask
+from kerasbert.finetune.relation import RelationTask
+from kerasbert.finetune.rerank import RerankTask
 from kerasbert.finetune.seq2seq import Seq2SeqTask
 from kerasbert.finetune.sim import SimilarityTask
 from kerasbert.finetune.span import SpanTask
@@ -169,7 +175,7 @@ class NerTask(EntityTask):
 
 # in the order of kerasbert.choices.TASK_NAMES
 TASKS = dict(zip(TASK_NAMES, (ClassificationTask, NerTask, Seq2SeqTask, SpanTask, SimilarityTask, MaskedLmTask,
-                              LanguageModelTask), strict=True))
+                              LanguageModelTask, QaTask, MultiLabelTask, RelationTask, RerankTask), strict=True))
 ARCHITECTURE_TASKS = {("seq2seq", "t5"): T5Seq2SeqTask}  # a task of another class on an architecture's families
 
 

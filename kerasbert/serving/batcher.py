@@ -30,7 +30,11 @@ from kerasbert.log import logger
 __all__ = ["WINDOW", "Batcher"]
 
 WINDOW = 4  # the worker sorts up to this many batches of waiting instances by length at once
-INPUTS = ("text", "text_b")
+
+
+def _length(row: dict) -> int:
+    """An input row's length in characters, its texts' together."""
+    return sum(len(value) for value in row.values() if isinstance(value, str))
 
 
 @dataclasses.dataclass
@@ -103,7 +107,7 @@ class Batcher:
         if self._waiting + len(rows) > self.max_queue:
             raise asyncio.QueueFull
         loop = asyncio.get_running_loop()
-        items = [_Item(row, sum(len(row.get(key, "")) for key in INPUTS), loop.time(), next(self._order), client,
+        items = [_Item(row, _length(row), loop.time(), next(self._order), client,
                        loop.create_future()) for row in rows]
         self._queues.setdefault(client, collections.deque()).extend(items)
         self._waiting += len(items)

@@ -20,7 +20,7 @@ from kerasbert.choices import (
     SIM_POOLINGS,
 )
 from kerasbert.errors import ConfigError, fail
-from kerasbert.finetune.args import STRIDE_HELP, stride_argument
+from kerasbert.finetune.train_flags import STRIDE_HELP, stride_argument
 from kerasbert.log import progress_verbosity
 from kerasbert.serving.folder import EXPORT_INFO, VECTOR_TASK, kind_of
 

@@ -49,6 +49,7 @@ from kerasbert.serving.folder import MODEL_FILES, data_file, kind_of, publish_ex
 from kerasbert.serving.portable_decoder import PortableSeq2Seq, write_decoder
 from kerasbert.serving.precision import AUTO, BF16_TASKS, choose, in_bfloat16, int8_record
 from kerasbert.serving.runtime import PortableExport
+from kerasbert.serving.task_exports import part
 from kerasbert.serving.vector_export import export_vectors, vector_source
 
 if TYPE_CHECKING:
@@ -192,6 +193,8 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
     info = _info(run, args, loaded.labels.labels, maxlen, format, int8, chosen)
     if args.task == "seq2seq":
         info.update(_seq2seq_info(loaded, maxlen))
+    if part(args.task, "export_info") is not None:  # what the task's exports read beside the labels
+        info.update(part(args.task, "export_info")(loaded))
     if args.stride != trained.args.stride:  # the run's dev score was measured with its own stride
         info["dev"] = info["dev_run"] = _dev_score(loaded)
     def write(staging: str) -> None:
@@ -242,7 +245,10 @@ def _write_saved_model(folder: str, loaded: LoadedRun, maxlen: int, info: dict) 
             info["dev_unscored"] = unscored_why(args)
     sentencepiece = info.get("vocab_file") == "spiece.model"  # a T5 seq2seq run's: no word pieces
     vocab = [] if sentencepiece else list(load_vocab(loaded.run.file("vocab.txt")))
-    if args.task == "seq2seq":
+    served = part(args.task, "saved_model")
+    if served is not None:
+        module, signatures = served(loaded, vocab, maxlen, info)
+    elif args.task == "seq2seq":
         module, signatures = _seq2seq_module(loaded, vocab, info)
     elif args.task == "span":
         from kerasbert.serving.span_export import served_spans
@@ -313,9 +319,9 @@ def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str 
                            "precision": info["precision"], "precision_choice": info["precision_choice"]}
         served = PortableSeq2Seq
     elif info["format"] == "onnx":
-        to_onnx(model, path, int8=info["int8"], weight_bits=weight_bits_of(info))
+        to_onnx(portable_model(loaded), path, int8=info["int8"], weight_bits=weight_bits_of(info))
     else:
-        to_openvino(model, path, _calibration(loaded, info, calibration) if info["int8"] else None,
+        to_openvino(portable_model(loaded), path, _calibration(loaded, info, calibration) if info["int8"] else None,
                     weight_bits_of(info))
     if dev is not None:
         examples = the_task.read(dev, labels)
@@ -324,6 +330,13 @@ def write_portable(folder: str, loaded: LoadedRun, info: dict, calibration: str 
     else:
         info["dev"] = {}
         info["dev_unscored"] = unscored_why(args)
+
+
+def portable_model(loaded: LoadedRun):
+    """The Keras model an OpenVINO or ONNX export of ``loaded`` converts: the run's, or the one its task's exports
+    make of it (`kerasbert.serving.task_exports`)."""
+    made = part(loaded.args.task, "portable_model")
+    return loaded.model if made is None else made(loaded)
 
 
 def _calibration(loaded: LoadedRun, info: dict, path: str | None) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kerasbert.choices import PREDICT_BATCH_SIZE
+from kerasbert.choices import PREDICT_BATCH_SIZE, input_fields
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.perf.onednn import bf16_pays
 from kerasbert.serving.folder import EXPORT_INFO, MODEL_FILES, VECTOR_TASK, read_info, vocab_checksum, vocab_file
 from kerasbert.serving.portable_decoder import PortableSeq2Seq, check_search, decoder_files, search_batch
 from kerasbert.serving.runtime import PortableExport, PortableVectors, check_texts, vector_rows
+from kerasbert.serving.task_exports import TASK_EXPORTS, part
 from kerasbert.text.predictions import label_row, spans_row
 
 __all__ = ["Export", "Served", "open_export", "predict_export"]
@@ -36,20 +37,23 @@ class Export:
         """``{"text"[, "text_b"]}`` rows -> predictions, as `kerasbert.predict` writes them."""
         import tensorflow as tf
 
-        check_texts(rows, self.info["pairs"])
+        fields = input_fields(self.info["task"], self.info["pairs"])
+        check_texts(rows, fields)
         if self.info["task"] == "seq2seq":  # sources times beams, and their cache, within the bounds of generation
             batch_size = search_batch(self.info, batch_size)
         out = []
         for begin in range(0, len(rows), batch_size):
             batch = rows[begin:begin + batch_size]
-            inputs = {"text": tf.constant([row["text"] for row in batch])}
-            if self.info["pairs"]:
-                inputs["text_b"] = tf.constant([row.get("text_b", "") for row in batch])
+            inputs = {field: tf.constant([row.get(field, "") for row in batch]) for field in fields}
             result = {name: value.numpy() for name, value in self.signature(**inputs).items()}
             out.extend(self._rows(batch, result))
         return out
 
     def _rows(self, batch: Sequence[dict], result: dict) -> list[dict]:
+        rows_of = part(self.info["task"], "saved_rows")
+        if rows_of is not None:
+            return [{**row, **prediction} for row, prediction in zip(batch, rows_of(self.info, batch, result),
+                                                                     strict=True)]
         if self.info["task"] == VECTOR_TASK:
             return vector_rows(batch, result["vector"])
         if self.info["task"] == "seq2seq":
@@ -95,10 +99,15 @@ def _output_width(served: Served) -> int | None:
     a seq2seq model writes text); a span model's logits ``[B, K, S, S]`` have one head per label."""
     if served.info["task"] in ("seq2seq", VECTOR_TASK):  # text, or vectors: no labels
         return None
+    width = part(served.info["task"], "width")
     if isinstance(served, PortableExport):
         ids, segments = served.tokenizer.encode("warm up")
         shape = served.run_model(np.array([ids], np.int32), np.array([segments], np.int32)).shape
+        if width is not None or served.info["task"] in TASK_EXPORTS:
+            return width(shape[1:]) if width is not None else None
         return int(shape[1] if served.info["task"] == "span" else shape[-1])
+    if served.info["task"] in TASK_EXPORTS:
+        return None  # its SavedModel names its answers itself
     if served.info["task"] != "cls":
         return None  # a SavedModel tagger names its entities' labels itself; a seq2seq model has none
     return int(served.signature.structured_outputs["probabilities"].shape[-1])
@@ -120,7 +129,7 @@ def _check_answers(served: Served) -> None:
         raise fail(ConfigError, f"{info_path} crf_transitions", f"a {len(labels)} x {len(labels)} matrix",
                    f"shape {transitions}", "export the run again")
     try:
-        served.predict([dict.fromkeys(("text", "text_b") if served.info["pairs"] else ("text",), "warm up")])
+        served.predict([dict.fromkeys(input_fields(served.info["task"], served.info["pairs"]), "warm up")])
     except Exception as e:  # noqa: BLE001 - any failure here is a bad export
         raise fail(ConfigError, served.path, "an export that answers a text", f"{type(e).__name__}: {e}",
                    "export the run again") from None
@@ -177,5 +186,6 @@ def predict_export(path: str | os.PathLike, texts: Sequence[str | dict],
     kerasbert.errors.ConfigError: /no/export: expected an export folder ..., found no such folder
     """
     rows = [row if isinstance(row, dict) else {"text": row} for row in texts]
-    check_texts(rows, pairs=any("text_b" in row for row in rows))  # before the slow load
+    info = read_info(os.fspath(path))
+    check_texts(rows, input_fields(info["task"], info["pairs"]))  # before the slow load
     return open_export(path).predict(rows, batch_size)

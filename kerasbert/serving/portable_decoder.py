@@ -258,7 +258,7 @@ class PortableSeq2Seq:
 
     def predict(self, rows: Sequence[dict], batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
         """``{"text"}`` rows -> ``{"text", "target"}``, as `kerasbert.predict` writes them."""
-        check_texts(rows, pairs=False)
+        check_texts(rows, ("text",))
         targets = self.targets([row["text"] for row in rows], batch_size)
         return [{**row, "target": target} for row, target in zip(rows, targets, strict=True)]
 

@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from kerasbert.choices import PRECISIONS, PREDICT_BATCH_SIZE
+from kerasbert.choices import PRECISIONS, PREDICT_BATCH_SIZE, input_fields
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.serving.folder import MODEL_FILES
 from kerasbert.serving.precision import check_precision, openvino_config, runs_in, warn_int8_saturation
+from kerasbert.serving.task_exports import part
 from kerasbert.text.pipeline import encode_classification, encode_ner, text_example
 from kerasbert.text.predictions import entities_row, label_row, piece_tags
 from kerasbert.text.readers import ClassificationExample, LabelSet
@@ -107,17 +108,19 @@ def load_runtime(fmt: str, path: str, precision: str = PRECISIONS[0]) -> Callabl
         return lambda ids, segments: request.infer([ids, segments])[compiled.output(0)]
 
 
-def check_texts(rows: Sequence[dict], pairs: bool) -> None:
-    """A DataError unless each row holds its texts as strings: an export tokenizes them itself.
+def check_texts(rows: Sequence[dict], fields: Sequence[str]) -> None:
+    """A DataError unless each row holds its texts as strings, under ``fields`` (`kerasbert.choices.input_fields`;
+    ``text_b`` may be left out): an export tokenizes them itself.
 
     Example:
-    >>> check_texts([{"text": [2, 45, 3]}], pairs=False)
+    >>> check_texts([{"question": "谁?", "context": "张伟"}], ("question", "context"))
+    >>> check_texts([{"text": [2, 45, 3]}], ("text",))
     Traceback (most recent call last):
     ...
     kerasbert.errors.DataError: row 0 text: expected a string (the export tokenizes it), found a list [2, 45, 3]
     """
     for i, row in enumerate(rows):
-        for key in ("text", "text_b")[:1 + pairs]:
+        for key in fields:
             value = row.get(key, "") if key == "text_b" else row.get(key)
             if not isinstance(value, str):
                 raise fail(DataError, f"row {i} {key}", "a string (the export tokenizes it)",
@@ -144,8 +147,11 @@ class PortableExport:
 
     def predict(self, rows: Sequence[dict], batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
         """``{"text"[, "text_b"]}`` rows -> predictions, as `kerasbert.predict` writes them."""
-        check_texts(rows, self.info["pairs"])
-        if self.info["task"] == "cls":
+        check_texts(rows, input_fields(self.info["task"], self.info["pairs"]))
+        examples_of = part(self.info["task"], "portable_examples")
+        if examples_of is not None:
+            examples = examples_of(self.tokenizer, rows)
+        elif self.info["task"] == "cls":
             examples = [ClassificationExample(row["text"], "", row.get("text_b") if self.info["pairs"] else None)
                         for row in rows]
         elif self.info["task"] == "span":
@@ -160,6 +166,9 @@ class PortableExport:
         ``label`` and ``probabilities``, or ``entities``; run in batches of similar length (`length_batches`), in
         order. With the export's ``stride``, a long text's windows are merged as `kerasbert.predict` merges them
         (`kerasbert.text.windows`)."""
+        predict = part(self.info["task"], "portable_predict")
+        if predict is not None:
+            return predict(self, examples, batch_size)
         if self.info["task"] == "span":
             return self._predict_spans(examples, batch_size)
         maxlen, cls = self.info["maxlen"], self.info["task"] == "cls"
@@ -220,7 +229,7 @@ class PortableVectors(PortableExport):
 
     def predict(self, rows: Sequence[dict], batch_size: int = PREDICT_BATCH_SIZE) -> list[dict]:
         """``{"text"}`` rows -> the rows with their ``"vector"``."""
-        check_texts(rows, pairs=False)
+        check_texts(rows, ("text",))
         return vector_rows(rows, self.vectors([row["text"] for row in rows], batch_size))
 
     def vectors(self, texts: Sequence[str], batch_size: int = PREDICT_BATCH_SIZE) -> np.ndarray:

@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from kerasbert.choices import EXPORT_FORMATS, SERVE_DEFAULTS
+from kerasbert.choices import EXPORT_FORMATS, SERVE_DEFAULTS, input_fields
 from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.serving.batcher import Batcher
@@ -44,7 +44,6 @@ __all__ = ["Batcher", "check_serve", "make_app", "serve"]
 VERSION = "1"  # an export is one model version, as TF Serving numbers it
 STATUS = {"model_version_status": [{"version": VERSION, "state": "AVAILABLE",
                                     "status": {"error_code": "OK", "error_message": ""}}]}
-INPUTS = ("text", "text_b")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 APP_LIMITS = ("max_batch", "max_wait_ms", "max_queue", "max_instances", "max_body_bytes", "timeout_s")  # make_app's
 
@@ -65,8 +64,9 @@ async def _body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _instances(body: bytes, pairs: bool, max_instances: int) -> list[dict]:
-    """``{"instances": [...]}`` -> ``{"text"[, "text_b"]}`` rows, or a 400 (413 past ``max_instances``)."""
+def _instances(body: bytes, fields: tuple[str, ...], max_instances: int) -> list[dict]:
+    """``{"instances": [...]}`` -> rows of the model's input ``fields`` (``{"text"[, "text_b"]}``, or a task's own,
+    `kerasbert.choices.input_fields`), or a 400 (413 past ``max_instances``)."""
     try:
         parsed = json.loads(body.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -82,14 +82,16 @@ def _instances(body: bytes, pairs: bool, max_instances: int) -> list[dict]:
     if len(instances) > max_instances:
         raise HTTPException(413, f"instances: expected at most {max_instances}, found {len(instances)}. Split the "
                                  "request")
-    return [_row(instance, i, pairs) for i, instance in enumerate(instances)]
+    return [_row(instance, i, fields) for i, instance in enumerate(instances)]
 
 
-def _row(instance, i: int, pairs: bool) -> dict:
+def _row(instance, i: int, fields: tuple[str, ...]) -> dict:
     """One instance -> its row; a 400 names the instance, what it holds and what the model reads."""
-    wanted = '{"text": ..., "text_b": ...}' if pairs else 'a string or {"text": ...}'
-    row = {"text": instance} if isinstance(instance, str) and not pairs else instance
-    if not isinstance(row, dict) or set(row) != set(INPUTS[:1 + pairs]):
+    single = fields == ("text",)
+    wanted = "{" + ", ".join(f'"{field}": ...' for field in fields) + "}"
+    wanted = f"a string or {wanted}" if single else wanted
+    row = {"text": instance} if isinstance(instance, str) and single else instance
+    if not isinstance(row, dict) or set(row) != set(fields):
         raise HTTPException(400, f"instances[{i}]: expected {wanted}, found {_kind(instance)}")
     for key, value in row.items():
         if not isinstance(value, str):
@@ -134,7 +136,8 @@ class _Service:
 
     async def predict(self, request: Request) -> Response:
         self._check_model(request)
-        rows = _instances(await _body(request, self.max_body_bytes), self.export.info["pairs"], self.max_instances)
+        fields = input_fields(self.export.info["task"], self.export.info["pairs"])
+        rows = _instances(await _body(request, self.max_body_bytes), fields, self.max_instances)
         try:
             futures = self.batcher.submit(rows, request.client.host if request.client else None)
         except asyncio.QueueFull:
@@ -147,7 +150,7 @@ class _Service:
                                      "later or send fewer instances") from None
         except Exception as e:  # noqa: BLE001 - the model failed on this batch; the server goes on
             raise HTTPException(500, f"predict: the model failed: {type(e).__name__}: {str(e)[:300]}") from None
-        return JSONResponse({"predictions": [{key: value for key, value in result.items() if key not in INPUTS}
+        return JSONResponse({"predictions": [{key: value for key, value in result.items() if key not in fields}
                                              for result in results]})
 
     def _check_model(self, request: Request) -> None:

@@ -387,9 +387,10 @@ class _LabelType:
                        f"{kind} {row[self.key]!r}", "write every label the same way, e.g. all as strings")
 
 
-def read_texts(path: str) -> list[dict]:
-    """Unlabelled inputs for prediction: the objects of a ``.jsonl`` file, each with a ``"text"`` (and
-    maybe ``"text_b"`` and fields of your own, kept), or one text a line of any other file.
+def read_texts(path: str, fields: Sequence[str] = ("text",)) -> list[dict]:
+    """Unlabelled inputs for prediction: the objects of a ``.jsonl`` file, each with every one of ``fields`` (a
+    task's, `kerasbert.choices.input_fields`: ``"text"``, maybe ``"text_b"``; fields of your own are kept), or one
+    text a line of any other file where ``fields`` is ``("text",)`` alone.
 
     Example:
     >>> import os, tempfile
@@ -398,12 +399,17 @@ def read_texts(path: str) -> list[dict]:
     >>> read_texts(path)
     [{'text': '好', 'id': 7}, {'text': 'a', 'text_b': 'b'}]
     """
+    fields = tuple(field for field in fields if field != "text_b")  # a pair's second text may be left out
+    if not path.endswith((".jsonl", ".json")) and fields != ("text",):
+        raise fail(DataError, path, f"a .jsonl file of objects with {' and '.join(map(repr, fields))}",
+                   f"extension {os.path.splitext(path)[1]!r}", "the model reads more than one text a row")
     if not path.endswith((".jsonl", ".json")):  # split as str.splitlines splits, numbered by the file's lines
         return [{"text": check_text(text, f"{path}:{number}")} for number, line in enumerate(read_lines(path), 1)
                 for text in line.splitlines() if text.strip()]
     rows = []
     for number, row in file_rows(path, "jsonl"):
-        get_field(row, "text", f"{path}:{number}")  # a clear error for a line without a text
+        for name in fields:  # a clear error for a line without one of its texts
+            get_field(row, name, f"{path}:{number}")
         rows.append(row)
     return rows
 

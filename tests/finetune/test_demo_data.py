@@ -129,7 +129,8 @@ def test_vocab_has_special_tokens_first_and_every_character(tmp_path):
 
 @pytest.mark.slow  # imports TensorFlow (the tasks' encoders)
 def test_every_demo_task_has_data_that_fits_the_demos_maxlen(tmp_path):
-    from kerasbert.cli import DEMO_TEXTS, _demo_files, build_parser
+    from kerasbert.cli import build_parser
+    from kerasbert.finetune.demo import DEMO_TEXTS, demo_files
     from kerasbert.finetune.demo_data import DEMO_OPTIONS, DEMO_TRAINING
     from kerasbert.finetune.tasks import get_task
     from kerasbert.text.tokenizer import Tokenizer
@@ -138,7 +139,7 @@ def test_every_demo_task_has_data_that_fits_the_demos_maxlen(tmp_path):
     offered = next(action.choices for action in demo._actions if action.dest == "task")
     assert list(offered) == [*DEMO_TEXTS, "all"]  # mlm has no bundled data: not offered
     for name in DEMO_TEXTS:
-        files = _demo_files(name, str(tmp_path), seed=0)
+        files = demo_files(name, str(tmp_path), seed=0)
         task = get_task(name, **{key: value for key, value in DEMO_OPTIONS.get(name, {}).items()
                                  if key in ("target_maxlen", "stride")})  # ner, span: windows, none cut
         tokenizer = Tokenizer(files["vocab"])

@@ -91,7 +91,7 @@ def test_mixed_precision_demo_predicts_as_the_float32_demo(demo, tmp_path):
 
 def test_the_demo_tags_its_showcase_sentences_right(demo):
     from kerasbert import predict
-    from kerasbert.cli import DEMO_TEXTS
+    from kerasbert.finetune.demo import DEMO_TEXTS
 
     found = [{(e["text"], e["label"]) for e in row["entities"]} for row in predict(os.path.join(demo, "ner"),
                                                                                    DEMO_TEXTS["ner"])]
