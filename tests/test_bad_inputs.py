@@ -25,8 +25,13 @@ from kerasbert.text.tokenizer import Tokenizer
 
 import bad_inputs_data
 import bad_inputs_export
+import bad_inputs_fill_mask
 import bad_inputs_generation
+import bad_inputs_multilabel
 import bad_inputs_pretrain
+import bad_inputs_qa
+import bad_inputs_relation
+import bad_inputs_rerank
 import bad_inputs_runs
 import bad_inputs_serving
 import bad_inputs_vectors
@@ -372,7 +377,8 @@ def run_rows() -> list[Case]:
 CASES = (config_rows() + checkpoint_rows() + vocab_rows() + data_rows() + option_rows() + run_rows()
          + bad_inputs_weights.rows() + bad_inputs_data.rows() + bad_inputs_runs.rows() + bad_inputs_serving.rows()
          + bad_inputs_export.rows() + bad_inputs_generation.rows() + bad_inputs_vectors.rows()
-         + bad_inputs_pretrain.rows())
+         + bad_inputs_pretrain.rows() + bad_inputs_qa.rows() + bad_inputs_multilabel.rows()
+         + bad_inputs_relation.rows() + bad_inputs_rerank.rows() + bad_inputs_fill_mask.rows())
 
 
 # --------------------------------------------------------------------------- the test
