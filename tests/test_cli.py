@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from kerasbert import cli
+from kerasbert.choices import TASK_NAMES
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -111,7 +112,8 @@ def test_help_and_usage_errors_answer_without_tensorflow():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.stderr.splitlines()[-1] == "[0, 0, 2, 2] False"
     assert "--crf-lr-multiplier" in done.stdout
-    assert "invalid choice: 'x' (choose from 'cls', 'ner', 'seq2seq', 'span', 'sim', 'mlm', 'lm', 'qa', 'multilabel', 'relation', 'rerank')" in done.stderr
+    choices = ", ".join(f"'{name}'" for name in TASK_NAMES)
+    assert f"invalid choice: 'x' (choose from {choices})" in done.stderr
 
 
 def test_argument_and_file_errors_answer_without_tensorflow(tmp_path):
