@@ -1,16 +1,158 @@
-"""The ``qa`` task: extractive question answering: a start and an end pointer over a context's word pieces."""
+"""The ``qa`` task: extractive question answering (SQuAD v1.1 and v2.0, CMRC 2018): a start and an end pointer over
+the word pieces of a context, as BERT's SQuAD fine-tuning and Hugging Face's ``run_qa.py`` train them.
+
+Files and encoding: `kerasbert.text.qa_data` (SQuAD JSON or JSONL; ``[CLS] question [SEP] context window [SEP]``
+rows, a long context split into windows sharing ``--stride`` pieces, ``maxlen // 4`` by default; the question cut
+to ``--max-query-length`` pieces). The head (`qa_head`) is one ``QA-Dense`` of two units over the sequence output:
+each position's start and end logits. The loss (`PointerLoss`) is the mean of the start's and the end's softmax
+cross-entropy over a row's real positions (not its padding). A window that does not hold the answer whole, and a
+question without one, point at ``[CLS]``.
+
+An answer is the span of the highest start plus end logit over the windows of its context, at most
+``--max-answer-length`` pieces; with ``--null-answers`` (on by default where a training question has no answer,
+SQuAD 2.0) the answer is none (``""``) where the null score, ``[CLS]``'s start plus end logit, beats it (Hugging
+Face's ``null_score_diff_threshold`` 0). Predictions are ``{"answer", "start", "end", "score"}`` (character offsets
+into the context, ``end`` exclusive; -1 for no answer). Scores: EM and F1 by SQuAD's or CMRC 2018's official rules,
+chosen by the data (`kerasbert.finetune.qa_metrics`).
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from kerasbert.finetune.task_base import Task
+import keras
+from keras import ops
 
-__all__ = ["QaTask"]
+from kerasbert import layer_names as names
+from kerasbert.finetune.qa_metrics import choose_metric, qa_scores
+from kerasbert.finetune.task_base import Task, predict_batches
+from kerasbert.modeling.heads import _Backbone
+from kerasbert.modeling.losses import _unmasked
+from kerasbert.modeling.registry import register
+from kerasbert.text.pipeline import to_dataset
+from kerasbert.text.qa_data import (
+    BOTH,
+    END,
+    REAL,
+    START,
+    QaExample,
+    QaFeatures,
+    encode_qa,
+    examples_of_rows,
+    iter_qa_examples,
+    qa_predictions,
+)
+from kerasbert.text.readers import LabelSet, write_text
+from kerasbert.text.tokenizer import Tokenizer
+
+__all__ = ["PointerLoss", "QaTask", "qa_head"]
+
+
+def qa_head(backbone: keras.Model) -> keras.Model:
+    """Extractive question answering: ``QA-Dense`` (2 units) over the sequence output, each position's start and end
+    logits ``[B, S, 2]``.
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> tuple(qa_head(build_transformer_model("tiny", verbose=False)).output.shape)
+    (None, None, 2)
+    """
+    bb = _Backbone.of(backbone, "qa")
+    x = keras.layers.Dense(2, kernel_initializer=bb.init, dtype=bb.dtype, name=names.QA_DENSE)(bb.sequence_output("qa"))
+    return bb.model_of(x, "qa")
+
+
+def _pointer_loss(logits, target, real):
+    """Softmax cross-entropy of ``logits`` ``[B, S]`` against the one ``target`` position of each row, over its
+    ``real`` positions."""
+    masked = ops.where(real, logits, ops.full_like(logits, -1e9))
+    return ops.logsumexp(masked, axis=-1) - ops.sum(ops.where(target, logits, ops.zeros_like(logits)), axis=-1)
+
+
+@register
+class PointerLoss(keras.losses.Loss):
+    """The mean of the start's and the end's softmax cross-entropy, each over a row's real positions: ``y_true`` is
+    `kerasbert.text.qa_data.pointer_labels` rows ``[B, S]`` (0 on padding), ``y_pred`` the logits ``[B, S, 2]``.
+
+    Example:
+    >>> import numpy as np
+    >>> y_true = np.array([[4, 1, 0]])  # [CLS] is the start and the end; the last position is padding
+    >>> round(float(PointerLoss()(y_true, np.zeros((1, 3, 2), np.float32))), 4)  # log 2
+    0.6931
+    """
+
+    def __init__(self, name: str = "pointer_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        # the logits carry the padding mask of the sequence output; the labels say which positions are real
+        return super().__call__(y_true, _unmasked(y_pred), sample_weight)
+
+    def call(self, y_true, y_pred):
+        y_true = ops.cast(y_true, "int32")
+        logits = ops.cast(y_pred, "float32")
+        real = ops.greater_equal(y_true, REAL)
+        starts = ops.logical_or(ops.equal(y_true, START), ops.equal(y_true, BOTH))
+        ends = ops.logical_or(ops.equal(y_true, END), ops.equal(y_true, BOTH))
+        return (_pointer_loss(logits[..., 0], starts, real) + _pointer_loss(logits[..., 1], ends, real)) / 2
 
 
 @dataclass
 class QaTask(Task):
-    """extractive question answering: a start and an end pointer over a context's word pieces."""
+    """Extractive question answering: a start and an end pointer over a context's word pieces."""
 
     name: str = field(default="qa", init=False)
+    monitor: str = field(default="val_f1", init=False)
+    dev_keys: tuple = field(default=("exact", "f1"), init=False)
+    streams: bool = field(default=False, init=False)  # a context's windows are made from the whole question
+
+    def stream(self, path: str) -> Iterator[QaExample]:
+        return iter_qa_examples(path, strict=self.strict)
+
+    def check(self, examples: Sequence[QaExample], labels: LabelSet, path: str) -> None:
+        """Nothing to check: no label set."""
+
+    def label_set(self, examples: Sequence[QaExample]) -> LabelSet:
+        """No labels; settles ``null_answers`` from the training data when it is None: on where a question has no
+        answer."""
+        if self.null_answers is None:
+            self.null_answers = any(not example.answers for example in examples)
+        return LabelSet([])
+
+    def encode(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> QaFeatures:
+        return encode_qa(tokenizer, examples, maxlen, self.stride, self.max_query_length, labels is not None, what)
+
+    def head(self, backbone, labels: LabelSet):
+        return qa_head(backbone)
+
+    def compile_arguments(self, model) -> dict:
+        return {"loss": PointerLoss()}
+
+    def predicted_ids(self, model, features: QaFeatures, batch_size: int, verbose: int = 0) -> list:
+        """The start and end logits ``[length, 2]`` of every row (a window of a context)."""
+        batches = predict_batches(model, to_dataset(features, batch_size, labels=False), verbose)
+        return [row[:len(ids)] for row, ids in zip((row for batch in batches for row in batch), features.token_ids,
+                                                   strict=True)]
+
+    def predict(self, model, features: QaFeatures, examples, labels: LabelSet, batch_size: int,
+                verbose: int = 0) -> list[dict]:
+        logits = self.predicted_ids(model, features, batch_size, verbose)
+        return qa_predictions(examples, features, logits, self.max_answer_length, bool(self.null_answers))
+
+    def score(self, examples, predictions: list[dict], labels: LabelSet) -> dict:
+        metric = choose_metric([example.context for example in examples])
+        return qa_scores([example.texts for example in examples], [row["answer"] for row in predictions], metric)
+
+    def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
+        """The dev scores as ``scores.txt``, one a line."""
+        lines = [f"{key:13s} {scores[key]:.4f}" if isinstance(scores[key], float) else f"{key:13s} {scores[key]}"
+                 for key in sorted(scores)]
+        write_text(os.path.join(folder, "scores.txt"), "\n".join(lines) + "\n")
+
+    def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list[QaExample]:
+        return examples_of_rows(tokenizer, rows)
+
+    def label_columns(self) -> dict[str, str]:
+        return {"labels": "ints"}  # `pointer_labels`, one row as long as the tokens'
