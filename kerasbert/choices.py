@@ -35,8 +35,9 @@ def input_fields(task: str, pairs: bool = False) -> tuple[str, ...]:
     return TASK_INPUTS.get(task, ("text", "text_b")[:1 + bool(pairs)])
 
 
-# the tasks whose answers ``--stride`` merges over a long text's windows (qa: a context's windows)
-STRIDE_TASKS = ("cls", "ner", "span", "qa")
+# the tasks whose answers ``--stride`` merges over a long text's windows (qa: a context's windows; multilabel: the
+# mean of its windows' scores)
+STRIDE_TASKS = ("cls", "ner", "span", "qa", "multilabel")
 # ``--pre-tokenize``: how a text is cut into words before its word pieces (`kerasbert.text.pre_tokenize`), and the
 # tasks that tokenize whole texts through it (ner and span label characters; sim's vectors and mlm's masking read
 # word pieces as BERT cuts them)

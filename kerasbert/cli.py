@@ -58,6 +58,8 @@ from kerasbert.serving.commands import (
     serve_arguments,
     serve_loads_tensorflow,
 )
+from kerasbert.serving.fill_mask_cli import check_fill_mask, fill_mask_arguments, run_fill_mask
+from kerasbert.serving.rerank_command import check_rerank, rerank_arguments, run_rerank
 
 HEAD_SPECS = "cls:N, tagging:K, tagging:K:crf, mlm or nsp"
 
@@ -153,32 +155,14 @@ def _run_train(args: argparse.Namespace) -> int:
 
 
 def print_scores(scores: dict | None, title: str) -> None:
-    """A run's scores under ``title``, as the task reports them; nothing for none."""
+    """A run's scores under ``title``, as the task reports them (`kerasbert.finetune.metrics.score_text`); nothing
+    for none."""
     if not scores:
         return
-    from kerasbert.finetune.metrics import per_type_table
+    from kerasbert.finetune.metrics import score_text
 
     print(title)
-    if "per_type" in scores:
-        print(per_type_table(scores))
-    elif "rouge_l" in scores:
-        print("  ".join(f"{key.replace('_', '-').upper()} {scores[key]:.4f}"
-                        for key in ("rouge_1", "rouge_2", "rouge_l", "bleu")))
-    elif "perplexity" in scores:  # a language model's held-out next tokens
-        print(f"loss {scores['loss']:.4f}  perplexity {scores['perplexity']:.4f}  accuracy {scores['accuracy']:.4f}  "
-              f"({scores['count']} tokens)")
-    elif "count" in scores and "loss" in scores:  # a pretraining run's held-out masked LM
-        nsp = f"  next sentence accuracy {scores['nsp_accuracy']:.4f}" if "nsp_accuracy" in scores else ""
-        print(f"masked-LM loss {scores.get('mlm_loss', scores['loss']):.4f}  accuracy {scores['accuracy']:.4f}  "
-              f"({scores['count']} pieces){nsp}")
-    elif "spearman" in scores:
-        print(f"Spearman {scores['spearman']:.4f}" + (f"  accuracy {scores['accuracy']:.4f} at threshold "
-                                                       f"{scores['threshold']:.4f}" if "accuracy" in scores else ""))
-    elif "macro_f1" in scores and "accuracy" in scores:
-        print(f"accuracy {scores['accuracy']:.4f}  macro-F1 {scores['macro_f1']:.4f}")
-    else:  # a task's own scores, each a number
-        print("  ".join(f"{key} {value:.4f}" for key, value in scores.items()
-                        if isinstance(value, (int, float)) and not isinstance(value, bool)))
+    print(score_text(scores))
 
 
 # ------------------------------------------------------------------------------------------- evaluate, predict
@@ -371,8 +355,12 @@ COMMANDS: dict[str, Command] = {
                        lambda args: args.model is None, _check_predict),
     "prepare": Command("tokenize a large dataset (a file or a glob) once into TFRecord shards, streaming it",
                        _prepare_arguments, _run_prepare, check=_check_prepare),
+    "fill-mask": Command("a masked LM's guesses for each [MASK] of texts, from a checkpoint or a pretraining run",
+                         fill_mask_arguments, run_fill_mask, check=check_fill_mask),
     "embed": Command("sentence vectors of texts from a checkpoint, a sentence-transformers folder, a run or an "
                      "export", embed_arguments, run_embed, serve_loads_tensorflow, check_embed),
+    "rerank": Command("order a query's passages by a rerank run's (or export's) cross-encoder scores, best first",
+                      rerank_arguments, run_rerank, serve_loads_tensorflow, check_rerank),
     "export": Command("export a run's model for serving: a SavedModel that takes raw text", export_arguments,
                       run_export, check=check_export),
     "serve": Command("serve an export (or a run) over HTTP with TF Serving's REST API, batching requests",

@@ -277,7 +277,7 @@ def test_an_args_json_of_the_released_layout_loads():
     assert set(saved) == {*released, "model", "target_maxlen", "beams", "stride", "pooling", "sim_loss", "mask_rate",
                           "mask_replace", "mask_random", "max_predictions", "whole_word", "nsp", "pre_tokenize",
                           "adversarial", "adversarial_epsilon", "max_query_length", "max_answer_length",
-                          "label_separator"}
+                          "label_separator", "label_scale", "null_answers"}
     assert args.model is None  # it built BERT
     assert (args.target_maxlen, args.beams) == (32, 1)  # the seq2seq options a run without them takes
     assert (args.pooling, args.sim_loss) == (None, None)  # and the sim options

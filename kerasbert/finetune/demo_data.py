@@ -32,7 +32,11 @@ from kerasbert.text.schemes import spans_to_tags
 DEMO_TRAINING = {"epochs": 8, "batch_size": 32, "lr": 2e-3, "maxlen": 64}  # maxlen: the tiny config's positions
 DEMO_OPTIONS = {"seq2seq": {"target_maxlen": 16, "epochs": 30, "lr": 3e-3},  # a title needs longer to learn
                 "ner": {"stride": 16, "batch_size": 16},  # texts of many windows tag best in more, smaller batches
-                "span": {"stride": 16}}
+                "span": {"stride": 16},
+                "qa": {"epochs": 16, "lr": 3e-3},  # a question read against its context's facts: slow to form
+                "multilabel": {"epochs": 20, "batch_size": 16},  # four keyword detectors take longer to form
+                "relation": {"lr": 1e-2, "batch_size": 16},
+                "rerank": {"lr": 4e-3}}  # a question's words read against a passage's: slow to start at 2e-3
 # the most sentences of a demo text of the tasks read with ``--stride`` (texts of 1 to that many): many are longer than
 # maxlen, so that windows of every position are learnt and a long text's windows are read well
 DEMO_SENTENCES = {"ner": 6, "span": 8}

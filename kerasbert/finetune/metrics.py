@@ -268,3 +268,38 @@ def similarity_metrics(labels: Sequence[float], similarities: Sequence[float]) -
     if set(np.unique(np.asarray(labels, np.float64)).tolist()) <= {0.0, 1.0}:
         scores["accuracy"], scores["threshold"] = best_threshold_accuracy(similarities, labels)
     return scores
+
+
+def score_text(scores: dict) -> str:
+    """A run's scores as ``kerasbert train``, ``evaluate`` and ``demo`` print them: each task's own line (the
+    per-type table of entities; ROUGE and BLEU; perplexity; ...), else each number by its key.
+
+    Example:
+    >>> score_text({"accuracy": 0.5, "macro_f1": 0.25})
+    'accuracy 0.5000  macro-F1 0.2500'
+    >>> score_text({"exact": 0.5, "f1": 0.75, "metric": "squad"})
+    'exact 0.5000  f1 0.7500'
+    """
+    if "per_type" in scores:
+        return per_type_table(scores)
+    if "rouge_l" in scores:
+        return "  ".join(f"{key.replace('_', '-').upper()} {scores[key]:.4f}"
+                         for key in ("rouge_1", "rouge_2", "rouge_l", "bleu"))
+    if "perplexity" in scores:  # a language model's held-out next tokens
+        return (f"loss {scores['loss']:.4f}  perplexity {scores['perplexity']:.4f}  accuracy {scores['accuracy']:.4f}"
+                f"  ({scores['count']} tokens)")
+    if "count" in scores and "loss" in scores:  # a pretraining run's held-out masked LM
+        nsp = f"  next sentence accuracy {scores['nsp_accuracy']:.4f}" if "nsp_accuracy" in scores else ""
+        return (f"masked-LM loss {scores.get('mlm_loss', scores['loss']):.4f}  accuracy {scores['accuracy']:.4f}  "
+                f"({scores['count']} pieces){nsp}")
+    if "spearman" in scores:
+        return f"Spearman {scores['spearman']:.4f}" + (f"  accuracy {scores['accuracy']:.4f} at threshold "
+                                                        f"{scores['threshold']:.4f}" if "accuracy" in scores else "")
+    if "mrr_at_10" in scores:  # a reranker's, per query
+        left_out = f"; {scores['no_relevant']} without a relevant passage left out" if scores["no_relevant"] else ""
+        return (f"MRR@10 {scores['mrr_at_10']:.4f}  nDCG@10 {scores['ndcg_at_10']:.4f}  ({scores['count']} queries"
+                f"{left_out})")
+    if "macro_f1" in scores and "accuracy" in scores:
+        return f"accuracy {scores['accuracy']:.4f}  macro-F1 {scores['macro_f1']:.4f}"
+    return "  ".join(f"{key} {value:.4f}" for key, value in scores.items()  # a task's own scores, each a number
+                     if isinstance(value, (int, float)) and not isinstance(value, bool))

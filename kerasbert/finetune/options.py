@@ -29,15 +29,17 @@ class TaskOptions:
         text_b: str or int or None. the second text field, for pairs.
         label: str or int or None. the label field.
         scheme: str or None. NER files' tag scheme (detected when None).
-        strict: bool. NER: an ``I-`` tag with no entity before it is an error instead of being repaired.
+        strict: bool. NER: an ``I-`` tag with no entity before it is an error instead of being repaired; qa: an
+            answer not at its ``answer_start`` is an error instead of being moved to where its text is.
         crf: bool. NER: a CRF on the tagging head.
         bilstm_units: int or None. NER: a BiLSTM before the tagging head.
         dropout: float or None. dropout before the head's Dense.
         crf_lr_multiplier: float. NER: the CRF transitions' learning rate over the optimizer's.
         target_maxlen: int. seq2seq: the most word pieces generated (bert4keras's decoder ``maxlen``).
         beams: int. seq2seq: the beams of the beam search that generates (1: greedy).
-        stride: int or None. cls, ner and span: split a text longer than ``maxlen`` into windows sharing this many
-            word pieces and merge their predictions (`kerasbert.text.windows`); None cuts it at ``maxlen``.
+        stride: int or None. the tasks of `kerasbert.choices.STRIDE_TASKS`: split a text longer than ``maxlen`` into
+            windows sharing this many word pieces and merge their predictions (`kerasbert.text.windows`); None cuts it
+            at ``maxlen``.
         pooling: str or None. sim: how a text becomes its vector, one of `kerasbert.choices.SIM_POOLINGS` (None:
             the first, ``first_last_avg``).
         sim_loss: str or None. sim: ``cosent`` or ``in_batch`` (None: settled by the training labels,
@@ -53,7 +55,13 @@ class TaskOptions:
             word pieces alone.
         max_query_length: int. qa: the most word pieces of a question (a longer one is cut).
         max_answer_length: int. qa: the most word pieces of a predicted answer.
+        null_answers: bool or None. qa: a question may have no answer in its context (SQuAD 2.0), predicted where
+            the null score beats the best span's (None: settled by the training data, true where a question has no
+            answer, `kerasbert.finetune.qa.QaTask.label_set`).
         label_separator: str. multilabel: what separates the labels of a TSV or CSV label column.
+        label_scale: float or None. rerank: what the labels are divided by to lie in [0, 1], the targets of its
+            binary cross-entropy (None: settled by the training data, its largest label,
+            `kerasbert.finetune.rerank.RerankTask.label_set`).
 
     Example:
     >>> import argparse
@@ -84,7 +92,9 @@ class TaskOptions:
     pre_tokenize: str | None = None
     max_query_length: int = 64
     max_answer_length: int = 30
+    null_answers: bool | None = None
     label_separator: str = ","
+    label_scale: float | None = None
 
     @classmethod
     def of(cls, source) -> TaskOptions:

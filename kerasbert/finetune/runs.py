@@ -12,6 +12,8 @@ Layout of ``kerasbert train ... --out RUN``::
     RUN/metrics.json       the best epoch's dev metrics (and per-type NER figures)
     RUN/confusion.png      classification: the dev confusion matrix
     RUN/per_type.txt       NER: precision / recall / F1 per entity type
+    RUN/per_label.txt      multilabel: precision / recall / F1 per label
+    RUN/multilabel.json    multilabel: the threshold chosen on dev, which the run predicts with
     RUN/state/             resume state: every variable of the model and optimizer, epoch and step
     RUN/google/            with --export-google-checkpoint: the fine-tuned encoder, Google format
     RUN/eval-<file>.json   written by ``kerasbert evaluate``
@@ -67,7 +69,8 @@ __all__ = ["RUN_FILES", "VOCAB_FILES", "LoadedRun", "Run", "State", "finished_ru
 
 VOCAB_FILES = ("vocab.txt", "spiece.model")  # a run's copy of its vocabulary: WordPiece's, or SentencePiece's model
 RUN_FILES = ("args.json", "labels.json", "bert_config.json", *VOCAB_FILES, "model.keras", "history.csv", "curves.png",
-             "metrics.json", "confusion.png", "per_type.txt", "state", "state.old", "google", "eval-*.json",
+             "metrics.json", "confusion.png", "per_type.txt", "per_label.txt", "scores.txt", "multilabel.json", "state",
+             "state.old", "google", "eval-*.json",
              TEMPORARY + "*")  # what kerasbert writes in a run folder: what --overwrite may remove
 def vocab_name(vocab: str) -> str:
     """The name of a run's copy of the vocabulary ``vocab``: ``spiece.model`` for a SentencePiece model, else
@@ -414,6 +417,7 @@ def open_run(run_dir: str) -> LoadedRun:
     run = Run(run_dir)
     args = TrainArgs.saved(run.read_json("args.json"), run.path)
     task = task_of(args)
+    task.read_run(run.path)  # what it chose on dev after training (multilabel: its threshold)
     return LoadedRun(run, args, task, task.make_tokenizer(run.vocab(), args.lowercase), run.labels(),
                      run.load_model())
 
@@ -451,7 +455,9 @@ def with_stride(loaded: LoadedRun, stride: int | None) -> LoadedRun:
 
     args = dataclasses.replace(loaded.args, stride=stride)
     args.check_stride()
-    return dataclasses.replace(loaded, args=args, task=task_of(args))
+    task = task_of(args)
+    task.read_run(loaded.run.path)
+    return dataclasses.replace(loaded, args=args, task=task)
 
 
 def score_file(loaded: LoadedRun, data: str, batch_size: int | None = None, verbose: int = 0) -> dict:

@@ -148,6 +148,11 @@ class Task(TaskOptions, abc.ABC):
     def write_report(self, folder: str, scores: dict, labels: LabelSet) -> None:
         """The task's report of dev scores in the run folder."""
 
+    def read_run(self, folder: str) -> None:
+        """Take up what the task chose on dev after training and wrote in its run folder ``folder`` (in
+        `write_report`; multilabel: its threshold), as `kerasbert.finetune.runs.open_run` opens the run; nothing by
+        default."""
+
     @abc.abstractmethod
     def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list:
         """Unlabelled examples of raw texts (``{"text", "text_b"}`` rows), for prediction."""

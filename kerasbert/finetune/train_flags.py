@@ -21,6 +21,7 @@ from kerasbert.choices import (
     SIM_LOSSES,
     SIM_POOLINGS,
     STRATEGIES,
+    STRIDE_TASKS,
     TASK_NAMES,
     XLA_MIN_PARAMS,
 )
@@ -56,7 +57,8 @@ def reading_arguments(group, crf_help: str) -> None:
                              ("--label-field", "label", "label column (index or name)")):
         group.add_argument(flag, dest=dest, type=column, help=text)
     group.add_argument("--scheme", choices=SCHEMES, help="NER tag scheme (detected by default)")
-    group.add_argument("--strict", action="store_true", help="an I- tag with no entity before it is an error")
+    group.add_argument("--strict", action="store_true",
+                       help="an I- tag with no entity before it is an error (qa: an answer not at its answer_start)")
     group.add_argument("--cased", dest="lowercase", action="store_const", const=False,
                        help="keep case and accents (default: as the checkpoint's tokenizer_config.json says, else "
                             "lower-case)")
@@ -156,6 +158,9 @@ def _model_arguments(model, defaults: TrainArgs) -> None:
                        help=f"qa: the most word pieces of a question (default: {defaults.max_query_length})")
     model.add_argument("--max-answer-length", type=int, default=defaults.max_answer_length,
                        help=f"qa: the most word pieces of an answer (default: {defaults.max_answer_length})")
+    model.add_argument("--null-answers", action=argparse.BooleanOptionalAction, default=None,
+                       help="qa: a question may have no answer (SQuAD 2.0), given where the null score beats the "
+                            "best span's (default: yes when a training question has no answer)")
     model.add_argument("--label-separator", default=defaults.label_separator,
                        help="multilabel: what separates the labels of a TSV/CSV label column (default: "
                             f"{defaults.label_separator!r})")
@@ -172,7 +177,7 @@ def fit_arguments(fit, defaults: TrainArgs, stride: bool = True) -> None:
                      help=f"word pieces a row keeps (default: {MAXLEN}, or the model's max positions)")
     if stride:
         stride_argument(fit, "split longer texts into windows of --maxlen sharing N word pieces, each a training "
-                             "example, and score dev per text (cls, ner, span; default: cut at --maxlen)")
+                             f"example, and score dev per text ({', '.join(STRIDE_TASKS)}; default: cut at --maxlen)")
     for name, kind, text in (("batch_size", int, "rows per batch (sim: pairs)"),
                              ("epochs", int, "epochs"), ("lr", float, "peak learning rate"),
                              ("warmup", float, "warmup, a ratio of the steps in [0, 1]"),
