@@ -44,8 +44,10 @@ _HOMES = {  # public name -> the module that owns it
     "evaluate": "kerasbert.finetune.training",
     "explain": "kerasbert.finetune.explain",
     "export": "kerasbert.serving.export",
+    "fill_mask": "kerasbert.serving.fill_mask",
     "generate": "kerasbert.generation.generate",
     "predict": "kerasbert.finetune.training",
+    "rerank": "kerasbert.serving.rerank_command",
     "train": "kerasbert.finetune.training",
 }
 
@@ -68,7 +70,8 @@ def __dir__() -> list[str]:
 __all__ = [  # the names of _HOMES, and the errors
     "BertConfig", "CheckpointError", "ConfigError", "DataError", "KerasBertError", "LoadReport", "ModelError",
     "SpTokenizer", "Summary", "Tokenizer", "annotate", "build_transformer_model", "config_of", "convert_checkpoint",
-    "embed", "evaluate", "explain", "export", "generate", "heads", "load_checkpoint", "load_google_checkpoint",
-    "load_vocab", "predict", "save_google_checkpoint", "save_hf_checkpoint", "summary", "train",
+    "embed", "evaluate", "explain", "export", "fill_mask", "generate", "heads", "load_checkpoint",
+    "load_google_checkpoint", "load_vocab", "predict", "rerank", "save_google_checkpoint", "save_hf_checkpoint",
+    "summary", "train",
 ]
 __version__ = "0.1.0"

@@ -70,8 +70,10 @@ __all__ = ["RUN_FILES", "VOCAB_FILES", "LoadedRun", "Run", "State", "finished_ru
 VOCAB_FILES = ("vocab.txt", "spiece.model")  # a run's copy of its vocabulary: WordPiece's, or SentencePiece's model
 RUN_FILES = ("args.json", "labels.json", "bert_config.json", *VOCAB_FILES, "model.keras", "history.csv", "curves.png",
              "metrics.json", "confusion.png", "per_type.txt", "per_label.txt", "scores.txt", "multilabel.json", "state",
-             "state.old", "google", "eval-*.json",
+             "state.old", "google", "hf", "eval-*.json",
              TEMPORARY + "*")  # what kerasbert writes in a run folder: what --overwrite may remove
+
+
 def vocab_name(vocab: str) -> str:
     """The name of a run's copy of the vocabulary ``vocab``: ``spiece.model`` for a SentencePiece model, else
     ``vocab.txt``.

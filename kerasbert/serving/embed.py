@@ -35,8 +35,8 @@ from kerasbert.serving.folder import EXPORT_INFO, VECTOR_TASK, read_info
 from kerasbert.text.coverage import warn_unknown
 from kerasbert.text.tokenizer import Tokenizer, folder_lower_case
 
-__all__ = ["Embedder", "embed", "embed_file", "embedder_of_run", "folder_kind", "open_embedder", "returns_vectors",
-           "write_vectors"]
+__all__ = ["Embedder", "check_maxlen", "checkpoint_tokenizer", "embed", "embed_file", "embedder_of_run", "folder_kind",
+           "model_maxlen", "open_embedder", "returns_vectors", "write_vectors"]
 
 KINDS = {"export": (EXPORT_INFO,), "run": ("args.json",), "sentence-transformers": ("modules.json",),
          "checkpoint": ("bert_config.json", "config.json")}  # a folder's kind, by the first of these files it holds
@@ -170,7 +170,7 @@ def check_pooling(pooling: str | None) -> None:
         raise fail(ConfigError, "--pooling", ", ".join(SIM_POOLINGS[:-1]) + f" or {SIM_POOLINGS[-1]}", repr(pooling))
 
 
-def _check_maxlen(maxlen: int | None, longest: int | None) -> None:
+def check_maxlen(maxlen: int | None, longest: int | None) -> None:
     """A ConfigError for a ``maxlen`` that is not an integer >= 2 or is more than the model's positions."""
     if maxlen is None:
         return
@@ -180,13 +180,13 @@ def _check_maxlen(maxlen: int | None, longest: int | None) -> None:
         raise fail(ConfigError, "--maxlen", f"at most {longest}, the model's positions", str(maxlen))
 
 
-def _maxlen(model, maxlen: int | None, default: int) -> int:
+def model_maxlen(model, maxlen: int | None, default: int) -> int:
     """``maxlen`` checked against the model's positions, or ``default`` capped by them."""
     from kerasbert.modeling import families
     from kerasbert.modeling.config import config_of
 
     longest = families.max_length(families.of_model(model), config_of(model))
-    _check_maxlen(maxlen, longest)
+    check_maxlen(maxlen, longest)
     return maxlen if maxlen is not None else min(default, longest or default)
 
 
@@ -208,9 +208,15 @@ def _checkpoint(path: str, pooling: str | None, normalize: bool | None, maxlen: 
     normalize = True if normalize is None else normalize
     model = heads.embedding(build_transformer_model(path, verbose=False), pooling, normalize=normalize)
     load_checkpoint(model, path, verbose=False)  # after the head: "pooler" and "linear" read the checkpoint's pooler
-    lowercase, vocab = folder_lower_case(path), os.path.join(path, "vocab.txt")
-    return Embedder(path, "checkpoint", pooling, normalize, _maxlen(model, maxlen, EMBED_MAXLEN), lowercase, vocab,
-                    model, Tokenizer(vocab, do_lower_case=lowercase))
+    lowercase, vocab, tokenizer = checkpoint_tokenizer(path)
+    return Embedder(path, "checkpoint", pooling, normalize, model_maxlen(model, maxlen, EMBED_MAXLEN), lowercase, vocab,
+                    model, tokenizer)
+
+
+def checkpoint_tokenizer(folder: str) -> tuple[bool, str, Tokenizer]:
+    """A checkpoint folder's case (`folder_lower_case`), its ``vocab.txt`` and their `Tokenizer`."""
+    lowercase, vocab = folder_lower_case(folder), os.path.join(folder, "vocab.txt")
+    return lowercase, vocab, Tokenizer(vocab, do_lower_case=lowercase)
 
 
 def _sentence_transformers(path: str, pooling: str | None, normalize: bool | None,
@@ -229,7 +235,7 @@ def _sentence_transformers(path: str, pooling: str | None, normalize: bool | Non
     lowercase = bool(folder.lowercase) or folder_lower_case(folder.transformer)
     vocab = os.path.join(folder.transformer, "vocab.txt")
     return Embedder(path, "sentence-transformers", folder.pooling, normalize,
-                    _maxlen(model, maxlen, folder.maxlen or EMBED_MAXLEN), lowercase, vocab, model,
+                    model_maxlen(model, maxlen, folder.maxlen or EMBED_MAXLEN), lowercase, vocab, model,
                     Tokenizer(vocab, do_lower_case=lowercase))
 
 
@@ -259,7 +265,7 @@ def embedder_of_run(loaded, pooling: str | None = None, normalize: bool | None =
     _check_same("pooling", pooling, getattr(loaded.args, "pooling", None), os.path.join(path, "args.json"))
     _check_same("normalization", normalize, held, path)
     return Embedder(path, "run", getattr(loaded.args, "pooling", None), held,
-                    _maxlen(loaded.model, maxlen, loaded.args.maxlen or MAXLEN), bool(loaded.args.lowercase),
+                    model_maxlen(loaded.model, maxlen, loaded.args.maxlen or MAXLEN), bool(loaded.args.lowercase),
                     loaded.run.file("vocab.txt"), loaded.model, loaded.tokenizer, run=loaded)
 
 
@@ -333,7 +339,7 @@ def check_source(path: str, pooling: str | None = None, normalize: bool | None =
     from kerasbert.finetune.runs import finished_run
 
     check_pooling(pooling)
-    _check_maxlen(maxlen, None)
+    check_maxlen(maxlen, None)
     if normalize is not None and not isinstance(normalize, bool):
         raise fail(ConfigError, "normalize", "True, False or None", repr(normalize))
     kind = folder_kind(path)

@@ -130,14 +130,14 @@ def test_vocab_has_special_tokens_first_and_every_character(tmp_path):
 @pytest.mark.slow  # imports TensorFlow (the tasks' encoders)
 def test_every_demo_task_has_data_that_fits_the_demos_maxlen(tmp_path):
     from kerasbert.cli import build_parser
-    from kerasbert.finetune.demo import DEMO_TEXTS, demo_files
+    from kerasbert.finetune.demo import DEMO_COMMANDS, DEMO_TEXTS, demo_files
     from kerasbert.finetune.demo_data import DEMO_OPTIONS, DEMO_TRAINING
     from kerasbert.finetune.tasks import get_task
     from kerasbert.text.tokenizer import Tokenizer
 
     demo = build_parser()._subparsers._group_actions[0].choices["demo"]
     offered = next(action.choices for action in demo._actions if action.dest == "task")
-    assert list(offered) == [*DEMO_TEXTS, "all"]  # mlm has no bundled data: not offered
+    assert list(offered) == [*DEMO_TEXTS, *DEMO_COMMANDS, "all"]  # mlm has no bundled data: not offered
     for name in DEMO_TEXTS:
         files = demo_files(name, str(tmp_path), seed=0)
         task = get_task(name, **{key: value for key, value in DEMO_OPTIONS.get(name, {}).items()
