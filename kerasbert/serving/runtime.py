@@ -175,11 +175,9 @@ class PortableExport:
         features = encode_split(lambda cut: encode_classification(self.tokenizer, examples, None, cut, "input") if cls
                                 else encode_ner(self.tokenizer, examples, None, cut, bool(self.info["crf"]), "input"),
                                 maxlen, self.info.get("stride"), "input")
-        rows: list = [None] * len(features)
-        for batch in length_batches([len(ids) for ids in features.token_ids], batch_size):
-            scores = self._run([features.token_ids[i] for i in batch], [features.segment_ids[i] for i in batch])
-            for i, row in zip(batch, scores, strict=True):
-                rows[i] = row if cls else piece_tags(row[:len(features.token_ids[i])], self.trans)
+        rows = self.run_features(features, batch_size)
+        if not cls:
+            rows = [piece_tags(row[:len(ids)], self.trans) for row, ids in zip(rows, features.token_ids, strict=True)]
         if cls:
             return [label_row(row, self.labels.labels) for row in mean_by_document(features.windows, np.array(rows))]
         return [entities_row(example.text, row, firsts, example.offsets, self.labels) for example, row, firsts
@@ -189,12 +187,19 @@ class PortableExport:
         """A span export's rows: each text's span logits decoded in NumPy, a long text's windows merged with the
         export's ``stride`` (`kerasbert.text.span_data.span_rows`)."""
         features = encode_spans(self.tokenizer, examples, None, self.info["maxlen"], "input", self.info.get("stride"))
-        found: list = [None] * len(features)
-        for batch in length_batches([len(ids) for ids in features.token_ids], batch_size):
-            logits = self._run([features.token_ids[i] for i in batch], [features.segment_ids[i] for i in batch])
-            for i, row in zip(batch, logits, strict=True):
-                found[i] = found_spans(row, len(features.token_ids[i]) - 2)
+        found = [found_spans(row, len(ids) - 2)
+                 for row, ids in zip(self.run_features(features, batch_size), features.token_ids, strict=True)]
         return span_rows([example.text for example in examples], found, features, self.labels.labels)
+
+    def run_features(self, features, batch_size: int = PREDICT_BATCH_SIZE) -> list[np.ndarray]:
+        """The model's output of each row of ``features`` (anything with ``token_ids`` and ``segment_ids``), in order,
+        run in batches of similar length (`length_batches`); each row's own, without its batch's padding rows."""
+        rows: list = [None] * len(features.token_ids)
+        for batch in length_batches([len(ids) for ids in features.token_ids], batch_size):
+            out = self._run([features.token_ids[i] for i in batch], [features.segment_ids[i] for i in batch])
+            for i, row in zip(batch, out, strict=True):
+                rows[i] = row
+        return rows
 
     def _run(self, token_ids: list[list[int]], segment_ids: list[list[int]]) -> list[np.ndarray]:
         # shapes from a small set (`row_chunks`, lengths rounded up to LENGTH_STEP) bound the runtime's kernels

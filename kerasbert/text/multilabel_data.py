@@ -301,12 +301,6 @@ def portable_predict(export, examples: Sequence[MultiLabelExample], batch_size: 
     a long text's the mean of its windows' with the export's ``stride``, and its labels over its ``threshold``."""
     info = export.info
     features = encode_multilabel(export.tokenizer, examples, None, info["maxlen"], "input", info.get("stride"))
-    scores: list = [None] * len(features)
-    by_length = sorted(range(len(features)), key=lambda i: len(features.token_ids[i]))  # rows of a batch alike
-    for begin in range(0, len(by_length), batch_size):
-        batch = by_length[begin:begin + batch_size]
-        out = export._run([features.token_ids[i] for i in batch], [features.segment_ids[i] for i in batch])
-        for i, row in zip(batch, out, strict=True):
-            scores[i] = row
+    scores = export.run_features(features, batch_size)
     merged = mean_by_document(features.windows, np.array(scores, np.float32).reshape(len(features), -1))
     return [score_row(row, export.labels.labels, info["threshold"]) for row in merged]

@@ -440,14 +440,9 @@ def answer_rows(info: dict, rows: Sequence[dict], outputs: dict) -> list[dict]:
 
 def portable_predict(export, examples: Sequence[QaExample], batch_size: int) -> list[dict]:
     """An OpenVINO or ONNX export's answers (`kerasbert.serving.runtime.PortableExport`): its rows run in batches of
-    similar length (sorted by length), their logits decoded as `qa_predictions` decodes a run's."""
+    similar length (`PortableExport.run_features`), their logits decoded as `qa_predictions` decodes a run's."""
     info = export.info
     features = encode_qa(export.tokenizer, examples, info["maxlen"], info.get("stride"), info["max_query_length"],
                          what="input")
-    logits: list = [None] * len(features)
-    order = sorted(range(len(features)), key=lambda i: len(features.token_ids[i]))
-    for batch in (order[k:k + batch_size] for k in range(0, len(order), batch_size)):
-        out = export._run([features.token_ids[i] for i in batch], [features.segment_ids[i] for i in batch])
-        for i, row in zip(batch, out, strict=True):
-            logits[i] = row
+    logits = export.run_features(features, batch_size)
     return qa_predictions(examples, features, logits, info["max_answer_length"], info["null_answers"])
