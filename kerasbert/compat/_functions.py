@@ -19,6 +19,7 @@ import numpy as np
 from keras import ops
 
 from kerasbert.errors import ConfigError, fail
+from kerasbert.modeling.global_pointer import sparse_multilabel_categorical_crossentropy  # one copy, the library's
 from kerasbert.modeling.positions import rotate, sinusoids
 
 __all__ = ["align", "attention_normalize", "batch_gather", "divisible_temporal_padding", "dtype", "flatten",
@@ -344,32 +345,3 @@ def apply_rotary_position_embeddings(sinusoidal, *tensors):
     sinusoidal = align(sinusoidal, [0, 1, -1], len(tensors[0].shape))  # (batch, seq, 1.., dim)
     outputs = [rotate(tensor, sinusoidal) for tensor in tensors]
     return outputs[0] if len(outputs) == 1 else outputs
-
-
-def sparse_multilabel_categorical_crossentropy(y_true, y_pred, mask_zero: bool = False):
-    """`multilabel_categorical_crossentropy` with the targets given by index (https://kexue.fm/archives/7359):
-    ``log(1 + Σ_pos e^-s) + log(1 + Σ_neg e^s)``, the negatives' sum taken as all classes' minus the targets'.
-
-    Args:
-        y_true: int tensor. ``[..., num_positive]``, the target classes of each row.
-        y_pred: tensor. ``[..., num_classes]``, raw scores (a class is predicted where > 0).
-        mask_zero: bool. class 0 pads ``y_true`` (a row with fewer targets) and counts as no target.
-
-    Example:
-    >>> loss = sparse_multilabel_categorical_crossentropy(ops.array([[0]]), ops.array([[0.0, -math.inf]]))
-    >>> round(float(loss[0]), 4)
-    0.6931
-    """
-    zeros = ops.zeros_like(y_pred[..., :1])
-    y_pred = ops.concatenate([y_pred, zeros], axis=-1)  # the threshold class, score 0
-    if mask_zero:
-        y_pred = ops.concatenate([zeros + math.inf, y_pred[..., 1:]], axis=-1)  # padding: e^-inf in the positives
-    y_pos_2 = batch_gather(y_pred, y_true)
-    y_pos_1 = ops.concatenate([y_pos_2, zeros], axis=-1)
-    if mask_zero:
-        y_pred = ops.concatenate([zeros - math.inf, y_pred[..., 1:]], axis=-1)  # and e^-inf in the negatives
-        y_pos_2 = batch_gather(y_pred, y_true)
-    positive_loss = ops.logsumexp(-y_pos_1, axis=-1)
-    all_loss = ops.logsumexp(y_pred, axis=-1)
-    aux_loss = ops.clip(1 - ops.exp(ops.logsumexp(y_pos_2, axis=-1) - all_loss), keras.config.epsilon(), 1)
-    return positive_loss + all_loss + ops.log(aux_loss)

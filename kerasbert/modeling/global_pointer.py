@@ -233,6 +233,40 @@ def multilabel_categorical_crossentropy(y_true, y_pred):
     return negative_loss + positive_loss
 
 
+def sparse_multilabel_categorical_crossentropy(y_true, y_pred, mask_zero: bool = False):
+    """`multilabel_categorical_crossentropy` with the targets given by index (https://kexue.fm/archives/7359):
+    ``log(1 + Σ_pos e^-s) + log(1 + Σ_neg e^s)``, the negatives' sum taken as all classes' minus the targets',
+    as bert4keras 0.11.5's ``sparse_multilabel_categorical_crossentropy`` computes it (`kerasbert.compat.backend`
+    answers with this one).
+
+    Args:
+        y_true: tensor. ``[..., num_positive]``, the target classes of each row (cast to int32 when not integers).
+        y_pred: tensor. ``[..., num_classes]``, raw scores (a class is predicted where > 0).
+        mask_zero: bool. class 0 pads ``y_true`` (a row with fewer targets) and counts as no target.
+
+    Example:
+    >>> loss = sparse_multilabel_categorical_crossentropy(ops.array([[0]]), ops.array([[0.0, -math.inf]]))
+    >>> round(float(loss[0]), 4)
+    0.6931
+    """
+    y_true = ops.convert_to_tensor(y_true)
+    if not keras.backend.standardize_dtype(y_true.dtype).startswith(("int", "uint")):
+        y_true = ops.cast(y_true, "int32")
+    zeros = ops.zeros_like(y_pred[..., :1])
+    y_pred = ops.concatenate([y_pred, zeros], axis=-1)  # the threshold class, score 0
+    if mask_zero:
+        y_pred = ops.concatenate([zeros + math.inf, y_pred[..., 1:]], axis=-1)  # padding: e^-inf in the positives
+    y_pos_2 = ops.take_along_axis(y_pred, y_true, axis=-1)
+    y_pos_1 = ops.concatenate([y_pos_2, zeros], axis=-1)
+    if mask_zero:
+        y_pred = ops.concatenate([zeros - math.inf, y_pred[..., 1:]], axis=-1)  # and e^-inf in the negatives
+        y_pos_2 = ops.take_along_axis(y_pred, y_true, axis=-1)
+    positive_loss = ops.logsumexp(-y_pos_1, axis=-1)
+    all_loss = ops.logsumexp(y_pred, axis=-1)
+    aux_loss = ops.clip(1 - ops.exp(ops.logsumexp(y_pos_2, axis=-1) - all_loss), keras.config.epsilon(), 1)
+    return positive_loss + all_loss + ops.log(aux_loss)
+
+
 @register
 def global_pointer_crossentropy(y_true, y_pred):
     """The mean `multilabel_categorical_crossentropy` of each (example, head) over its S·S spans.
@@ -337,3 +371,72 @@ def span_f1(y_true, y_pred):
     0.6667
     """
     return global_pointer_f1(span_target(y_true, y_pred), y_pred)
+
+
+def unpair(index):
+    """``(i, j)`` of each int of Szudzik's pairing, ``j·j + i`` where ``i < j`` else ``i·i + i + j``: every pair of
+    positions one int, whatever the sequence's length (`kerasbert.text.relation_data.pair_code` writes them).
+
+    Example:
+    >>> [ops.convert_to_numpy(v).tolist() for v in unpair(ops.array([0, 1, 2, 3, 7]))]
+    [[0, 0, 1, 1, 2], [0, 1, 0, 1, 1]]
+    """
+    index = ops.cast(index, "int32")
+    root = ops.cast(ops.floor(ops.sqrt(ops.cast(index, "float32"))), "int32")
+    root = root - ops.cast(root * root > index, "int32")  # the square root's rounding, either way
+    root = root + ops.cast((root + 1) * (root + 1) <= index, "int32")
+    rest = index - root * root
+    return ops.where(rest < root, rest, root), ops.where(rest < root, root, rest - root)
+
+
+def pair_targets(codes, first: int, heads: int, kinds: int, length):
+    """The sparse targets ``[B, heads, N]`` of pointers ``first..first + heads - 1`` among ``kinds``, each a flat span
+    index ``i·length + j``, 0 (no target, with ``mask_zero``) where a code is another pointer's or padding.
+
+    A code is ``1 + kind + kinds·pair(i, j)`` (`unpair`), 0 padding: one int row per example holds the targets of
+    every pointer, as long as its row of tokens.
+
+    Example:
+    >>> codes = ops.array([[1 + 1 + 2 * 1, 1 + 0 + 2 * 3, 0]])  # kind 1 at (0, 1), kind 0 at (1, 1)
+    >>> ops.convert_to_numpy(pair_targets(codes, 0, 2, 2, 3)).tolist()
+    [[[0, 4, 0], [1, 0, 0]]]
+    """
+    codes = ops.cast(codes, "int32") - 1  # -1: padding
+    kind = codes % kinds - first
+    i, j = unpair(codes // kinds)
+    hit = (kind[:, None, :] == ops.arange(heads, dtype="int32")[None, :, None]) & (codes >= 0)[:, None, :]
+    return ops.where(hit, (i * ops.cast(length, "int32") + j)[:, None, :], 0)
+
+
+@register
+class PairCodeLoss(keras.losses.Loss):
+    """GPLinker's loss of one pointer (bert4keras's relation example's ``globalpointer_crossentropy``): per example,
+    the sum over its heads of `sparse_multilabel_categorical_crossentropy` (``mask_zero``) over the S·S spans, the
+    targets given as pair codes (`pair_targets`).
+
+    Args:
+        first: int. the pointer's first kind among the codes' ``kinds``.
+        heads: int. the pointer's heads (its kinds ``first..first + heads - 1``).
+        kinds: int. every pointer's heads, together.
+        name: str. the loss's name.
+        reduction: str. Keras's reduction over the examples (their mean, as the example's).
+
+    Example:
+    >>> logits = mask_spans(ops.zeros((1, 1, 2, 2)))
+    >>> round(float(PairCodeLoss(0, 1, 1)(ops.array([[1 + 1, 0]]), logits)), 4)  # gold (0, 1); (0, 0) masked
+    1.3863
+    """
+
+    def __init__(self, first: int, heads: int, kinds: int, name: str = "pair_code_loss",
+                 reduction: str = "sum_over_batch_size", **kwargs):
+        super().__init__(name=name, reduction=reduction, **kwargs)
+        self.first, self.heads, self.kinds = first, heads, kinds
+
+    def call(self, y_true, y_pred):
+        shape = ops.shape(y_pred)
+        flat = ops.reshape(ops.cast(y_pred, "float32"), (shape[0], self.heads, shape[2] * shape[3]))
+        targets = pair_targets(y_true, self.first, self.heads, self.kinds, shape[2])
+        return ops.sum(sparse_multilabel_categorical_crossentropy(targets, flat, mask_zero=True), axis=1)
+
+    def get_config(self):
+        return {**super().get_config(), "first": self.first, "heads": self.heads, "kinds": self.kinds}

@@ -78,6 +78,7 @@ TASK_EXPORTS: dict[str, TaskExport] = {
     "qa": TaskExport(**_parts("qa_export", "served_qa", "qa_data", "answer_rows", "export_info")),
     "multilabel": TaskExport(**_parts("multilabel_export", "served_multilabel", "multilabel_data", "score_rows",
                                       "width", "export_info")),
-    "relation": TaskExport(**_parts("relation_export", "served_relations", "relation_data", "triple_rows", "width")),
+    "relation": TaskExport(**_parts("relation_export", "served_relations", "relation_data", "triple_rows", "width"),
+                           portable_model="kerasbert.serving.relation_export:portable_model"),
     "rerank": TaskExport(**_parts("rerank_export", "served_rerank", "rerank_data", "score_rows")),
 }
