@@ -3,10 +3,10 @@ the word pieces of a context, as BERT's SQuAD fine-tuning and Hugging Face's ``r
 
 Files and encoding: `kerasbert.text.qa_data` (SQuAD JSON or JSONL; ``[CLS] question [SEP] context window [SEP]``
 rows, a long context split into windows sharing ``--stride`` pieces, ``maxlen // 4`` by default; the question cut
-to ``--max-query-length`` pieces). The head (`qa_head`) is one ``QA-Dense`` of two units over the sequence output:
-each position's start and end logits. The loss (`PointerLoss`) is the mean of the start's and the end's softmax
-cross-entropy over a row's real positions (not its padding). A window that does not hold the answer whole, and a
-question without one, point at ``[CLS]``.
+to ``--max-query-length`` pieces). The head (`kerasbert.modeling.heads.qa`) is one ``QA-Dense`` of two units over
+the sequence output: each position's start and end logits. The loss (`PointerLoss`) is the mean of the start's and
+the end's softmax cross-entropy over a row's real positions (not its padding). A window that does not hold the
+answer whole, and a question without one, point at ``[CLS]``.
 
 An answer is the span of the highest start plus end logit over the windows of its context, at most
 ``--max-answer-length`` pieces; with ``--null-answers`` (on by default where a training question has no answer,
@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 import keras
 from keras import ops
 
-from kerasbert import layer_names as names
 from kerasbert.finetune.qa_metrics import choose_metric, qa_scores
 from kerasbert.finetune.task_base import Task, predict_batches
-from kerasbert.modeling.heads import _Backbone
+from kerasbert.modeling import heads
 from kerasbert.modeling.losses import _unmasked
 from kerasbert.modeling.registry import register
 from kerasbert.text.pipeline import to_dataset
@@ -47,21 +46,7 @@ from kerasbert.text.qa_data import (
 from kerasbert.text.readers import LabelSet, write_text
 from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["PointerLoss", "QaTask", "qa_head"]
-
-
-def qa_head(backbone: keras.Model) -> keras.Model:
-    """Extractive question answering: ``QA-Dense`` (2 units) over the sequence output, each position's start and end
-    logits ``[B, S, 2]``.
-
-    Example:
-    >>> from kerasbert import build_transformer_model
-    >>> tuple(qa_head(build_transformer_model("tiny", verbose=False)).output.shape)
-    (None, None, 2)
-    """
-    bb = _Backbone.of(backbone, "qa")
-    x = keras.layers.Dense(2, kernel_initializer=bb.init, dtype=bb.dtype, name=names.QA_DENSE)(bb.sequence_output("qa"))
-    return bb.model_of(x, "qa")
+__all__ = ["PointerLoss", "QaTask"]
 
 
 def _pointer_loss(logits, target, real):
@@ -125,7 +110,7 @@ class QaTask(Task):
         return encode_qa(tokenizer, examples, maxlen, self.stride, self.max_query_length, labels is not None, what)
 
     def head(self, backbone, labels: LabelSet):
-        return qa_head(backbone)
+        return heads.qa(backbone)
 
     def compile_arguments(self, model) -> dict:
         return {"loss": PointerLoss()}

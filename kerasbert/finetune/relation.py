@@ -33,8 +33,8 @@ from kerasbert import layer_names as names
 from kerasbert.errors import DataError, fail
 from kerasbert.finetune import metrics
 from kerasbert.finetune.task_base import Task, predict_batches
-from kerasbert.modeling.global_pointer import EfficientGlobalPointer, PairCodeLoss
-from kerasbert.modeling.heads import _Backbone
+from kerasbert.modeling import heads
+from kerasbert.modeling.global_pointer import PairCodeLoss
 from kerasbert.text.pipeline import to_dataset
 from kerasbert.text.readers import LabelSet, write_text
 from kerasbert.text.relation_data import (
@@ -50,28 +50,10 @@ from kerasbert.text.relation_data import (
 )
 from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["HEAD_SIZE", "RelationTask", "relation_head", "stacked_logits"]
+__all__ = ["HEAD_SIZE", "RelationTask", "stacked_logits"]
 
 HEAD_SIZE = 64  # each pointer's query and key, as bert4keras's GPLinker example
 _STACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its stacked_logits model
-
-
-def relation_head(backbone: keras.Model, predicates: int, head_size: int = HEAD_SIZE) -> keras.Model:
-    """GPLinker on ``backbone``: outputs the entity pointer ``[B, 2, S, S]``, the head and the tail pointers
-    ``[B, P, S, S]`` (``EfficientGlobalPointer``s; the last two without rotary positions or the lower-triangle mask).
-
-    Example:
-    >>> from kerasbert import build_transformer_model
-    >>> model = relation_head(build_transformer_model("tiny", verbose=False), 3, head_size=8)
-    >>> [tuple(output.shape) for output in model.outputs]
-    [(None, 2, None, None), (None, 3, None, None), (None, 3, None, None)]
-    """
-    bb = _Backbone.of(backbone, "relation")
-    x = [bb.sequence_output("relation"), bb.padding_mask()]
-    entity = EfficientGlobalPointer(ENTITY_HEADS, head_size, dtype=bb.dtype, name=names.RELATION_ENTITY)(x)
-    pointers = [EfficientGlobalPointer(predicates, head_size, RoPE=False, tril_mask=False, dtype=bb.dtype,
-                                       name=name)(x) for name in (names.RELATION_HEAD, names.RELATION_TAIL)]
-    return bb.model_of([entity, *pointers], "relation")
 
 
 def stacked_logits(model: keras.Model) -> keras.Model:
@@ -119,7 +101,7 @@ class RelationTask(Task):
         return encode_relations(tokenizer, examples, labels, maxlen, what)
 
     def head(self, backbone, labels: LabelSet):
-        return relation_head(backbone, len(labels))
+        return heads.relations(backbone, len(labels), head_size=HEAD_SIZE)
 
     def compile_arguments(self, model) -> dict:
         predicates = int(model.outputs[1].shape[1])

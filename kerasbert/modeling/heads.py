@@ -36,7 +36,7 @@ from kerasbert.modeling.masks import application_of
 from kerasbert.modeling.pooling import MaskedMean, TakePositions
 
 __all__ = ["EMBEDDING_POOLINGS", "cls", "crf_decoder", "embedding", "loss_and_metrics", "mlm", "nsp", "pretraining",
-           "spans", "tagging"]
+           "qa", "relations", "spans", "tagging"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -376,6 +376,41 @@ def spans(backbone: keras.Model, num_types: int, *, head_size: int = 64, efficie
     x = layer(_check_count("num_types", num_types), _check_count("head_size", head_size), RoPE=rope,
               dtype=bb.dtype, name=names.SPAN_POINTER)([bb.sequence_output("spans"), bb.padding_mask()])
     return bb.model_of(x, "spans")
+
+
+def qa(backbone: keras.Model) -> keras.Model:
+    """Extractive question answering: ``QA-Dense`` (2 units) over the sequence output, each position's start and end
+    logits ``[B, S, 2]`` (`kerasbert.finetune.qa`).
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> tuple(qa(build_transformer_model("tiny", verbose=False)).output.shape)
+    (None, None, 2)
+    """
+    bb = _Backbone.of(backbone, "qa")
+    x = keras.layers.Dense(2, kernel_initializer=bb.init, dtype=bb.dtype, name=names.QA_DENSE)(bb.sequence_output("qa"))
+    return bb.model_of(x, "qa")
+
+
+def relations(backbone: keras.Model, predicates: int, head_size: int = 64) -> keras.Model:
+    """GPLinker (`kerasbert.finetune.relation`): the entity pointer ``[B, 2, S, S]`` (subjects, objects), and the head
+    and the tail pointers ``[B, P, S, S]`` of each predicate (``EfficientGlobalPointer``s; the last two without
+    rotary positions or the lower-triangle mask, as bert4keras's GPLinker example).
+
+    Example:
+    >>> from kerasbert import build_transformer_model
+    >>> model = relations(build_transformer_model("tiny", verbose=False), 3, head_size=8)
+    >>> [tuple(output.shape) for output in model.outputs]
+    [(None, 2, None, None), (None, 3, None, None), (None, 3, None, None)]
+    """
+    bb = _Backbone.of(backbone, "relations")
+    x = [bb.sequence_output("relations"), bb.padding_mask()]
+    entity = EfficientGlobalPointer(2, _check_count("head_size", head_size), dtype=bb.dtype,
+                                    name=names.RELATION_ENTITY)(x)
+    pointers = [EfficientGlobalPointer(_check_count("predicates", predicates), head_size, RoPE=False, tril_mask=False,
+                                       dtype=bb.dtype, name=name)(x)
+                for name in (names.RELATION_HEAD, names.RELATION_TAIL)]
+    return bb.model_of([entity, *pointers], "relations")
 
 
 def _masked_mean(bb: _Backbone, x, name: str):

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from kerasbert import DataError, evaluate, predict, train
-from kerasbert.finetune.relation import relation_head, stacked_logits
+from kerasbert.finetune.relation import stacked_logits
 from kerasbert.finetune.relation_demo_data import PREDICATES, write_relation_data
 from kerasbert.finetune.tasks import get_task
+from kerasbert.modeling.heads import relations
 from kerasbert.text.readers import LabelSet
 from kerasbert.text.relation_data import RelationExample, encode_relations, pointer_labels, string_triples
 from kerasbert.text.tokenizer import Tokenizer, pad_ids
@@ -50,7 +51,7 @@ def oracle(tmp_path_factory):
     helpers.write_checkpoint(folder, helpers.random_google_weights(cfg, seed=5, heads=False), cfg)
     chars = sorted({c for row in ROWS for c in row["text"]} | {c for p in PREDICATES for c in p})
     vocab = helpers.write_vocab(folder, ["[PAD]", "[UNK]", "[CLS]", "[SEP]", *chars])
-    model = relation_head(helpers.build_from(folder), len(LABELS), head_size=HEAD_SIZE)
+    model = relations(helpers.build_from(folder), len(LABELS), head_size=HEAD_SIZE)
     rng, weights = np.random.default_rng(7), {}
     for name, layer in zip(("entity", "head", "tail"), model.layers[-3:], strict=True):
         layer.set_weights([rng.normal(0, 0.3, w.shape).astype("float32") for w in layer.get_weights()])
