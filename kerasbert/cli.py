@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import os
 import re
 import sys
@@ -253,7 +252,7 @@ def _input_fields(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _run_predict(args: argparse.Namespace) -> int:
-    from kerasbert.files import write_text
+    from kerasbert.files import output_rows
     from kerasbert.text.readers import read_texts
 
     fields = _input_fields(args)
@@ -269,13 +268,7 @@ def _run_predict(args: argparse.Namespace) -> int:
         from kerasbert.finetune.training import predict
 
         predictions = predict(args.run, rows, args.batch_size, stride=args.stride, explain=args.explain)
-    lines = [json.dumps(row, ensure_ascii=False) for row in predictions]
-    if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        write_text(args.output, "".join(line + "\n" for line in lines))
-        print(f"{len(lines)} predictions written to {args.output}")
-    else:
-        print("\n".join(lines))
+    output_rows(predictions, args.output, "predictions written")
     return 0
 
 

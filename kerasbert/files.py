@@ -106,6 +106,23 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         out.write(text)
 
 
+def output_rows(rows: list[dict], output: str | None, written: str) -> None:
+    """A command's answers, each row a JSON line: into the file ``output`` (its folder made, the file whole or not at
+    all) with one line saying ``{count} {written} to {output}``, else printed.
+
+    Example:
+    >>> output_rows([{"text": "好", "label": "pos"}], None, "predictions written")
+    {"text": "好", "label": "pos"}
+    """
+    lines = [json.dumps(row, ensure_ascii=False) for row in rows]
+    if output is None:
+        print("\n".join(lines))
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    write_text(output, "".join(line + "\n" for line in lines))
+    print(f"{len(lines)} {written} to {output}")
+
+
 def copy_file(source: str | os.PathLike, path: str | os.PathLike) -> None:
     """Copy ``source`` to ``path`` atomically (bytes only, as `shutil.copyfile`).
 

@@ -82,19 +82,14 @@ def check_fill_mask(args: argparse.Namespace) -> None:
 
 def run_fill_mask(args: argparse.Namespace) -> int:
     """Fill the masks of the texts and print them (or write them to ``--output``), one JSON object a line."""
-    from kerasbert.files import write_text
+    from kerasbert.files import output_rows
     from kerasbert.serving.fill_mask import open_filler
 
     rows, where = _rows(args)
     filler = open_filler(args.path, args.model, args.maxlen)
     answers = filler([row["text"] for row in rows], args.top_k, args.whole_word, args.batch_size, where)
-    lines = [json.dumps({**row, **answer}, ensure_ascii=False) for row, answer in zip(rows, answers, strict=True)]
-    if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        write_text(args.output, "".join(line + "\n" for line in lines))
-        print(f"{len(lines)} answers written to {args.output}")
-    else:
-        print("\n".join(lines))
+    output_rows([{**row, **answer} for row, answer in zip(rows, answers, strict=True)], args.output,
+                "answers written")
     return 0
 
 

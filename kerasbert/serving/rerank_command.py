@@ -10,7 +10,6 @@ TensorFlow: the command's checks answer before it starts.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Sequence
 
@@ -205,14 +204,9 @@ def check_rerank(args: argparse.Namespace) -> None:
 
 
 def run_rerank(args: argparse.Namespace) -> int:
-    from kerasbert.files import write_text
+    from kerasbert.files import output_rows
 
     ranked = rerank(args.path, args.query, read_passages(args.input), args.top_k, args.batch_size)
-    lines = [json.dumps({"rank": rank, **row}, ensure_ascii=False) for rank, row in enumerate(ranked, 1)]
-    if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        write_text(args.output, "".join(line + "\n" for line in lines))
-        print(f"{len(lines)} passages ranked, written to {args.output}")
-    else:
-        print("\n".join(lines))
+    output_rows([{"rank": rank, **row} for rank, row in enumerate(ranked, 1)], args.output,
+                "passages ranked, written")
     return 0
