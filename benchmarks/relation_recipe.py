@@ -17,13 +17,31 @@ for ``--epochs`` epochs' worth of steps, batch 16, maxlen 64:
   needs 5000 steps and more), so at these sizes this side scores that average's lag as much as its model;
 - ``bert4keras-no-ema`` (not in ``--quick``): the same with the EMA's evaluation off (the trained weights scored);
 - ``kerasbert-b4k-recipe`` (not in ``--quick``): the kerasbert run above, but with ``--schedule constant --warmup 0
-  --weight-decay 0``, Adam at a constant rate as the example.
+  --weight-decay 0``, Adam at a constant rate as the example;
+- ``bert4keras-matched`` (not in ``--quick``): the like-for-like pair of ``kerasbert-b4k-recipe``, the ported example
+  at that run's settings through the optional values of its ``data``: head size 64 (`kerasbert.finetune.relation.
+  HEAD_SIZE`, the example's own), Adam at the constant ``--lr``, no weight decay, its EMA's evaluation off, the
+  heads drawn by the layers' own initializer, ``--epochs`` epochs of the whole training file reshuffled each epoch
+  (``fit`` on ``forfit()``, no batches in file order first), its Evaluator scoring dev after each epoch and keeping
+  the best weights, which then score test (as kerasbert keeps and evaluates its best epoch by dev F1).
+
+What still differs in that pair (neither ``kerasbert train`` nor the example's code takes a setting for it):
+
+- the draws: both sides' heads are ``EfficientGlobalPointer`` Dense kernels from ``lecun_normal`` with zero biases,
+  and both take dropout 0.1 from the checkpoint's config, but drawn by different generators from the same seed
+  (tf-keras's, seeded through Python's ``random`` and TensorFlow's, against Keras 3's), and each epoch's shuffle is
+  NumPy's (bert4keras's ``DataGenerator``) against tf.data's (kerasbert): the same kind of order, not the same one;
+- the optimizer's epsilon: bert4keras's ``Adam`` adds 1e-6 to the root of the second moment, Keras 3's ``AdamW``
+  (kerasbert's, at weight decay 0) 1e-7;
+- padding: bert4keras pads a batch to its longest row, kerasbert too or, where its step is XLA-compiled, to the next
+  length bucket; both mask the padding, so this changes rounding only.
 
 Scores: triple-level precision, recall and F1 of (subject, predicate, object) strings per text (the example's
 ``evaluate`` compares the strings' word pieces, kerasbert the strings: the same here, one piece a character).
 
 Usage:
     python benchmarks/relation_recipe.py           # 1 seed, 6 epochs: RESULTS.md, section relation-recipe
+    python benchmarks/relation_recipe.py --seeds 2 # as RESULTS.md's figures: each recipe from seeds 0 and 1
     python benchmarks/relation_recipe.py --quick   # a small corpus, 1 epoch, 1 seed: checks that the recipes run
 """
 
@@ -33,6 +51,7 @@ import json
 import math
 import os
 import platform
+import random
 import statistics
 import sys
 
@@ -45,7 +64,7 @@ for path in (ROOT, HERE):
 from recipes import parser, random_checkpoint, run_benchmark, run_bert4keras_job, run_worker  # noqa: E402
 
 RECIPES = ("kerasbert-defaults", "bert4keras")
-ABLATIONS = ("bert4keras-no-ema", "kerasbert-b4k-recipe")  # not in --quick
+ABLATIONS = ("bert4keras-no-ema", "kerasbert-b4k-recipe", "bert4keras-matched")  # not in --quick
 MAXLEN, BATCH = 64, 16
 SIZES = {False: (800, 100, 200), True: (32, 8, 8)}  # train / dev / test sentences; --quick's
 FLAGS = {"kerasbert-b4k-recipe": {"schedule": "constant", "warmup": 0.0, "weight_decay": 0.0}}
@@ -86,7 +105,8 @@ def run_kerasbert(recipe: str, paths: dict, seed: int, folder: str, args) -> dic
 
 
 def bert4keras_worker(job: dict) -> dict:
-    """The ported example under bert4keras: ``steps`` batches in file order, ``steps`` shuffled, then its evaluate."""
+    """The ported example under bert4keras: ``steps`` batches in file order, ``steps`` shuffled, then its evaluate on
+    the test file; ``bert4keras-matched``: the ``data`` values of ``job["matched"]``, the best dev epoch on test."""
     import numpy as np
     import tensorflow as tf
 
@@ -97,13 +117,18 @@ def bert4keras_worker(job: dict) -> dict:
     oracle_examples._patch_tf_keras()
     if not job["ema"]:
         _without_ema()
+    random.seed(job["seed"])  # tf-keras seeds an unseeded initializer (the heads' lecun_normal) from this generator
     tf.random.set_seed(job["seed"])
     np.random.seed(job["seed"])
-    out = example.run("bert4keras", job["config"], job["checkpoint"], job["vocab"],
-                      {"train": job["train"], "valid": job["test"], "schema": job["schema"]}, job["steps"],
+    files = {"train": job["train"], "valid": job["test"], "schema": job["schema"]}
+    if job["matched"]:
+        files.update(valid=job["dev"], test=job["test"], **job["matched"])
+    out = example.run("bert4keras", job["config"], job["checkpoint"], job["vocab"], files, job["steps"],
                       maxlen=MAXLEN, batch_size=BATCH)
-    f1, precision, recall = (float(value) for value in out["scores"][-1])
-    return {"test": {"precision": precision, "recall": recall, "f1": f1}, "dev_f1": None, "steps": 2 * job["steps"]}
+    f1, precision, recall = (float(value) for value in (out["test_scores"] if job["matched"] else out["scores"][-1]))
+    dev = max(float(scores[0]) for scores in out["scores"]) if job["matched"] else None  # the Evaluator's best
+    return {"test": {"precision": precision, "recall": recall, "f1": f1}, "dev_f1": dev,
+            "steps": len(out["step_losses"]) + job["steps"] * len(out["scores"])}
 
 
 def _without_ema() -> None:
@@ -120,19 +145,28 @@ def _without_ema() -> None:
 
 
 def run_bert4keras(recipe: str, paths: dict, seed: int, folder: str, args) -> dict:
-    """bert4keras's side in a worker process (tf-keras), as many steps as kerasbert's (half of them twice)."""
-    job = {**paths, "seed": seed, "steps": max(1, steps_of(paths, args.epochs) // 2), "ema": recipe == "bert4keras"}
+    """bert4keras's side in a worker process (tf-keras), as many steps as kerasbert's: half of them in file order
+    and half shuffled, or (``bert4keras-matched``) ``args.epochs`` epochs as kerasbert's."""
+    from kerasbert.finetune.relation import HEAD_SIZE
+
+    job = {**paths, "seed": seed, "steps": max(1, steps_of(paths, args.epochs) // 2), "ema": recipe == "bert4keras",
+           "matched": None}
+    if recipe == "bert4keras-matched":
+        job.update(steps=steps_of(paths, 1), matched={"head_size": HEAD_SIZE, "learning_rate": args.lr,
+                                                      "fixed_heads": False, "steps_in_order": 0, "epochs": args.epochs})
     return run_bert4keras_job(__file__, job, os.path.join(folder, f"{recipe}-{seed}.json"))
 
 
 def table(results: dict, args) -> str:
     """RESULTS.md's table: per recipe, test F1 (mean, spread, per seed), test precision and recall, dev F1, steps."""
     sizes = " / ".join(f"{n:,}" for n in SIZES[args.quick])
-    lines = [f"`python benchmarks/relation_recipe.py{' --quick' if args.quick else ''}` — the relation demo's "
+    flags = " --quick" if args.quick else f" --seeds {args.seeds}" if args.seeds != 1 else ""
+    lines = [f"`python benchmarks/relation_recipe.py{flags}` — the relation demo's "
              f"generator (train / dev / test {sizes}), a random checkpoint of a 2-layer H-128 BERT, {args.epochs} "
              f"epochs' steps, batch {BATCH}, maxlen {MAXLEN}; kerasbert: lr {args.lr:g}, head size 64; bert4keras: "
-             f"the ported example (head size 16, AdamEMA 1e-3). Test triple F1 (subject, predicate, object strings), "
-             f"{len(args.seed_list)} seed(s); Python {platform.python_version()}.", "",
+             f"the ported example (head size 16, AdamEMA 1e-3; bert4keras-matched: kerasbert-b4k-recipe's settings, "
+             f"head size 64, Adam {args.lr:g}, no EMA, best dev epoch). Test triple F1 (subject, predicate, object "
+             f"strings), {len(args.seed_list)} seed(s); Python {platform.python_version()}.", "",
              "| recipe | test F1 mean | spread (min-max) | per seed | test P / R mean | dev F1 mean | steps |",
              "|---|---|---|---|---|---|---|"]
     for recipe, runs in results.items():
