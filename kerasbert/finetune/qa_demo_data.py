@@ -2,8 +2,10 @@
 questions whose answer is a span of them (``谁在杭州工作？`` -> ``张伟``, ``张伟在哪里工作？`` -> ``杭州``).
 
 Each context holds two to `MOST_FACTS` facts, each of its own kind (`FACTS`) and about its own person, place and
-organization, so every question has one answer. Written as qa JSONL (`kerasbert.text.qa_data`) with a character
-vocabulary, deterministic from the seed.
+organization, so every question has one answer. Every fact holds a name of the kind the question asks for, and the
+names of one kind in a context are of one length, so that only the question's words (its relation and its name) tell
+which fact it is about. Written as qa JSONL (`kerasbert.text.qa_data`) with a character vocabulary, deterministic
+from the seed.
 
 Example:
 >>> example = qa_examples(1, seed=3)[0]
@@ -24,7 +26,6 @@ from kerasbert.finetune.demo_data import (
     SPECIAL_TOKENS,
     SURNAMES,
     TYPABLE,
-    _person,
     write_splits,
 )
 
@@ -39,44 +40,48 @@ FACTS = (
     ("{PER}去年加入了{ORG}", (("{PER}去年加入了哪里？", "ORG"), ("谁去年加入了{ORG}？", "PER"))),
 )
 MOST_FACTS = 3
+KINDS = ("PER", "LOC", "ORG")
 
 
 def _fill(template: str, names: dict[str, str]) -> str:
     return re.sub(r"\{(\w+)\}", lambda match: names[match.group(1)], template)
 
 
+def _names(rng: random.Random, kind: str, n: int) -> list[str]:
+    """``n`` distinct names of ``kind``, all of one length: a name's length must not tell which fact a question
+    is about (a question on a three-character name would otherwise find its fact by length alone)."""
+    if kind == "PER":
+        given, names = rng.randint(1, 2), []
+        while len(names) < n:
+            name = rng.choice(SURNAMES) + "".join(rng.choice(GIVEN) for _ in range(given))
+            names += [name] if name not in names else []
+        return names
+    pool = LOCATIONS if kind == "LOC" else ORGANIZATIONS
+    first = rng.choice([name for name in pool if sum(len(other) == len(name) for other in pool) >= n])
+    return [first, *rng.sample([name for name in pool if len(name) == len(first) and name != first], n - 1)]
+
+
 def _example(rng: random.Random) -> dict:
-    """One context of facts about distinct names, and a question on one of them."""
-    facts = rng.sample(FACTS, rng.randint(2, MOST_FACTS))
-    people, places, orgs = set(), set(), set()
-    for _ in facts:  # each fact its own person, place and organization: one answer a question
-        for pool, draw in ((people, lambda: _person(rng)), (places, lambda: rng.choice(LOCATIONS)),
-                           (orgs, lambda: rng.choice(ORGANIZATIONS))):
-            value = draw()
-            while value in pool:
-                value = draw()
-            pool.add(value)
-    return _context(rng, facts, people, places, orgs)
+    """A question on one fact, among facts that each hold a name of the kind it asks for: the kind of the answer
+    never tells the fact, only the question's words do."""
+    asked = rng.choice(FACTS)
+    question, slot = rng.choice(asked[1])
+    others = [fact for fact in FACTS if fact is not asked and "{" + slot + "}" in fact[0]]
+    facts = [asked, *rng.sample(others, rng.randint(2, MOST_FACTS) - 1)]
+    rng.shuffle(facts)
+    names = {kind: _names(rng, kind, len(facts)) for kind in KINDS}  # each fact its own: one answer a question
+    filled = [{kind: names[kind][k] for kind in KINDS} for k in range(len(facts))]
+    return _context(facts, filled, facts.index(asked), question, slot)
 
 
-def _context(rng: random.Random, facts, people: set, places: set, orgs: set) -> dict:
-    """The context of ``facts`` filled with the names (each used once), and a question on one fact."""
-    pools = {"PER": sorted(people), "LOC": sorted(places), "ORG": sorted(orgs)}
-    for pool in pools.values():
-        rng.shuffle(pool)
-    sentences, filled = [], []
-    for k, (fact, _) in enumerate(facts):
-        names = {kind: pool[k] for kind, pool in pools.items()}
-        sentences.append(_fill(fact, names))
-        filled.append(names)
+def _context(facts, filled: list[dict], k: int, question: str, slot: str) -> dict:
+    """The qa row of ``facts`` filled with ``filled`` and ``question`` on fact ``k``, answered by its ``slot``."""
+    sentences = [_fill(fact, names) for (fact, _), names in zip(facts, filled, strict=True)]
     context = "。".join(sentences) + "。"
-    k = rng.randrange(len(facts))
-    question, slot = rng.choice(facts[k][1])
-    answer = filled[k][slot]
     before = facts[k][0][:facts[k][0].index("{" + slot + "}")]  # the fact's text before the answer's slot
     start = len("。".join(sentences[:k])) + (1 if k else 0) + len(_fill(before, filled[k]))
     return {"question": _fill(question, filled[k]), "context": context,
-            "answers": [{"text": answer, "answer_start": start}]}
+            "answers": [{"text": filled[k][slot], "answer_start": start}]}
 
 
 def qa_examples(n: int = 600, seed: int = 0) -> list[dict]:
@@ -91,7 +96,7 @@ def qa_examples(n: int = 600, seed: int = 0) -> list[dict]:
     return [_example(rng) for _ in range(n)]
 
 
-def write_qa_data(folder: str, seed: int = 0, n_train: int = 1200, n_dev: int = 100, n_test: int = 100) -> dict:
+def write_qa_data(folder: str, seed: int = 0, n_train: int = 4800, n_dev: int = 100, n_test: int = 100) -> dict:
     """Write `qa_examples` splits as ``{train,dev,test}.jsonl`` and their character ``vocab.txt`` into ``folder``;
     returns ``train``, ``dev``, ``test`` and ``vocab`` to the paths.
 
