@@ -34,6 +34,7 @@ from kerasbert.text.multilabel_data import (
     MultiLabelExample,
     check_labels,
     encode_multilabel,
+    examples_of_rows,
     iter_multilabel,
     label_set,
     multi_hot,
@@ -131,7 +132,7 @@ class MultiLabelTask(Task):
         return {"labels": "floats"}  # one per label
 
     def examples_of_texts(self, tokenizer: Tokenizer, rows: Sequence[dict]) -> list[MultiLabelExample]:
-        return [MultiLabelExample(row["text"], (), row.get("text_b"), i + 1) for i, row in enumerate(rows)]
+        return examples_of_rows(tokenizer, rows)
 
 
 def multilabel_metrics(gold: np.ndarray, predicted: np.ndarray, labels: Sequence[str]) -> dict:

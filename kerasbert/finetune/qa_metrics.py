@@ -67,15 +67,19 @@ def squad_exact(gold: str, prediction: str) -> int:
     return int(normalize_answer(gold) == normalize_answer(prediction))
 
 
-def _bag_f1(gold: list[str], prediction: list[str]) -> float:
-    """F1 of two token lists as bags; 1 where both are empty, 0 where one is."""
+def _overlap_f1(same: int, gold: list[str], prediction: list[str]) -> float:
+    """F1 of ``same`` shared tokens of a gold and a predicted token list; 1 where both are empty, 0 where one is."""
     if not gold or not prediction:
         return float(gold == prediction)
-    same = sum((collections.Counter(gold) & collections.Counter(prediction)).values())
     if not same:
         return 0.0
     precision, recall = same / len(prediction), same / len(gold)
     return 2 * precision * recall / (precision + recall)
+
+
+def _bag_f1(gold: list[str], prediction: list[str]) -> float:
+    """F1 of two token lists as bags (SQuAD's)."""
+    return _overlap_f1(sum((collections.Counter(gold) & collections.Counter(prediction)).values()), gold, prediction)
 
 
 def squad_f1(gold: str, prediction: str) -> float:
@@ -130,13 +134,7 @@ def cmrc_f1(gold: str, prediction: str) -> float:
     0.6667
     """
     answer, predicted = (mixed_segmentation(text, remove_punctuation=True) for text in (gold, prediction))
-    if not answer or not predicted:
-        return float(answer == predicted)
-    same = _longest_common_run(answer, predicted)
-    if not same:
-        return 0.0
-    precision, recall = same / len(predicted), same / len(answer)
-    return 2 * precision * recall / (precision + recall)
+    return _overlap_f1(_longest_common_run(answer, predicted), answer, predicted)
 
 
 def cmrc_exact(gold: str, prediction: str) -> int:

@@ -64,8 +64,8 @@ if TYPE_CHECKING:
     from kerasbert.text.sentencepiece import SpTokenizer
     from kerasbert.text.tokenizer import Tokenizer
 
-__all__ = ["RUN_FILES", "VOCAB_FILES", "LoadedRun", "Run", "State", "finished_run", "open_run", "resumed_args",
-           "score_file", "scored_file", "train_args", "vocab_name", "with_stride"]
+__all__ = ["RUN_FILES", "VOCAB_FILES", "LoadedRun", "Run", "State", "finished_run", "open_run", "predict_rows",
+           "resumed_args", "score_file", "scored_file", "train_args", "vocab_name", "with_stride"]
 
 VOCAB_FILES = ("vocab.txt", "spiece.model")  # a run's copy of its vocabulary: WordPiece's, or SentencePiece's model
 RUN_FILES = ("args.json", "labels.json", "bert_config.json", *VOCAB_FILES, "model.keras", "history.csv", "curves.png",
@@ -460,6 +460,16 @@ def with_stride(loaded: LoadedRun, stride: int | None) -> LoadedRun:
     task = task_of(args)
     task.read_run(loaded.run.path)
     return dataclasses.replace(loaded, args=args, task=task)
+
+
+def predict_rows(loaded: LoadedRun, rows: list[dict], batch_size: int | None = None, verbose: int = 0,
+                 what: str = "input") -> list[dict]:
+    """The task's prediction of each input row (``{"text"}``, or the task's own fields) by a loaded run's model,
+    without the row itself; ``what`` names the rows in messages."""
+    args, the_task = loaded.args, loaded.task
+    examples = the_task.examples_of_texts(loaded.tokenizer, rows)
+    features = the_task.encode(loaded.tokenizer, examples, None, args.maxlen, what)
+    return the_task.predict(loaded.model, features, examples, loaded.labels, batch_size or args.batch_size, verbose)
 
 
 def score_file(loaded: LoadedRun, data: str, batch_size: int | None = None, verbose: int = 0) -> dict:

@@ -41,7 +41,17 @@ from kerasbert.finetune.callbacks import EpochKeeper, OneEpoch
 from kerasbert.finetune.distribute import describe, fit_epoch, is_chief, is_multiworker, make_strategy, make_train_step
 from kerasbert.finetune.interrupt import StopRequest
 from kerasbert.finetune.options import TaskOptions
-from kerasbert.finetune.runs import Run, State, open_run, score_file, scored_file, train_args, vocab_name, with_stride
+from kerasbert.finetune.runs import (
+    Run,
+    State,
+    open_run,
+    predict_rows,
+    score_file,
+    scored_file,
+    train_args,
+    vocab_name,
+    with_stride,
+)
 from kerasbert.finetune.tasks import Task, task_of
 from kerasbert.log import logger
 from kerasbert.modeling import families
@@ -464,10 +474,7 @@ def predict(run_dir: str, texts: Sequence[str | dict], batch_size: int | None = 
     """
     loaded = with_stride(open_run(run_dir), stride)
     rows = [row if isinstance(row, dict) else {"text": row} for row in texts]
-    examples = loaded.task.examples_of_texts(loaded.tokenizer, rows)
-    features = loaded.task.encode(loaded.tokenizer, examples, None, loaded.args.maxlen, "input")
-    predictions = loaded.task.predict(loaded.model, features, examples, loaded.labels,
-                                      batch_size or loaded.args.batch_size, verbose)
+    predictions = predict_rows(loaded, rows, batch_size, verbose)
     rows = [{**row, **prediction} for row, prediction in zip(rows, predictions, strict=True)]
     if explain:
         from kerasbert.finetune.explain import with_attributions

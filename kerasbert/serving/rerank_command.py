@@ -89,7 +89,9 @@ def read_passages(path: str) -> list[str]:
     >>> read_passages(path)
     ['张伟在华为公司工作', '张伟是杭州人']
     """
-    if not any(line.strip() for line in open(path, encoding="utf-8", errors="replace")):
+    with open(path, encoding="utf-8", errors="replace") as f:  # in chunks: a file of one huge line is not held
+        blank = not any(chunk.strip() for chunk in iter(lambda: f.read(1 << 16), ""))
+    if blank:
         raise fail(DataError, path, "at least one passage to rank (a text a line, or JSONL of {\"passage\"})",
                    "an empty file" if os.path.getsize(path) == 0 else "only blank lines")
     if not path.endswith((".jsonl", ".json")):
@@ -126,10 +128,9 @@ class Reranker:
         if self.served is not None:
             predictions = self.served.predict(rows, batch_size)
         else:
-            task, loaded = self.loaded.task, self.loaded
-            examples = task.examples_of_texts(loaded.tokenizer, rows)
-            features = task.encode(loaded.tokenizer, examples, None, loaded.args.maxlen, "passages")
-            predictions = task.predict(loaded.model, features, examples, loaded.labels, batch_size)
+            from kerasbert.finetune.runs import predict_rows
+
+            predictions = predict_rows(self.loaded, rows, batch_size, what="passages")
         return np.array([row["score"] for row in predictions], np.float64)
 
 
