@@ -235,6 +235,18 @@ print(json.dumps({name: value.numpy().tolist() for name, value in out.items()}, 
 """
 
 
+def export_formats(run: str, tmp_path_factory, formats) -> dict:
+    """``{(format, int8): (export folder, what export returned)}`` of ``run`` exported in float32 in each of
+    ``formats`` (``(format, int8)`` pairs), each into a folder of its own."""
+    from kerasbert.serving.export import export
+
+    out = {}
+    for fmt, int8 in formats:
+        folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{fmt}-{int8}")), "export")
+        out[fmt, int8] = folder, export(run, folder, format=fmt, int8=int8, precision="f32")
+    return out
+
+
 def savedmodel_without_kerasbert(folder: str, texts: list[str]) -> dict:
     """The ``serving_default`` outputs of the SavedModel ``folder`` on ``texts``, from a process where kerasbert
     cannot be imported."""

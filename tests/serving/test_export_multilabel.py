@@ -23,7 +23,7 @@ from kerasbert.serving.folder import EXPORT_INFO
 from kerasbert.serving.runtime import PortableExport
 from kerasbert.serving.server import make_app
 
-from helpers import savedmodel_without_kerasbert
+from helpers import export_formats, savedmodel_without_kerasbert
 
 pytestmark = pytest.mark.slow  # trains a small model and exports it six times
 
@@ -49,10 +49,7 @@ def run(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def exports(run, tmp_path_factory) -> dict:
     """``{(format, int8 or "stride"): (export folder, what export returned)}``."""
-    out = {}
-    for fmt, int8 in EXPORTS:
-        folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{fmt}-{int8}")), "export")
-        out[fmt, int8] = folder, export(run, folder, format=fmt, int8=int8, precision="f32")
+    out = export_formats(run, tmp_path_factory, EXPORTS)
     for fmt in ("saved_model", "onnx"):
         folder = os.path.join(str(tmp_path_factory.mktemp(f"stride-{fmt}")), "export")
         out[fmt, "stride"] = folder, export(run, folder, format=fmt, stride=STRIDE, precision="f32")

@@ -18,10 +18,11 @@ from kerasbert.choices import LOSS_BOUND
 from kerasbert.cli import main
 from kerasbert.finetune.rerank_demo_data import write_rerank_data
 from kerasbert.finetune.runs import open_run
-from kerasbert.serving.export import export
 from kerasbert.serving.exported import open_export, predict_export
 from kerasbert.serving.server import make_app
 from kerasbert.text.rerank_data import RerankExample, encode_pairs
+
+from helpers import export_formats
 
 pytestmark = pytest.mark.slow  # trains a small model and exports it
 
@@ -57,11 +58,7 @@ def run(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def exports(run, tmp_path_factory) -> dict[tuple[str, bool], tuple[str, dict]]:
     """``{(format, int8): (export folder, what export returned)}``."""
-    out = {}
-    for fmt, int8 in EXPORTS:
-        folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{fmt}-{int8}")), "export")
-        out[fmt, int8] = folder, export(run, folder, format=fmt, int8=int8, precision="f32")
-    return out
+    return export_formats(run, tmp_path_factory, EXPORTS)
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from kerasbert.serving.server import make_app
 from kerasbert.text.span_data import SpanExample, encode_spans
 from kerasbert.text.tokenizer import Tokenizer
 
-from helpers import savedmodel_without_kerasbert
+from helpers import export_formats, savedmodel_without_kerasbert
 
 MAXLEN = 24
 LONG = "李娜在杭州银行工作，张伟去年加入了北京大学，王芳明天来上海开会，周末大家都在家休息"  # > MAXLEN pieces
@@ -47,11 +47,7 @@ def run(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def exports(run, tmp_path_factory) -> dict[tuple[str, bool], tuple[str, dict]]:
     """``{(format, int8): (export folder, what export returned)}``."""
-    out = {}
-    for fmt, int8 in EXPORTS:
-        folder = os.path.join(str(tmp_path_factory.mktemp(f"export-{fmt}-{int8}")), "export")
-        out[fmt, int8] = folder, export(run, folder, format=fmt, int8=int8, precision="f32")
-    return out
+    return export_formats(run, tmp_path_factory, EXPORTS)
 
 
 @pytest.fixture(scope="module")
