@@ -239,9 +239,11 @@ def row_sums(model: keras.Model, spec) -> Callable:
 
     kept = _ROW_SUMS.get(model)
     if kept is None or kept[0] != spec:
+        weak = weakref.ref(model)  # the kept function must not keep the model alive (`_ROW_SUMS` holds it)
+
         @tf.function(input_signature=list(spec))
         def sums(inputs, targets):
-            outputs = model(inputs, training=False)
+            outputs = weak()(inputs, training=False)
             outputs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
             targets = list(targets) if isinstance(targets, list | tuple) else [targets]
             keep = tf.cast(tf.not_equal(targets[-1], 0), tf.float32)

@@ -36,14 +36,17 @@ _INFERENCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> 
 def _inference(model, spec):
     """``model``'s inference call; on TensorFlow one graph function for every batch size and length, since
     TensorFlow fuses the matmuls with their bias and activation only in a graph, and a function traced per
-    batch shape would retrace for each batch. It is kept per model, so repeated calls trace once."""
+    batch shape would retrace for each batch. It is kept per model, so repeated calls trace once; the function reaches
+    the model through a weak reference, so that the kept function does not keep the model (and every model a
+    long-lived process predicted with) alive."""
     if keras.backend.backend() != "tensorflow":
         return lambda inputs: model(inputs, training=False)
     import tensorflow as tf
 
     kept = _INFERENCE.get(model)
     if kept is None or kept[0] != spec:
-        kept = spec, tf.function(lambda inputs: model(inputs, training=False), input_signature=[spec])
+        weak = weakref.ref(model)
+        kept = spec, tf.function(lambda inputs: weak()(inputs, training=False), input_signature=[spec])
         _INFERENCE[model] = kept
     return kept[1]
 
