@@ -52,7 +52,7 @@ SENTIMENT_WORDS = (demo_data.SUBJECTS, demo_data.ADVERBS, demo_data.POSITIVE, de
 DRUGS_PER_KIND, TRAIN_DRUGS, DEV_DRUGS = 20, 6, 7  # of each kind: named in training, in dev (the rest: in test)
 #: sentences of the full benchmark's files, and of ``--quick``'s
 SIZES = {False: {"general": 3000, "domain": 3000, "held_out": 400, "train": 240, "dev": 280, "test": 560},
-         True: {"general": 600, "domain": 800, "held_out": 120, "train": 120, "dev": 84, "test": 84}}
+         True: {"general": 200, "domain": 800, "held_out": 40, "train": 32, "dev": 28, "test": 28}}
 
 
 def general_sentences(n: int, seed: int = 0) -> list[str]:

@@ -26,7 +26,7 @@ With ``--portable`` the UniLM's decoder exported to ONNX (float32, and int8 by d
 
 Usage:
     python benchmarks/generate_bench.py            # the three models, batches 1 and 16, 5 rounds: RESULTS.md
-    python benchmarks/generate_bench.py --quick    # tiny configs, batches 1 and 4, 2 rounds: checks that it runs
+    python benchmarks/generate_bench.py --quick    # tiny configs, batches 1 and 2, 2 rounds: checks that it runs
     python benchmarks/generate_bench.py --models t5,gpt2
 """
 
@@ -314,11 +314,11 @@ def measure(model: str, args: argparse.Namespace, batches: list[int], rounds: in
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny configs, batches 1 and 4, 2 rounds")
+    parser.add_argument("--quick", action="store_true", help="tiny configs, batches 1 and 2, 2 rounds")
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)} "
                         "(default all)")
     parser.add_argument("--rounds", type=int, default=None, help="timed decodes per library and batch (default 5)")
-    parser.add_argument("--batches", default=None, help="comma-separated batch sizes (default 1,16; quick 1,4)")
+    parser.add_argument("--batches", default=None, help="comma-separated batch sizes (default 1,16; quick 1,2)")
     parser.add_argument("--source", type=int, default=None, help="source length in word pieces (default 64)")
     parser.add_argument("--max-length", type=int, default=None, help="target tokens decoded (default 32)")
     parser.add_argument("--results", default=None, help="the markdown file to write (default RESULTS.md)")
@@ -333,7 +333,7 @@ def main(argv=None) -> None:
     models = args.models.split(",")
     if not set(models) <= set(MODELS):
         parser.error(f"--models: expected some of {', '.join(MODELS)}, found {args.models}")
-    batches = [int(b) for b in (args.batches or ("1,4" if args.quick else "1,16")).split(",")]
+    batches = [int(b) for b in (args.batches or ("1,2" if args.quick else "1,16")).split(",")]
     rounds = args.rounds or (2 if args.quick else 5)
     rows, ratios = list(HEADER), {}
     for model in models:

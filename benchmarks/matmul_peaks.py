@@ -60,11 +60,12 @@ def peak_gflops(precision: str, rounds: int = 10) -> float:
     return 2 * m * k * n / best / 1e9
 
 
-def peaks() -> dict[str, float]:
-    """This CPU's peaks by precision; no ``bf16`` where the CPU has no bfloat16 units."""
+def peaks(rounds: int = 10) -> dict[str, float]:
+    """This CPU's peaks by precision, the best of ``rounds`` runs each; no ``bf16`` where the CPU has no bfloat16
+    units."""
     from kerasbert.serving.precision import cpu_has_bf16
 
-    return {precision: peak_gflops(precision) for precision in ("f32", "bf16", "int8")
+    return {precision: peak_gflops(precision, rounds) for precision in ("f32", "bf16", "int8")
             if precision != "bf16" or cpu_has_bf16()}
 
 

@@ -37,6 +37,7 @@ for path in (ROOT, HERE):
         sys.path.insert(0, path)
 
 from recipes import (  # noqa: E402
+    NER_SIZES,
     ner_data,
     parser,
     read_spans,
@@ -191,7 +192,7 @@ def main(argv=None) -> None:
     args = options.parse_args(argv)
     if args.worker:
         return run_worker(args.worker, bert4keras_worker)
-    args.sizes = "200 / 50 / 50" if args.quick else "4,000 / 500 / 1,000"
+    args.sizes = " / ".join(f"{n:,}" for n in NER_SIZES[args.quick])
 
     def run(recipe: str, paths: dict, seed: int, folder: str) -> dict:
         out = (run_bert4keras(paths, seed, folder, args) if recipe == "bert4keras" else

@@ -36,7 +36,7 @@ batches drawn beforehand against ``fit`` drawing them), medians of the rounds' p
 
 Usage:
     python benchmarks/pretrain_domain.py            # 3 seeds: RESULTS.md, section pretrain-domain
-    python benchmarks/pretrain_domain.py --quick    # small corpora, 1 seed, few epochs: checks that it runs
+    python benchmarks/pretrain_domain.py --quick    # small corpora, 1 seed, 1 epoch a stage: checks that it runs
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ MAXLEN, BATCH = 64, 32
 #: epochs and learning rates of each stage: the full benchmark's, and ``--quick``'s
 STAGES = {False: {"general_epochs": 20, "general_lr": 2e-3, "domain_epochs": 40, "domain_lr": 5e-3,
                   "epochs": 20, "lr": 5e-3, "rounds": 10},
-          True: {"general_epochs": 3, "general_lr": 2e-3, "domain_epochs": 2, "domain_lr": 5e-3,
-                 "epochs": 2, "lr": 5e-3, "rounds": 1}}
+          True: {"general_epochs": 1, "general_lr": 2e-3, "domain_epochs": 1, "domain_lr": 5e-3,
+                 "epochs": 1, "lr": 5e-3, "rounds": 1}}
 STEPS_A_ROUND = 8  # train_on_batch calls of each step a throughput round
 EPOCHS_A_ROUND = 3  # pretraining epochs of each arm a pipeline round
 

@@ -58,7 +58,7 @@ def prepare(folder: str, quick: bool) -> dict:
     """The corpus, its vocabulary and the random UniLM checkpoint (with its MLM head) every run starts from."""
     from title_corpus import write_corpus
 
-    sizes = {"n_train": 200, "n_dev": 40, "n_test": 40} if quick else {}
+    sizes = {"n_train": 64, "n_dev": 16, "n_test": 16} if quick else {}
     paths = write_corpus(os.path.join(folder, "data"), **sizes)
     return {**paths, **random_checkpoint(folder, paths["vocab"], application="unilm")}
 
@@ -204,7 +204,7 @@ def main(argv=None) -> None:
                   ablations=ABLATIONS).parse_args(argv)
     if args.worker:
         return run_worker(args.worker, bert4keras_worker)
-    args.sizes = "200 / 40 / 40" if args.quick else "2,000 / 200 / 200"
+    args.sizes = "64 / 16 / 16" if args.quick else "2,000 / 200 / 200"
 
     def run(recipe: str, paths: dict, seed: int, folder: str) -> dict:
         start = time.perf_counter()

@@ -23,7 +23,7 @@ The classifier is BERT-base's shape with random weights, or with ``--checkpoint`
 
 Usage:
     python benchmarks/serve_bench.py                 # BERT-base shape, 10 rounds: RESULTS.md, serve-<CPU kind>
-    python benchmarks/serve_bench.py --quick         # tiny config, 3 rounds: checks that every worker runs
+    python benchmarks/serve_bench.py --quick         # tiny config, 2 rounds: checks that every worker runs
 """
 
 from __future__ import annotations
@@ -368,8 +368,8 @@ def amx_targets(times: dict, figures: dict, flags: frozenset[str] | None = None)
 
 def _arguments(argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny config, 64 texts, 3 rounds")
-    parser.add_argument("--rounds", type=int, default=None, help="timed passes per variant (default 10; quick 3)")
+    parser.add_argument("--quick", action="store_true", help="tiny config, 64 texts, 2 rounds, peaks of 2 runs")
+    parser.add_argument("--rounds", type=int, default=None, help="timed passes per variant (default 10; quick 2)")
     parser.add_argument("--texts", type=int, default=None, help="texts per pass (default 256; quick 64)")
     parser.add_argument("--batch", type=int, default=32, help="texts per batch (default 32)")
     parser.add_argument("--variants", default=",".join(VARIANTS),
@@ -422,7 +422,7 @@ def main(argv=None) -> None:
     args = _arguments(argv)
     if args.worker:
         return worker_main(args.worker, args.job)
-    rounds, n = args.rounds or (3 if args.quick else 10), args.texts or (64 if args.quick else 256)
+    rounds, n = args.rounds or (2 if args.quick else 10), args.texts or (64 if args.quick else 256)
     folder = args.keep or tempfile.mkdtemp(prefix="serve-bench-")
     os.makedirs(folder, exist_ok=True)
     cfg, described = model_shape(args)
@@ -436,7 +436,7 @@ def main(argv=None) -> None:
     with open(job_path, "w") as f:
         json.dump(job, f)
     times, results = _rounds(job_path, args.names, rounds)
-    measured = peaks()  # after the rounds, with the workers idle
+    measured = peaks(2 if args.quick else 10)  # after the rounds, with the workers idle
     table, figures = summarize(times, results, job, cfg, measured)
     text = "\n".join([f"## Serving speed{' (quick)' if args.quick else ''}", "",
                       f"{cpu_text()}; int8 instructions: {int8_instructions()}; {os.cpu_count()} cores. "

@@ -236,11 +236,11 @@ def main(argv=None) -> None:
     parser.add_argument("--latency-requests", type=int, default=200)
     parser.add_argument("--load-clients", type=int, default=64)
     parser.add_argument("--load-seconds", type=float, default=60.0)
-    parser.add_argument("--quick", action="store_true", help="4 clients, 2 s each, 20 latency requests, a 3 s load")
+    parser.add_argument("--quick", action="store_true", help="4 clients, 0.5 s each, 10 latency requests, a 2 s load")
     parser.add_argument("--results", default=None, help="the markdown file to write (default RESULTS.md)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.clients, args.seconds, args.latency_requests, args.load_clients, args.load_seconds = 4, 2.0, 20, 8, 3.0
+        args.clients, args.seconds, args.latency_requests, args.load_clients, args.load_seconds = 4, 0.5, 10, 8, 2.0
     with open(os.path.join(args.folder, "serve_bench.json")) as f:
         bench = json.load(f)
     with open(bench["job"]) as f:

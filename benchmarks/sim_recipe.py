@@ -73,7 +73,7 @@ def prepare(folder: str, quick: bool) -> dict:
     """The corpus, its vocabulary and the random checkpoint every run starts from."""
     from paraphrase_corpus import write_corpus
 
-    sizes = {"n_train": 256, "n_dev": 64, "n_test": 64} if quick else {}
+    sizes = {"n_train": 64, "n_dev": 16, "n_test": 16} if quick else {}
     paths = write_corpus(os.path.join(folder, "data"), **sizes)
     return {**paths, **random_checkpoint(folder, paths["vocab"])}
 
@@ -233,7 +233,7 @@ def main(argv=None) -> None:
     args = options.parse_args(argv)
     if args.worker:
         return run_worker(args.worker, bert4keras_worker)
-    args.sizes = "256 / 64 / 64" if args.quick else "3,000 / 300 / 1,000"
+    args.sizes = "64 / 16 / 16" if args.quick else "3,000 / 300 / 1,000"
 
     def run(recipe: str, paths: dict, seed: int, folder: str) -> dict:
         start = time.perf_counter()

@@ -120,7 +120,7 @@ def test_quick_serving_benchmarks_run_every_variant_and_write_their_sections(tmp
     served = re.findall(r"^\| ([\w-]+) \| [\d.]+ / [\d.]+ ms \| ([\d.]+)/s \((\d+) errors\)", text, re.M)
     assert {name for name, _, _ in served} == {"openvino-int8", "openvino", "onnx-int8", "saved_model"}
     assert all(float(per_s) > 0 and errors == "0" for _, per_s, errors in served)
-    load = re.search(r"load test on openvino-int8, 8 clients for 3 s: \*\*\w+\*\*: (\d+) requests, (\d+) answered, "
+    load = re.search(r"load test on openvino-int8, 8 clients for 2 s: \*\*\w+\*\*: (\d+) requests, (\d+) answered, "
                      r"(\d+) refused \(429\), (\d+) failed, (\d+) answers unlike", text)
     assert load and int(load.group(1)) > 0 and load.group(4) == "0" and load.group(5) == "0"
     assert int(load.group(2)) + int(load.group(3)) == int(load.group(1))

@@ -22,7 +22,9 @@ pytestmark = pytest.mark.slow
 MT5 = {"vocab_size": 200, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
        "attention_head_size": 16, "intermediate_size": 64, "hidden_act": ["gelu", "linear"], "hidden_dropout_prob": 0.0,
        "attention_probs_dropout_prob": 0.0, "initializer_range": 0.02, "relative_attention_num_buckets": 32}
-STEPS = 3
+# train_on_batch steps before fit: one traces the step once (a second batch length would trace it again);
+# the updates' parity shows in what follows it (fit's losses, the outputs after training)
+STEPS = 1
 
 
 def write_data(folder: str, seed: int = 0) -> dict:
@@ -50,7 +52,8 @@ def write_data(folder: str, seed: int = 0) -> dict:
                                ensure_ascii=False) + "\n")
     return {
         "task_language_model": {"novels": os.path.join(folder, "novels", "*", "*.txt"),
-                                "show": [text(4, 8), text(4, 8)], "seed": 1, "n": 2},
+                                # one text sampled n times; a second is drawn so that the texts after stay
+                                "show": [text(4, 8), text(4, 8)][:1], "seed": 1, "n": 2},
         "task_seq2seq_autotitle": {"txts": os.path.join(folder, "news", "*.txt"),
                               "show": [text(10, 20), text(10, 20) + "，" + text(4, 8)]},
         "basic_language_model_nezha_gen_gpt": {"show": [text(2, 5), text(2, 5)], "end": "。", "maxlen": 12,
@@ -114,7 +117,7 @@ def write_mt5(work: str, seed: int = 0) -> dict:
         return chinese + " " + " ".join(rng.choice(helpers.SP_ENGLISH, int(rng.integers(1, 4))))
 
     files = {"keep_tokens": json.dumps(keep_tokens)}
-    for name, rows in (("train", 12), ("valid", 2)):  # 12 rows, 3 full batches: STEPS steps, no partial batch
+    for name, rows in (("train", 12), ("valid", 1)):  # 12 rows, 3 full batches: no partial batch
         files[name] = "".join(f"{text(2, 6)}\t{text(8, 20)}\n" for _ in range(rows))
     data = {"paths": paths}
     for name, content in files.items():
@@ -189,7 +192,7 @@ def test_task_seq2seq_autotitle_csl_mt5(results):
     assert len(ours["step_losses"]) == STEPS
     for key in ("step_losses", "epoch_loss", "probas"):
         close(ours[key], theirs[key])
-    # after six Adam steps: a weight whose gradient is near 0 moves by lr * g / (|g| + eps) on either side, where a
+    # after four Adam steps: a weight whose gradient is near 0 moves by lr * g / (|g| + eps) on either side, where a
     # rounding in g shows, so the encoder's output is compared more loosely
     close(ours["encoded"], theirs["encoded"], atol=2e-3)
 

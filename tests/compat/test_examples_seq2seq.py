@@ -25,7 +25,9 @@ DIGITS = list("0123456789")
 TOKENS = [*SPECIAL, *PUNCTUATION, *DIGITS, *("##" + d for d in DIGITS), *"+-*/().,%"]
 CHARS = oracle_examples.CHARS[:CFG["vocab_size"] - len(TOKENS)]
 TOKENS += CHARS
-STEPS = 3
+# train_on_batch steps before fit: one traces the step once (a second batch length would trace it again);
+# the updates' parity shows in what follows it (fit's losses, the outputs after training)
+STEPS = 1
 
 
 def write_csl(folder: str, rng: np.random.Generator) -> dict:
