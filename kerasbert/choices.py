@@ -57,10 +57,11 @@ ADVERSARIAL_WHY = {
                     "would move the predictions' own weights"),
     "vat": "vat compares a text's class distributions before and after the perturbation, which --task cls gives (its "
            "training texts serve as the unlabelled ones): use fgm or gp"}
-# every family bert4keras's ``model=`` builds, then its aliases: ``kerasbert train --model`` and
+# every family ``model=`` builds (bert4keras's, then the Hugging Face encoders beyond it), then their aliases: ``kerasbert train --model`` and
 # `kerasbert.modeling.families.NAMES`, which defines each
 MODEL_FAMILIES = ("bert", "albert", "albert_unshared", "nezha", "electra", "roformer", "roformer_v2", "gpt", "gpt2",
-                  "gpt2_ml", "t5", "t5.1.1", "mt5.1.1", "roberta", "t5.1.0")
+                  "gpt2_ml", "t5", "t5.1.1", "mt5.1.1", "roberta_en", "xlm_roberta", "distilbert", "deberta_v3",
+                  "modernbert", "roberta", "t5.1.0")
 SCHEDULES = ("cosine", "linear", "constant")  # the decays after warmup of ``--schedule``; the first is the default
 # the CRF's transitions learn this many times faster than the encoder in kerasbert's tagging head (as in bert4keras's
 # NER example): at the encoder's rate they barely move, and the CRF decodes almost as argmax would

@@ -22,16 +22,20 @@ from kerasbert.perf import kernels
 WIDTH_SYMBOLS = ("H", "E")  # a layer's width in its formula: the hidden size, or the embedding size E ≠ H
 
 
-def first_kept(token_ids):
-    """``token_ids != 0`` ``[B, S]`` with position 0 always True: the padding mask, as bert4keras's
-    ``Embedding.compute_mask`` gives it. Id 0 is padding after the first position only: T5's decoder and the chess
-    language model's rows start with id 0, and a row of padding alone keeps one key every query may see.
+def first_kept(token_ids, pad_id: int = 0):
+    """``token_ids != pad_id`` ``[B, S]`` with position 0 always True: the padding mask, as bert4keras's
+    ``Embedding.compute_mask`` gives it. The padding id is 0 in BERT's vocabularies; a family whose vocabulary pads
+    with another id (RoBERTa's ``<pad>`` is 1) passes its config's ``pad_token_id``. It is padding after the first
+    position only: T5's decoder and the chess language model's rows start with id 0, and a row of padding alone
+    keeps one key every query may see.
 
     Example:
     >>> ops.convert_to_numpy(first_kept(ops.array([[0, 5, 0], [2, 0, 0]]))).tolist()
     [[True, True, False], [True, False, False]]
+    >>> ops.convert_to_numpy(first_kept(ops.array([[0, 5, 1]]), pad_id=1)).tolist()
+    [[True, True, False]]
     """
-    seen = ops.not_equal(token_ids, 0)
+    seen = ops.not_equal(token_ids, pad_id)
     return ops.concatenate([ops.ones_like(seen[:, :1]), seen[:, 1:]], axis=1)
 
 
@@ -130,9 +134,13 @@ class TokenEmbedding(_Width, keras.layers.Embedding):
     'V·E = 100·4'
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, pad_id: int = 0, **kwargs):
         super().__init__(*args, **kwargs)
         self.supports_masking = True  # the padding mask, whatever mask_zero says (files saved without it too)
+        self.pad_id = pad_id  # the id `first_kept` masks: 0, or the config's pad_token_id where the vocabulary says
+
+    def get_config(self):
+        return {**super().get_config(), **({"pad_id": self.pad_id} if self.pad_id else {})}
 
     def call(self, inputs, reverse: bool = False):
         if reverse:
@@ -145,7 +153,7 @@ class TokenEmbedding(_Width, keras.layers.Embedding):
         return super().compute_output_spec(inputs)
 
     def compute_mask(self, inputs, mask=None):
-        return first_kept(inputs) if len(inputs.shape) == 2 else None  # ids [B, S]; not the MLM logits
+        return first_kept(inputs, self.pad_id) if len(inputs.shape) == 2 else None  # ids [B, S]; not MLM logits
 
     def param_formula(self) -> Formula:
         return self._width_formula("V", self.output_dim, V=self.input_dim)
@@ -300,10 +308,20 @@ class PaddingMask(keras.layers.Layer):
     Example:
     >>> ops.convert_to_numpy(PaddingMask()(ops.array([[5, 7, 0], [0, 7, 0]]))).tolist()
     [[True, True, False], [True, True, False]]
+
+    Args:
+        pad_id: int. the id that pads a row (`first_kept`): 0, or the config's ``pad_token_id``.
     """
 
+    def __init__(self, pad_id: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.pad_id = pad_id
+
     def call(self, token_ids):
-        return first_kept(token_ids)
+        return first_kept(token_ids, self.pad_id)
+
+    def get_config(self):
+        return {**super().get_config(), **({"pad_id": self.pad_id} if self.pad_id else {})}
 
     def compute_output_shape(self, input_shape):
         return input_shape

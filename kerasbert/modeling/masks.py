@@ -38,14 +38,17 @@ class AttentionMask(keras.layers.Layer):
 
     Args:
         application: str. ``"lm"`` (causal: j <= i) or ``"unilm"`` (by segment: cumsum(s)[j] <= cumsum(s)[i]).
+        pad_id: int. the id that pads a row (`kerasbert.modeling.layers.first_kept`): 0, or the config's
+            ``pad_token_id``.
 
     Example:
     >>> ops.convert_to_numpy(AttentionMask("lm")([ops.array([[0, 4, 0]]), ops.zeros((1, 3), "int32")]))[0].tolist()
     [[True, False, False], [True, True, False], [True, True, False]]
     """
 
-    def __init__(self, application: str, **kwargs):
+    def __init__(self, application: str, pad_id: int = 0, **kwargs):
         super().__init__(**kwargs)
+        self.pad_id = pad_id
         if application not in ("lm", "unilm"):
             raise fail(ModelError, "AttentionMask: application", '"lm" or "unilm"', repr(application))
         self.application = application
@@ -57,7 +60,7 @@ class AttentionMask(keras.layers.Layer):
         else:
             order = ops.cumsum(ops.cast(segment_ids, "int32"), axis=1)  # (B, S): 0 on the source, then 1, 2, ...
         seen = order[:, None, :] <= order[:, :, None]  # (B or 1, S, S): query i, key j
-        return ops.logical_and(seen, first_kept(token_ids)[:, None, :])
+        return ops.logical_and(seen, first_kept(token_ids, self.pad_id)[:, None, :])
 
     def compute_output_spec(self, inputs):
         token_ids = inputs[0]
@@ -70,7 +73,8 @@ class AttentionMask(keras.layers.Layer):
         return Formula.of("0")
 
     def get_config(self):
-        return {**super().get_config(), "application": self.application}
+        padding = {"pad_id": self.pad_id} if self.pad_id else {}
+        return {**super().get_config(), "application": self.application, **padding}
 
 
 def attention_mask(application: str, token_ids, segment_ids):
