@@ -57,7 +57,8 @@ ADVERSARIAL_WHY = {
                     "would move the predictions' own weights"),
     "vat": "vat compares a text's class distributions before and after the perturbation, which --task cls gives (its "
            "training texts serve as the unlabelled ones): use fgm or gp"}
-# every family ``model=`` builds (bert4keras's, then the Hugging Face encoders beyond it), then their aliases: ``kerasbert train --model`` and
+# every family ``model=`` builds (bert4keras's, then the Hugging Face encoders beyond it), then their aliases:
+# ``kerasbert train --model`` and
 # `kerasbert.modeling.families.NAMES`, which defines each
 MODEL_FAMILIES = ("bert", "albert", "albert_unshared", "nezha", "electra", "roformer", "roformer_v2", "gpt", "gpt2",
                   "gpt2_ml", "t5", "t5.1.1", "mt5.1.1", "roberta_en", "xlm_roberta", "distilbert", "deberta_v3",
