@@ -249,6 +249,22 @@ class BertConfig:
         return self.hidden_size if self.embedding_size is None else self.embedding_size
 
     @property
+    def pad_id(self) -> int:
+        """The id that pads a row: a Hugging Face config's ``pad_token_id`` (RoBERTa's and XLM-R's 1, ModernBERT's
+        50283), 0 (BERT's ``[PAD]``) where the config gives none; a ConfigError for an id outside the vocabulary.
+
+        Example:
+        >>> BertConfig.from_preset("tiny").pad_id
+        0
+        """
+        value = self.extra.get("pad_token_id", 0)
+        if value is None:
+            return 0
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < self.vocab_size:
+            raise fail(ConfigError, f"{self.source}: pad_token_id", f"an id in [0, {self.vocab_size})", repr(value))
+        return value
+
+    @property
     def model_type(self) -> str | None:
         """The Hugging Face ``model_type`` the config file gave, None for a Google config."""
         return self.extra.get("model_type")
