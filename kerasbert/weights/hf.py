@@ -18,6 +18,7 @@ Safetensors files are read with the ``safetensors`` package's NumPy API and ``py
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import os
 import re
@@ -178,6 +179,16 @@ class HFCheckpoint:
         return self._files[file].get(stored)
 
 
+# the architectures whose blocks are not BERT's -> the module of their Hugging Face tables, which gives
+# ``hf_format(family, base)`` (the format over `HF`'s reading rules) and ``hf_config(config, family)`` (the config.json)
+ARCHITECTURE_TABLES = {"gpt": "kerasbert.weights.hf_generative", "t5": "kerasbert.weights.hf_generative"}
+
+
+def _tables(family: Family):
+    """The module of a non-BERT architecture's Hugging Face tables (`ARCHITECTURE_TABLES`)."""
+    return importlib.import_module(ARCHITECTURE_TABLES[family.architecture])
+
+
 def hf_format(family: Family) -> Format:
     """The Hugging Face format of a family's checkpoints (`kerasbert.weights.family_names.hf_names`).
 
@@ -186,9 +197,7 @@ def hf_format(family: Family) -> Format:
     ['albert.embeddings.word_embeddings.weight', 'predictions.bias']
     """
     if family.architecture != "encoder":
-        from kerasbert.weights.hf_generative import generative_format
-
-        return generative_format(family, HF)
+        return _tables(family).hf_format(family, HF)
     names = hf_names(family)
     rows = {names.get((ln.EMBEDDING_TOKEN, "embeddings")), names.get((ln.MLM_BIAS, "bias"))} - {None}
     return dataclasses.replace(HF, names=names, family=family.name, vocab_rows=frozenset(rows))
@@ -353,9 +362,7 @@ def hf_config_dict(model) -> dict:
     """
     config, family = config_of(model), families.of_model(model)
     if family.architecture != "encoder":
-        from kerasbert.weights.hf_generative import hf_config
-
-        return hf_config(config, family)
+        return _tables(family).hf_config(config, family)
     values = {"pad_token_id": 0, **config.to_dict()}
     values["hidden_act"] = HF_ACTIVATIONS[config.activation]
     return {**values, **hf_family_config(config, family)}  # the names save_hf writes

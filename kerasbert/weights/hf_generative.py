@@ -1,5 +1,5 @@
 """Hugging Face folders of the generative families: the formats of T5's, mT5's and GPT-2's weights
-(`generative_format`), the ``config.json`` written for them (`hf_config`) and bert4keras's config written back
+(`hf_format`), the ``config.json`` written for them (`hf_config`) and bert4keras's config written back
 (`google_config`), and the shapes of their weights from a config (`generative_shapes`), which
 `kerasbert.weights.convert` checks a file against.
 
@@ -11,7 +11,7 @@ transformers model, and so no Hugging Face folder.
 Example:
 >>> from kerasbert.modeling.families import get
 >>> from kerasbert.weights.hf import HF
->>> fmt = generative_format(get("t5.1.1"), HF)
+>>> fmt = hf_format(get("t5.1.1"), HF)
 >>> fmt.transposed("lm_head.weight"), fmt.transposed("shared.weight"), sorted(fmt.vocab_rows)
 (True, False, ['lm_head.weight', 'shared.weight'])
 """
@@ -39,7 +39,7 @@ _T5_DEFAULTS = {"is_encoder_decoder": True, "decoder_start_token_id": 0, "pad_to
 BERT4KERAS_EPSILON = {"t5": 1e-6, "gpt": 1e-5}
 
 
-def generative_format(family: Family, hf: Format) -> Format:
+def hf_format(family: Family, hf: Format) -> Format:
     """The Hugging Face format of a T5 or GPT-2 family: ``hf`` (`kerasbert.weights.hf.HF`) with its names, transposes,
     vocabulary rows and the tied copies a file may hold (``encoder.embed_tokens``, GPT-2's ``lm_head``,
     GPT-2's causal-mask buffers) skipped; a CheckpointError for GPT and GPT2-ML, which transformers lacks."""
