@@ -55,6 +55,8 @@ class Family:
             causal ``"lm"`` model too, and ``"unilm"`` is refused (GPT).
         part: str. which part of an encoder-decoder the model is: ``""`` the whole model, ``"encoder"`` or
             ``"decoder"`` (bert4keras's ``model="t5.1.1_encoder"``, ``"t5.1.1_decoder"``).
+        tokenizer: str. the model of its tokenizer: ``"wordpiece"`` (BERT's ``vocab.txt``), ``"bpe"`` (byte-level
+            BPE: RoBERTa, ModernBERT), ``"unigram"`` (SentencePiece Unigram: XLM-R, DeBERTa-v3, T5).
     """
 
     name: str
@@ -68,6 +70,7 @@ class Family:
     architecture: str = "encoder"
     causal: bool = False
     part: str = ""
+    tokenizer: str = "wordpiece"
 
 
 _T5_KEYS = ("relative_attention_num_buckets",)  # the key a T5 config gives and a BERT config lacks
@@ -88,6 +91,12 @@ _FAMILIES = {
                      architecture="t5", required=_T5_KEYS),
     "mt5.1.1": Family("mt5.1.1", positions="t5_relative", bias=False, norm="rms", heads="t5", checkpoint="mt5.1.1",
                       architecture="t5", required=_T5_KEYS),
+    # the Hugging Face encoders beyond bert4keras's families
+    "roberta_en": Family("roberta_en", tokenizer="bpe"),
+    "xlm_roberta": Family("xlm_roberta", tokenizer="unigram"),
+    "distilbert": Family("distilbert"),
+    "deberta_v3": Family("deberta_v3", architecture="deberta", tokenizer="unigram"),
+    "modernbert": Family("modernbert", architecture="modernbert", tokenizer="bpe"),
 }
 ALIASES = {"roberta": "bert", "t5.1.0": "t5"}  # bert4keras builds RoBERTa as BERT, and names T5's first version both
 FAMILY_NAMES = tuple(_FAMILIES)  # the families, without their aliases
@@ -99,11 +108,14 @@ PART_NAMES = tuple(f"{name}_{part}" for name, family in _FAMILIES.items() if fam
 # Hugging Face config.json model_type -> the family it describes (a gated "t5" is T5.1.1: `named`); `model_type`
 # is the other way
 MODEL_TYPES = {"bert": "bert", "albert": "albert", "electra": "electra", "nezha": "nezha",
-               "roformer": "roformer", "t5": "t5", "mt5": "mt5.1.1", "gpt2": "gpt2"}
+               "roformer": "roformer", "t5": "t5", "mt5": "mt5.1.1", "gpt2": "gpt2", "roberta": "roberta_en",
+               "xlm-roberta": "xlm_roberta", "distilbert": "distilbert", "deberta-v2": "deberta_v3",
+               "modernbert": "modernbert"}
 
 
 # families that read their kin's checkpoints, and T5's versions, whose Hugging Face model_type is T5's or mT5's
-_KIN = {"albert_unshared": "albert", "roformer_v2": "roformer", "t5.1.1": "t5", "mt5.1.1": "mt5"}
+_KIN = {"albert_unshared": "albert", "roformer_v2": "roformer", "t5.1.1": "t5", "mt5.1.1": "mt5",
+        "roberta_en": "roberta", "xlm_roberta": "xlm-roberta", "deberta_v3": "deberta-v2"}
 
 
 def model_type(family: Family) -> str:
