@@ -22,20 +22,12 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-import keras
-from keras import ops
-
 from kerasbert.finetune.qa_metrics import choose_metric, qa_scores
 from kerasbert.finetune.task_base import Task, predict_batches
 from kerasbert.modeling import heads
-from kerasbert.modeling.losses import _unmasked
-from kerasbert.modeling.registry import register
+from kerasbert.modeling.losses import PointerLoss
 from kerasbert.text.pipeline import to_dataset
 from kerasbert.text.qa_data import (
-    BOTH,
-    END,
-    REAL,
-    START,
     QaExample,
     QaFeatures,
     encode_qa,
@@ -47,41 +39,6 @@ from kerasbert.text.readers import LabelSet, write_text
 from kerasbert.text.tokenizer import Tokenizer
 
 __all__ = ["PointerLoss", "QaTask"]
-
-
-def _pointer_loss(logits, target, real):
-    """Softmax cross-entropy of ``logits`` ``[B, S]`` against the one ``target`` position of each row, over its
-    ``real`` positions."""
-    masked = ops.where(real, logits, ops.full_like(logits, -1e9))
-    return ops.logsumexp(masked, axis=-1) - ops.sum(ops.where(target, logits, ops.zeros_like(logits)), axis=-1)
-
-
-@register
-class PointerLoss(keras.losses.Loss):
-    """The mean of the start's and the end's softmax cross-entropy, each over a row's real positions: ``y_true`` is
-    `kerasbert.text.qa_data.pointer_labels` rows ``[B, S]`` (0 on padding), ``y_pred`` the logits ``[B, S, 2]``.
-
-    Example:
-    >>> import numpy as np
-    >>> y_true = np.array([[4, 1, 0]])  # [CLS] is the start and the end; the last position is padding
-    >>> round(float(PointerLoss()(y_true, np.zeros((1, 3, 2), np.float32))), 4)  # log 2
-    0.6931
-    """
-
-    def __init__(self, name: str = "pointer_loss", **kwargs):
-        super().__init__(name=name, **kwargs)
-
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        # the logits carry the padding mask of the sequence output; the labels say which positions are real
-        return super().__call__(y_true, _unmasked(y_pred), sample_weight)
-
-    def call(self, y_true, y_pred):
-        y_true = ops.cast(y_true, "int32")
-        logits = ops.cast(y_pred, "float32")
-        real = ops.greater_equal(y_true, REAL)
-        starts = ops.logical_or(ops.equal(y_true, START), ops.equal(y_true, BOTH))
-        ends = ops.logical_or(ops.equal(y_true, END), ops.equal(y_true, BOTH))
-        return (_pointer_loss(logits[..., 0], starts, real) + _pointer_loss(logits[..., 1], ends, real)) / 2
 
 
 @dataclass

@@ -16,6 +16,7 @@ from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.crf import ConditionalRandomField, crf_accuracy
 from kerasbert.modeling.global_pointer import GlobalPointer, global_pointer_crossentropy, global_pointer_f1
 from kerasbert.modeling.registry import register
+from kerasbert.text.qa_data import BOTH, END, REAL, START
 
 __all__ = ["CRFLoss", "CoSENTLoss", "InBatchNegativesLoss", "SparseLabelLoss", "TokenBinaryLoss", "accuracy_metric",
            "check_label_ids", "loss_and_metrics", "masked_accuracy", "token_binary_accuracy"]
@@ -329,3 +330,38 @@ class InBatchNegativesLoss(keras.losses.Loss):
 
     def get_config(self):
         return {**super().get_config(), "scale": self.scale}
+
+
+def _pointer_loss(logits, target, real):
+    """Softmax cross-entropy of ``logits`` ``[B, S]`` against the one ``target`` position of each row, over its
+    ``real`` positions."""
+    masked = ops.where(real, logits, ops.full_like(logits, -1e9))
+    return ops.logsumexp(masked, axis=-1) - ops.sum(ops.where(target, logits, ops.zeros_like(logits)), axis=-1)
+
+
+@register
+class PointerLoss(keras.losses.Loss):
+    """The mean of the start's and the end's softmax cross-entropy, each over a row's real positions: ``y_true`` is
+    `kerasbert.text.qa_data.pointer_labels` rows ``[B, S]`` (0 on padding), ``y_pred`` the logits ``[B, S, 2]``.
+
+    Example:
+    >>> import numpy as np
+    >>> y_true = np.array([[4, 1, 0]])  # [CLS] is the start and the end; the last position is padding
+    >>> round(float(PointerLoss()(y_true, np.zeros((1, 3, 2), np.float32))), 4)  # log 2
+    0.6931
+    """
+
+    def __init__(self, name: str = "pointer_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        # the logits carry the padding mask of the sequence output; the labels say which positions are real
+        return super().__call__(y_true, _unmasked(y_pred), sample_weight)
+
+    def call(self, y_true, y_pred):
+        y_true = ops.cast(y_true, "int32")
+        logits = ops.cast(y_pred, "float32")
+        real = ops.greater_equal(y_true, REAL)
+        starts = ops.logical_or(ops.equal(y_true, START), ops.equal(y_true, BOTH))
+        ends = ops.logical_or(ops.equal(y_true, END), ops.equal(y_true, BOTH))
+        return (_pointer_loss(logits[..., 0], starts, real) + _pointer_loss(logits[..., 1], ends, real)) / 2

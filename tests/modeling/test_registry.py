@@ -52,8 +52,20 @@ def write_models(folder) -> list[str]:
     from kerasbert import build_transformer_model
     from kerasbert.modeling import heads
     from kerasbert.modeling.conditional_norm import ConditionalLayerNorm
-    from kerasbert.modeling.global_pointer import SpanCodeLoss, multilabel_categorical_crossentropy, span_f1
-    from kerasbert.modeling.losses import CoSENTLoss, InBatchNegativesLoss, UnmaskedLoss, UnmaskedMean, masked_accuracy
+    from kerasbert.modeling.global_pointer import (
+        PairCodeLoss,
+        SpanCodeLoss,
+        multilabel_categorical_crossentropy,
+        span_f1,
+    )
+    from kerasbert.modeling.losses import (
+        CoSENTLoss,
+        InBatchNegativesLoss,
+        PointerLoss,
+        UnmaskedLoss,
+        UnmaskedMean,
+        masked_accuracy,
+    )
     from kerasbert.modeling.optimizers import LayerwiseAdamW, WarmupSchedule
 
     bert = build_transformer_model("tiny", verbose=False)
@@ -67,19 +79,24 @@ def write_models(folder) -> list[str]:
               "unilm": build_transformer_model("tiny", application="unilm", verbose=False),
               "electra": build_transformer_model("tiny", model="electra", with_discriminator=True, verbose=False),
               "pretraining": heads.pretraining(build_transformer_model("tiny", with_mlm=True, verbose=False)),
-              "t5": build_transformer_model(config=T5, model="t5.1.1", verbose=False)}
+              "t5": build_transformer_model(config=T5, model="t5.1.1", verbose=False),
+              "deberta": build_transformer_model("tiny", model="deberta_v3", verbose=False),
+              "modernbert": build_transformer_model("tiny", model="modernbert", verbose=False)}  # a local layer
     with_head = {"cls", "mean", "tagging", "crf", "mlm", "mlm-erf", "spans", "nsp", "efficient", "electra", "unilm",
                  "pretraining"}
     pair_losses = {"cosent": CoSENTLoss(), "in_batch": InBatchNegativesLoss()}
     models.update({"cosent": heads.embedding(bert), "in_batch": heads.embedding(bert, "first_last_avg")})
     models["span_codes"] = heads.spans(bert, 2, head_size=8)  # as the span task compiles it: gold spans as codes
+    models.update({"qa": heads.qa(bert), "relations": heads.relations(bert, 1, head_size=8)})
     condition = keras.Input((1,), name="Input-Condition")  # bert4keras's layer_norm_cond, on the sequence output
     models["conditional"] = keras.Model([*bert.inputs, condition], ConditionalLayerNorm(
         conditional=True, hidden_units=4)([bert.output, condition]))
     own = {"span_codes": {"loss": SpanCodeLoss(), "metrics": [span_f1]},  # as the span task compiles it
            "t5": {"loss": UnmaskedLoss(T5["vocab_size"], ignore_id=0),  # as the T5 seq2seq task compiles it
                   "metrics": [UnmaskedMean(masked_accuracy)]},
-           "conditional": {"loss": "mse"}}
+           "conditional": {"loss": "mse"},
+           "qa": {"loss": PointerLoss()},  # as the qa and relation tasks compile them
+           "relations": {"loss": [PairCodeLoss(0, 2, 4), PairCodeLoss(2, 1, 4), PairCodeLoss(3, 1, 4)]}}
     paths = []
     ids = np.array([[2, 9, 3, 0]], "int32")
     for name, model in models.items():
