@@ -59,6 +59,7 @@ ROOT = os.path.dirname(HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from benchmarks import bench_families  # noqa: E402
 from benchmarks.bench_workers import NUM_CLASSES, WORKERS, gpu_peak_mb  # noqa: E402
 from benchmarks.results import write_section  # noqa: E402
 
@@ -84,7 +85,9 @@ VARIANTS = {
     "bert4keras-onednn": ("bert4keras", {"env": {"TF_ENABLE_ONEDNN_OPTS": "1"}}),
     "kerasbert-b4k": ("b4k_way", {"library": "kerasbert"}),
     "bert4keras-b4k": ("b4k_way", {"library": "bert4keras"}),
+    **bench_families.VARIANTS,  # --families: kerasbert-roberta_en against keras-hub-roberta_en, ...
 }
+WORKERS = {**WORKERS, **bench_families.WORKERS}
 # kerasbert's defaults (kerasbert.perf.xla.xla_pays): XLA with a GPU for models of 10M+ parameters (-noxla shows
 # the plain graph there), the plain graph on a CPU (-xla shows XLA); oneDNN on x86-64 (kerasbert.perf.onednn),
 # -nodnn without it, and bert4keras-onednn bert4keras with it; -b4k: bert4keras's way of building and stepping a
@@ -121,7 +124,7 @@ def forward_flops(cfg: dict, batch: int, seq: int, first_token_only: bool = Fals
 # ---------------------------------------------------------------------------------------- orchestrator
 def worker_main(args) -> None:
     framework, opts = variant(args.worker)
-    opts = {**opts, "model": args.model}
+    opts = {"model": args.model, **opts}  # a --families variant names its own family
     with open(args.config_file) as f:
         cfg = json.load(f)
     extra_args = {"device": args.device} if framework == "matmul" else {}
@@ -140,7 +143,8 @@ def available(name: str) -> str | None:
     GPU machine without TensorFlow) bert4keras and ``kerasbert train`` (tf.data) need TensorFlow, and
     ``jit_compile=False`` means op-by-op Python there, not TensorFlow's plain graph."""
     framework, opts = variant(name)
-    needs = {"keras_hub": ["keras_hub"], "bert4keras": ["tensorflow", "bert4keras"],
+    needs = {"keras_hub": ["keras_hub"], "keras_hub_family": ["keras_hub"],
+             "bert4keras": ["tensorflow", "bert4keras"],
              "kerasbert_train": ["tensorflow"]}.get(opts.get("library", framework), [])
     missing = [module for module in needs if importlib.util.find_spec(module) is None]
     if missing:
@@ -426,6 +430,25 @@ def summarize(results: dict, args, cfg: dict, names: list[str]) -> tuple[str, di
     return "\n".join(lines), {"figures": figures, "peaks": peaks, "peak_text": peak_text}
 
 
+def target_line(text: str, value, goal, higher: bool = True, unit: str = "×",
+                rounds: list[float] | None = None) -> str | None:
+    """One target's line: the figure, the goal, the rounds' 95 % interval (`median_interval`) and whether it is
+    met; None without a figure.
+
+    Example:
+    >>> target_line("infer: a vs b", 1.2, 1.0)
+    '- infer: a vs b: 1.20× (target ≥ 1.0×) — met'
+    """
+    if value is None:
+        return None
+    met = value >= goal if higher else value <= goal
+    spread = median_interval(rounds or [])
+    inside = spread and spread[0] <= goal <= spread[1]
+    return (f"- {text}: {value:.2f}{unit} (target {'≥' if higher else '≤'} {goal}{unit}"
+            + (f"; 95 % interval {spread[0]:.2f}–{spread[1]:.2f} over {len(rounds)} rounds" if spread else "")
+            + f") — {'met' if met else '**missed**'}" + " (the target is inside the interval)" * bool(inside))
+
+
 def targets(summary: dict, results: dict) -> str:
     """The speed and memory goals, each with the figure measured and whether it is met. Mixed precision must be
     ≥ 1.6 × fp32 where the run's matmul peaks (``summary["peaks"]``) measured half precision ≥ `HALF_FASTER`
@@ -437,14 +460,9 @@ def targets(summary: dict, results: dict) -> str:
     out = []
 
     def check(text: str, value, goal, higher: bool = True, unit: str = "×", rounds: list[float] | None = None):
-        if value is None:
-            return
-        met = value >= goal if higher else value <= goal
-        spread = median_interval(rounds or [])
-        inside = spread and spread[0] <= goal <= spread[1]
-        out.append(f"- {text}: {value:.2f}{unit} (target {'≥' if higher else '≤'} {goal}{unit}"
-                   + (f"; 95 % interval {spread[0]:.2f}–{spread[1]:.2f} over {len(rounds)} rounds" if spread else "")
-                   + f") — {'met' if met else '**missed**'}" + " (the target is inside the interval)" * bool(inside))
+        line = target_line(text, value, goal, higher, unit, rounds)
+        if line:
+            out.append(line)
 
     def check_pair(text: str, mode: str, a: str, b: str, goal, higher: bool = True):
         check(text, paired(results, mode, a, b), goal, higher, rounds=paired_ratios(results, mode, a, b))
@@ -483,6 +501,31 @@ def targets(summary: dict, results: dict) -> str:
     return "\n".join(out)
 
 
+def run_families(families: list[str], args, results: dict) -> None:
+    """Each family's kerasbert and keras-hub workers (`bench_families`), inference, stepped in interleaved rounds
+    as a group of their own, on the family's config."""
+    for family in families:
+        config_file = os.path.join(tempfile.mkdtemp(), "config.json")
+        with open(config_file, "w") as f:
+            json.dump(bench_families.family_config(family, args.quick), f)
+        for name, result in run_group(list(bench_families.variant_names(family)), "infer", args, config_file,
+                                      0).items():
+            results.setdefault((name, "infer"), []).append(result)
+            print(f"WORKER {name} infer {json.dumps(result)}", flush=True)
+
+
+def families_text(families: list[str], args, results: dict) -> str:
+    """The report's part on the Hugging Face families (`bench_families.report`), or nothing without them."""
+    table, lines = bench_families.report(results, families, paired, target_line, paired_ratios)
+    if not lines:
+        return ""
+    sizes = "tiny configs" if args.quick else "the published base sizes (DistilBERT 6 layers, the others 12)"
+    return (f"\nHugging Face families, inference against keras-hub's backbones: {sizes}, batch {args.infer_batch} × "
+            f"seq {args.seq}, random weights of the same shapes, the same ids; each family's two workers stepped in "
+            f"turn, × keras-hub the median of the rounds' paired ratios.\n\n{table}\n\nTargets:\n"
+            + "\n".join(lines) + "\n")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -497,7 +540,10 @@ def main(argv=None) -> None:
     parser.add_argument("--seq", type=int, default=None)
     parser.add_argument("--steps", type=int, default=None, help="timed rounds: one step of every worker each")
     parser.add_argument("--warmup", type=int, default=None, help="untimed first rounds (tracing, compiling)")
-    parser.add_argument("--variants", default=None, help="comma-separated subset of " + ", ".join(VARIANTS))
+    parser.add_argument("--variants", default=None, help="comma-separated subset of " + ", ".join(
+        name for name in VARIANTS if name not in bench_families.VARIANTS) + "; none: only --families")
+    parser.add_argument("--families", default=None, help="also the Hugging Face families keras-hub has, inference "
+                        "against its backbones: all, or some of " + ", ".join(bench_families.FAMILIES))
     parser.add_argument("--replay", default=None, help="summarize the WORKER lines of an earlier run's output")
     parser.add_argument("--results", default=None, help="markdown file to write (default benchmarks/RESULTS.md)")
     parser.add_argument("--baseline", default=None, help="a checkout of another kerasbert version: each kerasbert "
@@ -509,6 +555,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.worker:
         return worker_main(args)
+    try:
+        families = bench_families.parse_families(args.families)
+    except ValueError as e:
+        parser.error(str(e))
 
     quick = args.quick
     gpu = args.device == "gpu" and not quick  # a GPU wants bigger batches, and its steps take milliseconds
@@ -524,7 +574,8 @@ def main(argv=None) -> None:
     config_file = os.path.join(tempfile.mkdtemp(), "bert_config.json")
     with open(config_file, "w") as f:
         json.dump(cfg, f)
-    names = args.variants.split(",") if args.variants else (GPU_VARIANTS if args.device == "gpu" else CPU_VARIANTS)
+    names = ([] if args.variants == "none" else args.variants.split(",") if args.variants
+             else GPU_VARIANTS if args.device == "gpu" else CPU_VARIANTS)
     reasons = {n: available(n) or (f"builds BERT only, not {args.model}" if args.model != "bert"
                                     and variant(n)[0] == "keras_hub" else None) for n in names}
     skipped = {n: why for n, why in reasons.items() if why}
@@ -548,6 +599,7 @@ def main(argv=None) -> None:
                 for name, result in run_group(group, mode, args, config_file, index).items():
                     results.setdefault((name, mode), []).append(result)
                     print(f"WORKER {name} {mode} {json.dumps(result)}", flush=True)
+        run_families(families, args, results)
         if not quick:
             results[("matmul", "infer")].append(measure_peak(args, config_file))
         for result in results[("matmul", "infer")]:
@@ -572,7 +624,7 @@ def main(argv=None) -> None:
             f"{summary['peak_text']}.\n\n{table}\n\n"
             f"Targets (ratios are medians of paired rounds; the interval, where there are 6 rounds or more, is a "
             f"95 % confidence interval for that median from the rounds' order statistics, `median_interval`):\n"
-            f"{targets(summary, results)}\n")
+            f"{targets(summary, results)}\n" + families_text(families, args, results))
     print(text)
     section = "bench-quick" if quick else f"bench-{kind}" + (f"-{args.model}" if args.model != "bert" else "")
     write_section(section, text, args.results or os.path.join(HERE, "RESULTS.md"))

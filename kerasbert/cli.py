@@ -276,7 +276,7 @@ def _run_predict(args: argparse.Namespace) -> int:
 def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
     task_argument(parser, required=True)
     parser.add_argument("--data", required=True, help="a file, or a glob of files in quotes ('data/train-*.tsv')")
-    parser.add_argument("--vocab", required=True, help="vocab.txt of the checkpoint")
+    parser.add_argument("--vocab", required=True, help="vocab.txt (or tokenizer.json) of the checkpoint")
     parser.add_argument("--out", required=True, help="the folder to write (new or empty)")
     parser.add_argument("--maxlen", type=int, default=MAXLEN, help="word pieces a row keeps (default: %(default)s)")
     parser.add_argument("--labels", help="labels.json of a run: use its label ids instead of reading the data's")
@@ -304,14 +304,16 @@ def _run_prepare(args: argparse.Namespace) -> int:
     from kerasbert.text.pre_tokenize import refuse_word_vocabulary
     from kerasbert.text.readers import LabelSet
     from kerasbert.text.tokenizer import Tokenizer
+    from kerasbert.text.tokenizer_files import load_tokenizer
 
     task = task_of(args)
     if not task.streams:
         raise fail(ConfigError, "--task", "a task whose rows stream from prepared shards", repr(args.task),
                    f"train --task {args.task} on one --train file; it is read in memory")
     labels = LabelSet.load(args.labels) if args.labels else None
-    tokenizer = Tokenizer(args.vocab, do_lower_case=args.lowercase)
-    refuse_word_vocabulary(tokenizer.ids_to_tokens(range(tokenizer.vocab_size)), args.vocab)
+    tokenizer = load_tokenizer(args.vocab, lowercase=args.lowercase)  # a vocab.txt, or a tokenizer.json
+    if isinstance(tokenizer, Tokenizer):
+        refuse_word_vocabulary(tokenizer.ids_to_tokens(range(tokenizer.vocab_size)), args.vocab)
     meta = prepare(task, args.data, tokenizer, args.maxlen, args.out, labels, chunk=args.chunk,
                    verbose=progress_verbosity(args.quiet))
     print(f"{meta['count']} examples ({meta['truncated']} cut to --maxlen {meta['maxlen']}) from "

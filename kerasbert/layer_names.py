@@ -6,6 +6,7 @@ The names document the graph and are the keys users, checkpoint tables and ``.ke
     Attention-LM-Mask, Attention-UniLM-Mask             the masks of application="lm" and "unilm"
     Embedding-Token, -Segment, -Position, -Norm, ...    the embeddings
     Embedding-Mapping, Embedding-Relative-Position, Embedding-Rotary-Position
+    Embedding-Relative-Buckets[-Norm]                  DeBERTa's relative table and its norm
     Transformer-{i}-MultiHeadSelfAttention[-Dropout|-Add|-Norm]
     Transformer-{i}-FeedForward[-Dropout|-Add|-Norm]    block i, 0 <= i < L
     Transformer-MultiHeadSelfAttention, ...              ALBERT's one shared block, no index
@@ -45,6 +46,8 @@ EMBEDDING_DROPOUT = EMBEDDING_PREFIX + "Dropout"
 EMBEDDING_MAPPING = EMBEDDING_PREFIX + "Mapping"  # E -> H where the embedding size E differs from H
 RELATIVE_POSITION = EMBEDDING_PREFIX + "Relative-Position"  # NEZHA's clipped sinusoidal distances
 ROTARY_POSITION = EMBEDDING_PREFIX + "Rotary-Position"  # RoFormer's sinusoids that rotate q and k
+RELATIVE_BUCKETS = EMBEDDING_PREFIX + "Relative-Buckets"  # DeBERTa's relative table [2N, H], log buckets
+RELATIVE_BUCKETS_NORM = RELATIVE_BUCKETS + "-Norm"
 
 # ------------------------------------------------------------------------------ transformer blocks
 BLOCK_PREFIX = "Transformer-"
@@ -104,6 +107,8 @@ STACK_OUTPUT_NORM, STACK_OUTPUT_DROPOUT = "Output-Norm", "Output-Dropout"
 DECODER_OUTPUT_SCALE = "Decoder-Output-Scale"  # x·H^-0.5 before the output layer
 DECODER_OUTPUT_LM = "Decoder-Output-LM"  # T5.1.1's and mT5's own output layer
 DECODER_OUTPUT_LM_ACTIVATION = "Decoder-Output-LM-Activation"  # T5.1.0's softmax, after the tied embedding
+FINAL_NORM = f"{ENCODER}-{STACK_OUTPUT_NORM}"  # ModernBERT's norm after its last block, named as T5's encoder's
+ROTARY_POSITION_LOCAL = ROTARY_POSITION + "-Local"  # ModernBERT's rotary positions of its local layers (their own θ)
 STACK_PATTERN = re.compile(r"((?:Encoder-|Decoder-)?" + re.escape(BLOCK_PREFIX) + r")(\d+)-(.+)")
 
 

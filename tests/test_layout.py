@@ -1,8 +1,9 @@
 """The package's rooms import each other in one direction, and no modules import each other in a circle.
 
 Rooms, from the ground up: the core modules (errors, log, files, internals, and the model config
-``modeling.config`` with its Hugging Face keys ``modeling.hf_configs``, and the table of families
-``modeling.families``, plain data every room reads: they import
+``modeling.config`` with its Hugging Face keys ``modeling.hf_configs``, ``modeling.deberta_config`` and
+``modeling.modernbert_config``, and the table of families ``modeling.families``, plain data every room reads: they
+import
 only the core); perf, annotated, weights and text,
 which need only the core; modeling (the graph), which may use perf, annotated, weights and text (plain data code
 without TensorFlow: bert4keras's NumPy ``ViterbiDecoder`` decodes with ``text.predictions.viterbi``); generation
@@ -20,7 +21,8 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "kerasbert"
 CORE = {"errors", "log", "files", "internals", "choices", "layer_names"}
-CORE_MODULES = {"kerasbert.modeling.config", "kerasbert.modeling.hf_configs", "kerasbert.modeling.families"}
+CORE_MODULES = {"kerasbert.modeling.config", "kerasbert.modeling.hf_configs", "kerasbert.modeling.families",
+                "kerasbert.modeling.deberta_config", "kerasbert.modeling.modernbert_config"}
 ENTRY = {"__init__", "__main__", "cli", "compat"}
 ALLOWED = {
     "core": {"core"},

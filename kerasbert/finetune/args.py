@@ -90,9 +90,14 @@ class TrainArgs(TaskOptions):
         folder = self.checkpoint if self.checkpoint is not None and os.path.isdir(self.checkpoint) else None
         if self.config is None:
             self.config = folder if folder is not None else "tiny"
-        for name in ("vocab.txt", "spiece.model"):  # BERT's and GPT's vocabulary, or T5's SentencePiece model
+        # BERT's and GPT's vocabulary, T5's SentencePiece model, or a Hugging Face tokenizer.json (RoBERTa's, ...)
+        for name in ("vocab.txt", "spiece.model", "tokenizer.json"):
             if self.vocab is None and folder is not None and os.path.isfile(os.path.join(folder, name)):
                 self.vocab = os.path.join(folder, name)
+        if self.vocab is not None and os.path.isdir(self.vocab):  # --vocab a folder: its vocab.txt or tokenizer.json
+            from kerasbert.text.tokenizer_files import vocabulary_file
+
+            self.vocab = vocabulary_file(self.vocab)
         if self.lowercase is None and folder is None:
             self.lowercase = True
         elif self.lowercase is None:

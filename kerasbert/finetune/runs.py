@@ -5,7 +5,7 @@ Layout of ``kerasbert train ... --out RUN``::
     RUN/args.json          the training arguments (a resumed run reads them back)
     RUN/labels.json        the label set (classification labels or BIO tags)
     RUN/bert_config.json   the model config used; RUN/vocab.txt the vocabulary used (RUN/spiece.model a
-                           SentencePiece model's)
+                           SentencePiece model's, RUN/tokenizer.json a Hugging Face tokenizer's)
     RUN/model.keras        the best model on dev (the last one without dev), no optimizer
     RUN/history.csv        one row per epoch: train loss and metrics, dev metrics
     RUN/curves.png         loss and metrics per epoch, train vs dev
@@ -67,7 +67,8 @@ if TYPE_CHECKING:
 __all__ = ["RUN_FILES", "VOCAB_FILES", "LoadedRun", "Run", "State", "finished_run", "open_run", "predict_rows",
            "resumed_args", "score_file", "scored_file", "train_args", "vocab_name", "with_stride"]
 
-VOCAB_FILES = ("vocab.txt", "spiece.model")  # a run's copy of its vocabulary: WordPiece's, or SentencePiece's model
+# a run's copy of its vocabulary: WordPiece's, SentencePiece's model, or a Hugging Face tokenizer.json
+VOCAB_FILES = ("vocab.txt", "spiece.model", "tokenizer.json")
 RUN_FILES = ("args.json", "labels.json", "bert_config.json", *VOCAB_FILES, "model.keras", "history.csv", "curves.png",
              "metrics.json", "confusion.png", "per_type.txt", "per_label.txt", "scores.txt", "multilabel.json", "state",
              "state.old", "google", "hf", "eval-*.json",
@@ -75,13 +76,17 @@ RUN_FILES = ("args.json", "labels.json", "bert_config.json", *VOCAB_FILES, "mode
 
 
 def vocab_name(vocab: str) -> str:
-    """The name of a run's copy of the vocabulary ``vocab``: ``spiece.model`` for a SentencePiece model, else
-    ``vocab.txt``.
+    """The name of a run's copy of the vocabulary ``vocab``: ``spiece.model`` for a SentencePiece model,
+    ``tokenizer.json`` for a Hugging Face tokenizer, else ``vocab.txt``.
 
     Example:
     >>> vocab_name("mt5/spiece.model"), vocab_name("chinese_L-12_H-768_A-12/vocab.txt")
     ('spiece.model', 'vocab.txt')
+    >>> vocab_name("xlm-roberta-base/tokenizer.json")
+    'tokenizer.json'
     """
+    if str(vocab).endswith(".json"):
+        return VOCAB_FILES[2]
     return VOCAB_FILES[1] if str(vocab).endswith(".model") else VOCAB_FILES[0]
 
 
@@ -468,7 +473,7 @@ def predict_rows(loaded: LoadedRun, rows: list[dict], batch_size: int | None = N
     without the row itself; ``what`` names the rows in messages."""
     args, the_task = loaded.args, loaded.task
     examples = the_task.examples_of_texts(loaded.tokenizer, rows)
-    features = the_task.encode(loaded.tokenizer, examples, None, args.maxlen, what)
+    features = the_task.encoded(loaded.tokenizer, examples, None, args.maxlen, what)
     return the_task.predict(loaded.model, features, examples, loaded.labels, batch_size or args.batch_size, verbose)
 
 
@@ -476,6 +481,6 @@ def score_file(loaded: LoadedRun, data: str, batch_size: int | None = None, verb
     """The task's scores of a loaded run's model on the labelled file ``data`` (the training format)."""
     args, the_task, labels = loaded.args, loaded.task, loaded.labels
     examples = the_task.read(data, labels)
-    features = the_task.encode(loaded.tokenizer, examples, labels, args.maxlen, data)
+    features = the_task.encoded(loaded.tokenizer, examples, labels, args.maxlen, data)
     predictions = the_task.predict(loaded.model, features, examples, labels, batch_size or args.batch_size, verbose)
     return the_task.score(examples, predictions, labels)

@@ -6,7 +6,8 @@ encodes ``chunk`` examples at a time with the task's own ``Task.encode`` and wri
 complete or not at all. Memory is bounded by ``chunk``, not by the size of the data.
 `prepared_dataset` reads the shards back as the same batches `kerasbert.text.pipeline.to_dataset` makes
 of the features in memory: ``({"Input-Token", "Input-Segment"}, labels[, weights])``, int32 ids and
-labels, float32 weights, each batch padded with 0 to its longest row.
+labels, float32 weights, each batch padded to its longest row: the token ids with the tokenizer's padding id
+(``meta.json``'s ``pad_id`` where it is not 0), the rest with 0.
 
 Shuffling is a pure function of ``(seed, epoch)``: the shard order is permuted, then each block of
 ``shuffle_buffer`` examples is permuted with stateless random ops. It does not depend on TensorFlow's
@@ -47,6 +48,7 @@ from kerasbert.log import logger
 from kerasbert.text import pipeline, readers
 from kerasbert.text.readers import LabelSet
 from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.text.tokenizer_base import pad_id_of
 
 __all__ = ["FORMAT", "SHARD_SIZE", "expand", "prepare", "prepared_dataset", "read_prepared"]
 
@@ -221,7 +223,7 @@ def prepare(task: Task, pattern: str, tokenizer: Tokenizer, maxlen: int, out: st
         pipeline.report_truncation(counts["truncated"], counts["count"], maxlen, pattern)
         meta = {"format": FORMAT, "task": task.name, "options": _task_options(task), "maxlen": maxlen,
                 "vocab_size": tokenizer.vocab_size, "labels": labels.labels, **counts, "files": files,
-                "shards": shards.shards}
+                "shards": shards.shards, **({"pad_id": pad_id_of(tokenizer)} if pad_id_of(tokenizer) else {})}
         write_text(os.path.join(staging, META), json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
     return meta
 
@@ -279,8 +281,9 @@ def _parser(meta: dict, labels: bool):
 
     def parse(serialized):
         rows = tf.io.parse_example(serialized, spec)
-        dense = {name: value.to_tensor() if isinstance(value, tf.RaggedTensor) else value
-                 for name, value in rows.items()}  # padded with 0 to the batch's longest row
+        dense = {name: value.to_tensor(meta.get("pad_id", 0) if name == "token_ids" else 0)
+                 if isinstance(value, tf.RaggedTensor) else value
+                 for name, value in rows.items()}  # padded to the batch's longest row: token ids with the padding id
         inputs = {ln.TOKEN_INPUT: tf.cast(dense["token_ids"], tf.int32),
                   ln.SEGMENT_INPUT: tf.cast(dense["segment_ids"], tf.int32)}
         parts = [tf.cast(dense[name], tf.int32) if kind != "floats" else dense[name] for name, kind in columns.items()]

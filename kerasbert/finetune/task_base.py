@@ -26,6 +26,8 @@ from kerasbert.text.pipeline import Features
 from kerasbert.text.pre_tokenize import pre_tokenizer
 from kerasbert.text.readers import LabelSet, write_text
 from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.text.tokenizer_base import pad_id_of
+from kerasbert.text.tokenizer_files import load_tokenizer
 
 __all__ = ["EntityTask", "Task", "predict_batches"]
 
@@ -78,10 +80,17 @@ class Task(TaskOptions, abc.ABC):
     streams: bool = field(default=True, init=False)  # whether its rows stream from `kerasbert prepare`'s shards
 
     def make_tokenizer(self, vocab: str, lowercase: bool | None) -> Tokenizer:
-        """The tokenizer of the run's vocabulary (``--vocab``, or the run folder's copy): BERT's word pieces between
-        ``[CLS]`` and ``[SEP]``, lower-cased with ``lowercase``, each text first cut into words where the task's
-        ``pre_tokenize`` says; a task of another family's tokenizer overrides it."""
-        return Tokenizer(vocab, do_lower_case=lowercase, pre_tokenize=pre_tokenizer(self.pre_tokenize))
+        """The tokenizer of the run's vocabulary (``--vocab``, or the run folder's copy;
+        `kerasbert.text.tokenizer_files.load_tokenizer`): BERT's word pieces between ``[CLS]`` and ``[SEP]``,
+        lower-cased with ``lowercase``, each text first cut into words where the task's ``pre_tokenize`` says, or a
+        Hugging Face ``tokenizer.json``'s pieces and rows; a task of another family's tokenizer overrides it."""
+        return load_tokenizer(vocab, lowercase=lowercase, pre_tokenize=pre_tokenizer(self.pre_tokenize))
+
+    def encoded(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> Features:
+        """`encode`'s features, their rows to be padded with the tokenizer's padding id (`Features.pad_id`)."""
+        features = self.encode(tokenizer, examples, labels, maxlen, what)
+        features.pad_id = pad_id_of(tokenizer)
+        return features
 
     def batches(self, dataset, tokenizer: Tokenizer, seed: int, epoch: int | None, skip: int = 0):
         """The batches the model sees, from `kerasbert.text.pipeline.to_dataset`'s: as they are, unless the task

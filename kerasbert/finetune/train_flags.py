@@ -135,8 +135,10 @@ def encoder_arguments(model) -> None:
     family_argument(model)
     model.add_argument("--checkpoint", help="Google checkpoint or Hugging Face folder to start from (default: "
                                             "random weights)")
-    model.add_argument("--vocab", help="vocab.txt of the checkpoint, or its SentencePiece .model (T5, CPM-style "
-                                       "GPT-2; default: the checkpoint folder's vocab.txt or spiece.model)")
+    model.add_argument("--vocab", help="vocab.txt of the checkpoint, its SentencePiece .model (T5, CPM-style GPT-2) "
+                                       "or its tokenizer.json (RoBERTa, XLM-R, DeBERTa-v3, ModernBERT), or a folder "
+                                       "holding one; default: the checkpoint folder's vocab.txt, spiece.model or "
+                                       "tokenizer.json")
 
 
 def _model_arguments(model, defaults: TrainArgs) -> None:

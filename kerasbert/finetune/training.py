@@ -66,6 +66,8 @@ from kerasbert.text.pipeline import Features, bucket_lengths, length_buckets, to
 from kerasbert.text.pre_tokenize import refuse_word_vocabulary
 from kerasbert.text.readers import LabelSet
 from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.text.tokenizer_base import pad_id_of
+from kerasbert.text.tokenizer_files import check_family
 from kerasbert.weights.google import save_google_checkpoint
 
 __all__ = ["TrainArgs", "compile_model", "evaluate", "make_optimizer", "predict", "train"]
@@ -186,6 +188,7 @@ class _Inputs:
     dev_examples: list | None
     dev_features: Features | None
     seen: Callable  # (dataset, epoch or None for dev, batches skipped) -> the batches the model sees (`Task.batches`)
+    pad_id: int = 0  # the tokenizer's padding id, which pads the token rows
 
 
 def _monitor(args: TrainArgs, the_task: Task, strategy) -> str:
@@ -211,11 +214,12 @@ def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbo
         logger.info("training from scratch: vocab_size %d -> %d (the size of %s)", config.vocab_size,
                     tokenizer.vocab_size, args.vocab)
         config = config.replace(vocab_size=tokenizer.vocab_size)
+    check_family(tokenizer, families.resolve(args.model, config), config, args.vocab)  # a tokenizer.json's family
     labels, count, train_data, prepared = _train_data(args, the_task, tokenizer, config, labels, verbose)
     for name, value in the_task.task_options().items():  # as the training data settled them (sim: its loss)
         setattr(args, name, value)
     dev_examples = the_task.read(args.dev, labels) if args.dev else None
-    dev_features = the_task.encode(tokenizer, dev_examples, labels, args.maxlen, args.dev) if args.dev else None
+    dev_features = the_task.encoded(tokenizer, dev_examples, labels, args.maxlen, args.dev) if args.dev else None
     if verbose:
         logger.info("%d training examples from %s%s%s", count, args.train,
                     f" and {len(dev_examples)} dev examples from {args.dev}" if args.dev else "",
@@ -225,7 +229,7 @@ def _read_inputs(args: TrainArgs, the_task: Task, labels: LabelSet | None, verbo
         return the_task.batches(dataset, tokenizer, args.seed, epoch, skip)
 
     return _Inputs(config, labels, count, lambda batch, epoch, skip: seen(train_data(batch, epoch, skip), epoch, skip),
-                   prepared, dev_examples, dev_features, seen)
+                   prepared, dev_examples, dev_features, seen, pad_id_of(tokenizer))
 
 
 def _precision_policy(args: TrainArgs) -> str | None:
@@ -326,8 +330,8 @@ def _fit(model, strategy, args: TrainArgs, inputs: _Inputs, state: State, callba
     dev_data = None if inputs.dev_features is None else inputs.seen(to_dataset(inputs.dev_features, args.batch_size),
                                                                     None)
     if _buckets(model, strategy):
-        train_data = _bucketed(train_data, args.maxlen)
-        dev_data = length_buckets(dev_data, args.maxlen) if dev_data is not None else None
+        train_data = _bucketed(train_data, args.maxlen, inputs.pad_id)
+        dev_data = length_buckets(dev_data, args.maxlen, pad_id=inputs.pad_id) if dev_data is not None else None
     loop = None
     if is_multiworker(strategy):
         loop = keras.callbacks.CallbackList(callbacks, add_progbar=bool(verbose), model=model,
@@ -345,9 +349,9 @@ def _fit(model, strategy, args: TrainArgs, inputs: _Inputs, state: State, callba
     state.finished = True
 
 
-def _bucketed(train_data, maxlen: int):
+def _bucketed(train_data, maxlen: int, pad_id: int = 0):
     """``train_data`` (a function of batch size, epoch and batches to skip) with `length_buckets`."""
-    return lambda batch, epoch, skip: length_buckets(train_data(batch, epoch, skip), maxlen)
+    return lambda batch, epoch, skip: length_buckets(train_data(batch, epoch, skip), maxlen, pad_id=pad_id)
 
 
 def _temporary_folder(prefix: str) -> str:
@@ -387,7 +391,7 @@ def _train_data(args: TrainArgs, the_task: Task, tokenizer: Tokenizer, config, l
         examples = the_task.read(args.train, labels)
         report_labels(the_task.labelled(examples), args.train, the_task.label_noun, verbose)
         labels = labels or the_task.label_set(examples)
-        features = the_task.encode(tokenizer, examples, labels, args.maxlen, args.train)
+        features = the_task.encoded(tokenizer, examples, labels, args.maxlen, args.train)
         return labels, len(features) // features.group, lambda batch, epoch, skip: to_dataset(
             features, batch, seed=args.seed, epoch=epoch, skip_batches=skip), None
     folder = temporary = None

@@ -25,7 +25,7 @@ from keras import ops
 
 from kerasbert.errors import ModelError, fail
 from kerasbert.generation.state import LANGUAGE_MODEL_IO, Cache, DecoderIO, padded
-from kerasbert.modeling import architecture
+from kerasbert.modeling import architecture, families
 from kerasbert.modeling.blocks import visible
 from kerasbert.modeling.masks import MASK_LAYERS, application_of
 from kerasbert.perf.xla import xla_pays
@@ -98,6 +98,8 @@ class CachedModel:
             the cache and ``[B, V]`` log-probabilities of each row's first target token.
         """
         token_ids, lengths = padded(sources)
+        # padded with the id the model masks (RoBERTa's <pad> is 1): UniLM's sources see one another both ways
+        token_ids[np.arange(token_ids.shape[1]) >= lengths[:, None]] = families.pad_id(self.family, self.config)
         keys, values, logp = self._prefill(_int32(token_ids), _int32(lengths), _int32(max_length))
         cache = Cache(tuple(keys), tuple(values), _int32(lengths), int(token_ids.shape[1]))
         return cache, ops.convert_to_numpy(logp)

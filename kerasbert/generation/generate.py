@@ -108,7 +108,8 @@ def cached_decoder(model: keras.Model) -> Decoder:
     'CachedModel'
     """
     if model not in _CACHED:
-        _CACHED[model] = DECODERS[families.of_model(model).architecture](model)
+        # an encoder of an architecture of its own (DeBERTa) is built as none of lm / unilm: CachedModel refuses it
+        _CACHED[model] = DECODERS.get(families.of_model(model).architecture, CachedModel)(model)
     return _CACHED[model]
 
 

@@ -23,9 +23,11 @@ import keras
 
 from kerasbert.modeling import families
 from kerasbert.modeling.config import BertConfig
+from kerasbert.modeling.deberta import DeBERTa
 from kerasbert.modeling.encoder import Encoder
 from kerasbert.modeling.families import Family
 from kerasbert.modeling.gpt import GPT
+from kerasbert.modeling.modernbert import ModernBert
 from kerasbert.modeling.t5 import T5
 
 
@@ -78,7 +80,9 @@ class Architecture(Protocol):
         """Next-token (or masked-token) logits at ``x``."""
 
 
-ARCHITECTURES: dict[str, type] = {"encoder": Encoder, "gpt": GPT, "t5": T5}  # Family.architecture -> its class
+# Family.architecture -> its class
+ARCHITECTURES: dict[str, type] = {"encoder": Encoder, "gpt": GPT, "t5": T5, "deberta": DeBERTa,
+                                  "modernbert": ModernBert}
 
 
 def create(config: BertConfig, family: Family, *, dtype=None, hierarchical: float | None = None) -> Architecture:

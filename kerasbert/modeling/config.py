@@ -117,7 +117,7 @@ class BertConfig:
         if model_type in HF_MODEL_TYPES:
             values = from_hf(values, source)
         position = values.get("position_embedding_type", "absolute")
-        if MODEL_TYPES[model_type] == "bert" and position != "absolute":
+        if MODEL_TYPES[model_type] in ("bert", "roberta_en", "xlm_roberta") and position != "absolute":
             raise fail(ConfigError, f"{source}: position_embedding_type", '"absolute"', repr(position),
                        "kerasbert builds BERT's learned absolute position embeddings only")
         fields = {f.name for f in dataclasses.fields(cls)} - {"extra", "source"}
@@ -271,9 +271,9 @@ class BertConfig:
 
     @property
     def hugging_face(self) -> bool:
-        """Whether it is a Hugging Face T5, mT5 or GPT-2 ``config.json`` (its ``model_type``): the model then
-        computes transformers' numbers where they differ from bert4keras's (the config's norm ε; T5's
-        `kerasbert.modeling.t5.T5Options`)."""
+        """Whether it is a Hugging Face T5, mT5, GPT-2 or DistilBERT ``config.json`` (its ``model_type``), in keys of
+        its own: the model then computes transformers' numbers where they differ from bert4keras's (the config's
+        norm ε; T5's `kerasbert.modeling.t5.T5Options`)."""
         return self.model_type in HF_MODEL_TYPES
 
     @property

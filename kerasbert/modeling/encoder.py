@@ -7,7 +7,9 @@ index, then `Encoder.final` (the checkpoint's pre-training layers, `kerasbert.mo
 (`kerasbert.generation.cache`) runs its blocks one new position at a time over kept keys and values: each through
 the same `Encoder` over the model's own layers (`Encoder.of`). A family (`kerasbert.modeling.families`) changes
 single steps: ALBERT shares one block, NEZHA and RoFormer read positions in attention, RoFormer-V2 drops biases
-and norm weights and normalizes its embeddings last, ELECTRA ends in its discriminator.
+and norm weights and normalizes its embeddings last, ELECTRA ends in its discriminator; Hugging Face's RoBERTa and
+XLM-R pad with their ``<pad>`` id and read their positions from the row after it, DistilBERT has no segments and
+no pooler (`kerasbert.modeling.families`).
 
 Example:
 >>> from kerasbert import build_transformer_model
@@ -28,7 +30,7 @@ from kerasbert import layer_names as names
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.blocks import FeedForward, MultiHeadSelfAttention
 from kerasbert.modeling.config import BertConfig
-from kerasbert.modeling.families import Family
+from kerasbert.modeling.families import Family, pad_id, position_offset
 from kerasbert.modeling.final_layers import FLAGS, final_outputs
 from kerasbert.modeling.layers import (
     Add,
@@ -59,7 +61,7 @@ def _embedding_layers(cfg: BertConfig, family: Family, init, dtype, hierarchical
     width = cfg.embedding_width  # E
     symbol = "H" if width == cfg.hidden_size else "E"  # the width in the layers' formulas: V·H, or V·E
     layers = [TokenEmbedding(cfg.vocab_size, width, embeddings_initializer=init, width_symbol=symbol, dtype=dtype,
-                             name=names.EMBEDDING_TOKEN)]
+                             pad_id=pad_id(family, cfg), name=names.EMBEDDING_TOKEN)]
     if cfg.type_vocab_size:
         layers += [SegmentEmbedding(cfg.type_vocab_size, width, embeddings_initializer=init, width_symbol=symbol,
                                     dtype=dtype, name=names.EMBEDDING_SEGMENT),
@@ -67,7 +69,7 @@ def _embedding_layers(cfg: BertConfig, family: Family, init, dtype, hierarchical
     if family.positions == "absolute":
         layers.append(PositionEmbedding(cfg.max_position_embeddings, width, embeddings_initializer=init, dtype=dtype,
                                         hierarchical=hierarchical, width_symbol=symbol,
-                                        name=names.EMBEDDING_POSITION))
+                                        offset=position_offset(family, cfg), name=names.EMBEDDING_POSITION))
     layers += [_norm(names.EMBEDDING_NORM, cfg, family, dtype, symbol),
                Dropout(cfg.hidden_dropout_prob, dtype=dtype, name=names.EMBEDDING_DROPOUT)]
     if width != cfg.hidden_size:
@@ -181,7 +183,7 @@ class Encoder(Wiring):
         """The encoder on `inputs` under ``application``'s mask (`kerasbert.modeling.masks.attention_mask`), then
         the final layers ``flags`` asks for; the sequence output where it asks for none."""
         segment_ids = inputs[1] if len(inputs) > 1 else None
-        mask = attention_mask(application, inputs[0], segment_ids)  # [B, S] or [B, S, S] bool, every attention
+        mask = attention_mask(application, inputs[0], segment_ids, pad_id(self.family, self.config))  # every attention
         x = self.encode(inputs[0], segment_ids, mask)
         return self.final(x, flags) or [x]
 

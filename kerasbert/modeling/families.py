@@ -11,6 +11,12 @@ bert4keras's encoder families are BERT's post-norm encoder, each changing single
     roformer          no position table: rotary positions rotate q and k (Su et al. 2021)
     roformer_v2       RoFormer without biases, and a norm without weights (x / rms(x))
 
+Hugging Face's encoders of the same graph, read from their folders alone (no Google checkpoint form):
+
+    roberta_en        RoBERTa: pads with <pad> (1), positions from the table's row pad_id + 1; pooler, MLM, no NSP
+    xlm_roberta       XLM-R: RoBERTa's graph with a SentencePiece vocabulary
+    distilbert        DistilBERT: no segments, MLM alone
+
 Its generative families are architectures of their own (`kerasbert.modeling.architecture`):
 
     gpt               GPT: BERT's blocks under a causal mask, no embedding norm, the token embedding as output
@@ -40,13 +46,16 @@ class Family:
         name: str. the family, one of `NAMES` (``roberta`` is ``bert``).
         positions: str. ``"absolute"``: ``Embedding-Position`` ``[P, E]`` added to the embeddings;
             ``"relative"``: NEZHA's ``Embedding-Relative-Position`` in every attention; ``"rotary"``:
-            RoFormer's ``Embedding-Rotary-Position`` on every attention's q and k.
+            RoFormer's ``Embedding-Rotary-Position`` on every attention's q and k; ``"deberta_relative"``: DeBERTa's
+            table of log-bucketed relative positions, ``Embedding-Relative-Buckets``, in every attention.
         shared_block: bool. one set of block layers (``Transformer-MultiHeadSelfAttention``, ...) used L times.
         bias: bool. whether the block projections and the embedding mapping have biases.
         norm: str. ``"layer"``: LayerNorm with γ and β; ``"scale_free"``: ``x / rms(x)``, no weights.
         heads: str. the final layers ``with_*`` builds: ``"bert"`` (pooler, NSP, MLM), ``"electra"`` (the
-            discriminator), ``"roformer_v2"`` (an MLM of ``Output-*`` layers).
-        checkpoint: str. whose variable names its Google checkpoint uses: ``"bert"``, ``"albert"``, ``"electra"``.
+            discriminator), ``"roformer_v2"`` (an MLM of ``Output-*`` layers), ``"roberta"`` (BERT's pooler and
+            MLM, no NSP), ``"distilbert"`` (BERT's MLM alone), ``"deberta"`` (BERT's MLM alone).
+        checkpoint: str. whose variable names its Google checkpoint uses: ``"bert"``, ``"albert"``, ``"electra"``;
+            ``""`` for a family with no Google TF1 form (its checkpoints are Hugging Face folders alone).
         required: tuple of str. config keys the family's checkpoints always give.
         architecture: str. the kind of model it is, a key of `kerasbert.modeling.architecture.ARCHITECTURES`:
             ``"encoder"``, BERT's post-norm encoder, for every bert4keras encoder family; ``"gpt"`` for the
@@ -57,6 +66,8 @@ class Family:
             ``"decoder"`` (bert4keras's ``model="t5.1.1_encoder"``, ``"t5.1.1_decoder"``).
         tokenizer: str. the model of its tokenizer: ``"wordpiece"`` (BERT's ``vocab.txt``), ``"bpe"`` (byte-level
             BPE: RoBERTa, ModernBERT), ``"unigram"`` (SentencePiece Unigram: XLM-R, DeBERTa-v3, T5).
+        padded_positions: bool. the position table's first ``pad_id + 1`` rows are never read: a row's positions
+            start at ``pad_id + 1`` (RoBERTa's and XLM-R's, `position_offset`).
     """
 
     name: str
@@ -71,6 +82,7 @@ class Family:
     causal: bool = False
     part: str = ""
     tokenizer: str = "wordpiece"
+    padded_positions: bool = False
 
 
 _T5_KEYS = ("relative_attention_num_buckets",)  # the key a T5 config gives and a BERT config lacks
@@ -92,11 +104,13 @@ _FAMILIES = {
     "mt5.1.1": Family("mt5.1.1", positions="t5_relative", bias=False, norm="rms", heads="t5", checkpoint="mt5.1.1",
                       architecture="t5", required=_T5_KEYS),
     # the Hugging Face encoders beyond bert4keras's families
-    "roberta_en": Family("roberta_en", tokenizer="bpe"),
-    "xlm_roberta": Family("xlm_roberta", tokenizer="unigram"),
-    "distilbert": Family("distilbert"),
-    "deberta_v3": Family("deberta_v3", architecture="deberta", tokenizer="unigram"),
-    "modernbert": Family("modernbert", architecture="modernbert", tokenizer="bpe"),
+    "roberta_en": Family("roberta_en", heads="roberta", checkpoint="", tokenizer="bpe", padded_positions=True),
+    "xlm_roberta": Family("xlm_roberta", heads="roberta", checkpoint="", tokenizer="unigram", padded_positions=True),
+    "distilbert": Family("distilbert", heads="distilbert", checkpoint=""),
+    "deberta_v3": Family("deberta_v3", positions="deberta_relative", heads="deberta", checkpoint="",
+                         architecture="deberta", tokenizer="unigram"),
+    "modernbert": Family("modernbert", positions="rotary", heads="modernbert", checkpoint="",
+                         architecture="modernbert", tokenizer="bpe"),
 }
 ALIASES = {"roberta": "bert", "t5.1.0": "t5"}  # bert4keras builds RoBERTa as BERT, and names T5's first version both
 FAMILY_NAMES = tuple(_FAMILIES)  # the families, without their aliases
@@ -226,10 +240,45 @@ def _refuse_t5_config(family: Family, config) -> None:
                    repr(getattr(config, key)), "it is a T5 config: build it with model='t5', 't5.1.1' or 'mt5.1.1'")
 
 
+def pad_id(family: Family, config) -> int:
+    """The id a model of ``family`` masks as padding: 0, ``[PAD]`` of a word-piece vocabulary (BERT's families),
+    else the config's ``pad_token_id`` (`kerasbert.BertConfig.pad_id`: RoBERTa's and XLM-R's ``<pad>`` is 1).
+
+    Example:
+    >>> from kerasbert.modeling.config import BertConfig
+    >>> cfg = BertConfig.from_preset("tiny").replace(extra={"pad_token_id": 1})
+    >>> pad_id(get("bert"), cfg), pad_id(get("roberta_en"), cfg)
+    (0, 1)
+    """
+    return 0 if family.tokenizer == "wordpiece" else config.pad_id
+
+
+def position_offset(family: Family, config) -> int:
+    """The position table's row of a row's first token: ``pad_id + 1`` for RoBERTa's and XLM-R's tables, whose
+    first rows are never read (Hugging Face's position ids count from the padding id on), else 0. A ConfigError
+    where the table has no row left for a token.
+
+    Example:
+    >>> from kerasbert.modeling.config import BertConfig
+    >>> cfg = BertConfig.from_preset("tiny").replace(extra={"pad_token_id": 1})
+    >>> position_offset(get("xlm_roberta"), cfg), position_offset(get("bert"), cfg)
+    (2, 0)
+    """
+    if not family.padded_positions:
+        return 0
+    offset = pad_id(family, config) + 1
+    if config.max_position_embeddings <= offset:
+        raise fail(ConfigError, f"{config.source}: max_position_embeddings", f"more than {offset} rows: a "
+                   f"{family.name} position table reads its positions from row pad_token_id + 1 = {offset} on",
+                   str(config.max_position_embeddings), "use the config.json that came with the checkpoint")
+    return offset
+
+
 def max_length(family: Family | str, config, hierarchical: float | bool | None = None) -> int | None:
     """The most tokens a model of ``family`` and ``config`` takes: P (``max_position_embeddings``) for a position
-    table, P² with ``hierarchical_position``, None (any length) for NEZHA's and RoFormer's positions, which are
-    computed from the input's length. The cap for ``maxlen`` when encoding.
+    table (less its first `position_offset` rows: 512 of RoBERTa's 514), P² with ``hierarchical_position``, None
+    (any length) for NEZHA's and RoFormer's positions, which are computed from the input's length; P for
+    ModernBERT's rotary positions, trained up to P (8,192). The cap for ``maxlen`` when encoding.
 
     Example:
     >>> from kerasbert.modeling.config import BertConfig
@@ -239,6 +288,10 @@ def max_length(family: Family | str, config, hierarchical: float | bool | None =
     (512, 262144, None)
     """
     family = get(family) if isinstance(family, str) else family
+    if family.architecture == "modernbert":  # rotary positions, trained up to P: at most P
+        return config.max_position_embeddings
     if family.positions != "absolute":
         return None
+    if family.padded_positions:
+        return config.max_position_embeddings - position_offset(family, config)
     return config.max_position_embeddings ** (2 if hierarchical else 1)

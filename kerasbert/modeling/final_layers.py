@@ -22,9 +22,11 @@ from kerasbert.modeling.config import BertConfig
 from kerasbert.modeling.layers import Bias, Dropout, LayerNorm, TakeToken, get_activation
 
 # the head flags each family's final layers take (bert4keras's ELECTRA takes neither with_pool nor with_mlm, its GPT
-# neither: its output is its language model's)
+# neither: its output is its language model's; Hugging Face's RoBERTa has no NSP, DistilBERT neither pooler nor NSP)
 FLAGS = {"bert": ("with_pool", "with_nsp", "with_mlm"), "electra": ("with_discriminator",),
-         "roformer_v2": ("with_mlm",), "gpt": (), "t5": ()}
+         "roformer_v2": ("with_mlm",), "gpt": (), "t5": (), "roberta": ("with_pool", "with_mlm"),
+         "distilbert": ("with_mlm",), "deberta": ("with_mlm",), "modernbert": ("with_mlm",)}
+MLM_HEADS = tuple(kind for kind, flags in FLAGS.items() if "with_mlm" in flags)  # the `Family.heads` with a masked LM
 
 
 def pooler_output(x, hidden_size: int, activation="tanh", init="glorot_uniform", dtype=None):
@@ -42,16 +44,20 @@ def nsp_output(pooled, init="glorot_uniform", dtype=None):
 
 
 def mlm_output(x, embedding, activation: str, epsilon: float, init="glorot_uniform", dtype=None,
-               output_activation="softmax", norm=None):
+               output_activation="softmax", norm=None, *, biases: tuple[bool, bool, bool] = (True, True, True)):
     """``MLM-Dense (H -> E) -> MLM-Norm -> x·Eᵀ (tied to Embedding-Token) -> MLM-Bias -> MLM-Activation``
-    (``norm``: the ``MLM-Norm`` an architecture holds, a conditional one; None: a new LayerNorm)."""
-    y = keras.layers.Dense(embedding.output_dim, activation=get_activation(activation), kernel_initializer=init,
-                           dtype=dtype, name=names.MLM_DENSE)(x)
+    (``norm``: the ``MLM-Norm`` an architecture holds, a conditional one; None: a new LayerNorm; ``biases``: whether
+    ``MLM-Dense`` has a bias, ``MLM-Norm`` a β, and ``MLM-Bias`` is there, all but ModernBERT's)."""
+    dense_bias, norm_bias, output_bias = biases
+    y = keras.layers.Dense(embedding.output_dim, activation=get_activation(activation), use_bias=dense_bias,
+                           kernel_initializer=init, dtype=dtype, name=names.MLM_DENSE)(x)
     if norm is None:
-        norm = LayerNorm(epsilon=epsilon, width_symbol=embedding.width_symbol, dtype=dtype, name=names.MLM_NORM)
+        norm = LayerNorm(epsilon=epsilon, center=norm_bias, width_symbol=embedding.width_symbol, dtype=dtype,
+                         name=names.MLM_NORM)
     y = norm(y)
     y = embedding(y, reverse=True)  # [B, S, H] -> [B, S, V]
-    y = Bias(dtype=dtype, name=names.MLM_BIAS)(y)
+    if output_bias:
+        y = Bias(dtype=dtype, name=names.MLM_BIAS)(y)
     return keras.layers.Activation(output_activation, dtype=dtype, name=names.MLM_ACTIVATION)(y)
 
 

@@ -28,7 +28,7 @@ from kerasbert.modeling.architecture import Architecture
 from kerasbert.modeling.backbone import TransformerModel
 from kerasbert.modeling.config import config_of
 from kerasbert.modeling.crf import ConditionalRandomField, crf_layers
-from kerasbert.modeling.final_layers import mlm_output, nsp_output, output_mlm, pooler_output
+from kerasbert.modeling.final_layers import MLM_HEADS, mlm_output, nsp_output, output_mlm, pooler_output
 from kerasbert.modeling.global_pointer import EfficientGlobalPointer, GlobalPointer
 from kerasbert.modeling.layers import Dropout, KerasMask, PaddingMask, TakeToken
 from kerasbert.modeling.losses import loss_and_metrics  # noqa: F401 (the compile idiom heads.loss_and_metrics)
@@ -51,9 +51,11 @@ class _Backbone:
         """The backbone ``heads.{head}`` reads: a model of an encoder family; a ModelError for a GPT's or a T5's,
         whose outputs are next-token probabilities."""
         family = families.of_model(model)
-        if family.architecture != "encoder":
-            raise fail(ModelError, f"heads.{head}", "a backbone of an encoder family "
-                       f"({', '.join(families.ENCODER_NAMES)})", f"model={family.name!r}", "GPT and T5 are language "
+        if family.causal or family.architecture == "t5":  # every other architecture is an encoder (DeBERTa's too)
+            encoders = [name for name in families.FAMILY_NAMES if not families.get(name).causal
+                        and families.get(name).architecture != "t5"]
+            raise fail(ModelError, f"heads.{head}", f"a backbone of an encoder family ({', '.join(encoders)})",
+                       f"model={family.name!r}", "GPT and T5 are language "
                        "models: generate with kerasbert.generate, fine-tune with kerasbert train --task lm (GPT) or "
                        "--task seq2seq (T5)")
         return cls(model, architecture.of(model))
@@ -269,14 +271,17 @@ def mlm(backbone: keras.Model) -> keras.Model:
     (None, None, 128)
     """
     bb = _Backbone.of(backbone, "mlm")
-    _check_pretraining_head(bb, "mlm", ("bert", "roformer_v2"), "with_discriminator=True for ELECTRA's "
+    _check_pretraining_head(bb, "mlm", MLM_HEADS, "with_discriminator=True for ELECTRA's "
                             "replaced-token head, or a task head (cls, tagging, spans)")
     return bb.model_of(_mlm_output(bb, bb.sequence_output("mlm")), "mlm")
 
 
 def _mlm_output(bb: _Backbone, x):
     """New masked-LM layers on ``x`` ``[..., H]``: BERT's ``MLM-*`` (`mlm_output`), RoFormer-V2's ``Output-*``
-    (`output_mlm`), both tied to the backbone's ``Embedding-Token``."""
+    (`output_mlm`), both tied to the backbone's ``Embedding-Token``; an architecture's own (ModernBERT's
+    ``mlm_output``) where it has one."""
+    if hasattr(bb.encoder, "mlm_output"):
+        return bb.encoder.mlm_output(x)
     embedding = bb.layers[names.EMBEDDING_TOKEN]
     if bb.family.heads == "roformer_v2":
         return output_mlm(x, embedding, bb.init, "softmax", bb.config.hidden_dropout_prob, bb.dtype)
@@ -304,7 +309,7 @@ def pretraining(backbone: keras.Model) -> keras.Model:
     (['Input-Token', 'Input-Segment', 'Input-MLM-Positions'], (1, 2, 128))
     """
     bb = _Backbone.of(backbone, "pretraining")
-    _check_pretraining_head(bb, "pretraining", ("bert", "roformer_v2"), "with_discriminator=True for ELECTRA")
+    _check_pretraining_head(bb, "pretraining", MLM_HEADS, "with_discriminator=True for ELECTRA")
     full = bb.encoder.logits_activation.output  # the with_mlm head's [B, S, V] output
     if not any(output is full for output in backbone.outputs):
         raise fail(ModelError, "heads.pretraining", "a backbone built with_mlm=True, its masked LM an output",
@@ -323,7 +328,7 @@ def pretraining(backbone: keras.Model) -> keras.Model:
 def _mlm_input(bb: _Backbone):
     """The sequence output the backbone's masked LM reads: the input of its first layer (ALBERT's shared block
     names only its first call's output, so the last block's output is found there)."""
-    first = names.MLM_DENSE if bb.family.heads == "bert" else names.OUTPUT_MAPPING
+    first = names.OUTPUT_MAPPING if bb.family.heads == "roformer_v2" else names.MLM_DENSE
     return bb.layers[first if first in bb.layers else names.OUTPUT_MLM_DROPOUT].input
 
 

@@ -1,4 +1,5 @@
-"""Hugging Face's T5, mT5 and GPT-2 ``config.json`` keys, read as `kerasbert.BertConfig`'s and written back.
+"""Hugging Face's T5, mT5, GPT-2 and DistilBERT ``config.json`` keys, read as `kerasbert.BertConfig`'s and written
+back.
 
 Hugging Face names these configs' sizes its own way; `from_hf` renames them to BertConfig's keys and `to_hf` back,
 so a config read from a folder is written (`BertConfig.to_json`, ``.keras`` files, `kerasbert.save_hf_checkpoint`)
@@ -10,6 +11,9 @@ as a ``config.json`` transformers and keras-hub read:
               relative_attention_num_buckets and relative_attention_max_distance as they are
     gpt2      n_embd H, n_layer L, n_head A, n_inner I (None: 4·H), n_positions P, activation_function,
               layer_norm_epsilon, resid_pdrop and attn_pdrop the dropouts
+    distilbert  dim H, n_layers L, n_heads A, hidden_dim I, activation, dropout, attention_dropout (its norms' ε
+              is transformers' fixed 1e-12, BertConfig's default); no segments
+    modernbert  hidden_activation, norm_eps, embedding_dropout, attention_dropout (`modernbert_config`); no segments
 
 Keys kerasbert does not read stay as they are (``decoder_start_token_id``, ``eos_token_id``, ...). A config with one
 of these ``model_type`` values also says the model computes Hugging Face's numbers where they differ from
@@ -30,8 +34,9 @@ from __future__ import annotations
 from typing import Any
 
 from kerasbert.errors import ConfigError, fail
+from kerasbert.modeling import modernbert_config
 
-HF_MODEL_TYPES = ("t5", "mt5", "gpt2")  # the generative model_type values whose keys are renamed here
+HF_MODEL_TYPES = ("t5", "mt5", "gpt2", "distilbert", "modernbert")  # the model_type values whose keys are renamed here
 # Hugging Face's key -> BertConfig's, per model_type
 _T5_KEYS = {"d_model": "hidden_size", "d_kv": "attention_head_size", "d_ff": "intermediate_size",
             "num_layers": "num_hidden_layers", "num_heads": "num_attention_heads",
@@ -40,12 +45,18 @@ KEYS = {"t5": _T5_KEYS, "mt5": _T5_KEYS,
         "gpt2": {"n_embd": "hidden_size", "n_layer": "num_hidden_layers", "n_head": "num_attention_heads",
                  "n_inner": "intermediate_size", "n_positions": "max_position_embeddings",
                  "activation_function": "hidden_act", "layer_norm_epsilon": "layer_norm_eps",
-                 "resid_pdrop": "hidden_dropout_prob", "attn_pdrop": "attention_probs_dropout_prob"}}
+                 "resid_pdrop": "hidden_dropout_prob", "attn_pdrop": "attention_probs_dropout_prob"},
+        "distilbert": {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
+                       "hidden_dim": "intermediate_size", "activation": "hidden_act", "dropout": "hidden_dropout_prob",
+                       "attention_dropout": "attention_probs_dropout_prob"},
+        "modernbert": modernbert_config.KEYS}
 _T5_DEFAULTS = {"d_kv": 64, "d_ff": 2048, "num_layers": 6, "num_heads": 8, "dropout_rate": 0.1, "d_model": 512,
                 "layer_norm_epsilon": 1e-6, "feed_forward_proj": "relu", "relative_attention_num_buckets": 32,
                 "relative_attention_max_distance": 128}  # transformers' T5Config defaults
 _GPT2_DEFAULTS = {"n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024, "activation_function": "gelu_new",
                   "layer_norm_epsilon": 1e-5, "resid_pdrop": 0.1, "attn_pdrop": 0.1}  # GPT2Config's
+_DISTILBERT_DEFAULTS = {"dim": 768, "n_layers": 6, "n_heads": 12, "hidden_dim": 3072, "activation": "gelu",
+                        "dropout": 0.1, "attention_dropout": 0.1}  # DistilBertConfig's
 # GPT-2 options transformers reads whose other values kerasbert's GPT-2 does not compute: key -> the value it needs
 _GPT2_FIXED = {"scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False, "add_cross_attention": False}
 # kerasbert's activation (`kerasbert.BertConfig.activation`) -> transformers' name of the same function
@@ -105,16 +116,23 @@ def _gpt2(values: dict, source: str) -> dict:
 
 
 def from_hf(values: dict[str, Any], source: str) -> dict[str, Any]:
-    """A Hugging Face T5, mT5 or GPT-2 config's keys as BertConfig's (`KEYS`), transformers' defaults filled in;
-    a ConfigError for what kerasbert cannot build (``num_decoder_layers`` ≠ ``num_layers``, a gated T5 with a tied
-    output, GPT-2's attention scaled by layer). T5 and GPT-2 have no segments: ``type_vocab_size`` 0 unless given.
+    """A Hugging Face T5, mT5, GPT-2 or DistilBERT config's keys as BertConfig's (`KEYS`), transformers' defaults
+    filled in; a ConfigError for what kerasbert cannot build (``num_decoder_layers`` ≠ ``num_layers``, a gated T5
+    with a tied output, GPT-2's attention scaled by layer). T5, GPT-2 and DistilBERT have no segments:
+    ``type_vocab_size`` 0 unless given.
 
     Example:
     >>> from_hf({"model_type": "gpt2", "vocab_size": 50, "n_embd": 8}, "config.json")["intermediate_size"]
     32
     """
     kind = values["model_type"]
-    values = _t5(dict(values), source) if kind in ("t5", "mt5") else _gpt2(dict(values), source)
+    if kind == "distilbert":
+        values = _renamed(_defaults(dict(values), _DISTILBERT_DEFAULTS, KEYS[kind]), KEYS[kind])
+    elif kind == "modernbert":  # its options checked as the file is read (`modernbert_config.options`)
+        values = _renamed(_defaults(dict(values), modernbert_config.DEFAULTS, KEYS[kind]), KEYS[kind])
+        modernbert_config.options(values, values.get("num_hidden_layers"), source)
+    else:
+        values = _t5(dict(values), source) if kind in ("t5", "mt5") else _gpt2(dict(values), source)
     values.setdefault("type_vocab_size", 0)
     return values
 
@@ -127,7 +145,7 @@ def _gated_name(activation: str) -> str:
 
 
 def to_hf(values: dict[str, Any], activation: str) -> dict[str, Any]:
-    """BertConfig's keys (`kerasbert.BertConfig.to_dict` of a T5, mT5 or GPT-2 config, ``activation`` its
+    """BertConfig's keys (`kerasbert.BertConfig.to_dict` of a T5, mT5, GPT-2 or DistilBERT config, ``activation`` its
     `kerasbert.BertConfig.activation`) as Hugging Face's: the inverse of `from_hf`.
 
     Example:

@@ -192,22 +192,34 @@ class PositionEmbedding(_Width, keras.layers.Layer):
     ``α·U[i] + (1-α)·U[j]`` with ``U = (E - α·E[0]) / (1-α)`` (bert4keras's ``hierarchical_position``, Su 2020):
     the first P positions keep their trained embeddings, and a table of P rows covers P² positions.
 
+    With ``offset`` k the positions read rows k, k+1, ...: ``x + E[k:k+S]`` (RoBERTa's and XLM-R's tables, whose
+    first ``pad_token_id + 1`` rows Hugging Face's position ids never reach); the whole ``[P, H]`` table is kept,
+    so a checkpoint saves back as it was, and P - k positions are left.
+
     Args:
         input_dim: int. P, the number of positions (max_position_embeddings).
         output_dim: int. H, the embedding width.
         embeddings_initializer: initializer of the ``[P, H]`` table.
         hierarchical: float or None. α (bert4keras's ``True`` is 0.4); None: at most P positions.
         width_symbol: str. the width's symbol in the formula: ``"H"`` (``P·H``), or ``"E"`` for an E-wide table.
+        offset: int. the row of position 0 (0 < offset < P, without ``hierarchical``).
 
     Example:
     >>> layer = PositionEmbedding(16, 8)
     >>> tuple(layer(ops.zeros((2, 5, 8))).shape)
     (2, 5, 8)
+    >>> PositionEmbedding(514, 8, offset=2).max_length
+    512
     """
 
     def __init__(self, input_dim: int, output_dim: int, embeddings_initializer="zeros",
-                 hierarchical: float | None = None, **kwargs):
+                 hierarchical: float | None = None, offset: int = 0, **kwargs):
         super().__init__(**kwargs)  # width_symbol among them (`_Width`)
+        if offset and (hierarchical or not 0 < offset < input_dim):
+            raise fail(ModelError, "PositionEmbedding: offset", f"0 < offset < {input_dim} without hierarchical "
+                       "positions", f"offset {offset}" + (f", hierarchical {hierarchical}" if hierarchical else ""),
+                       "a table read from a row past its first has no hierarchical positions")
+        self.offset = offset
         self.input_dim = input_dim
         self.output_dim = output_dim
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
@@ -216,8 +228,8 @@ class PositionEmbedding(_Width, keras.layers.Layer):
 
     @property
     def max_length(self) -> int:
-        """The longest input: P, or P² with ``hierarchical``."""
-        return self.input_dim ** 2 if self.hierarchical else self.input_dim
+        """The longest input: P (less ``offset``), or P² with ``hierarchical``."""
+        return self.input_dim ** 2 if self.hierarchical else self.input_dim - self.offset
 
     def build(self, input_shape):
         # P·H parameters
@@ -236,7 +248,7 @@ class PositionEmbedding(_Width, keras.layers.Layer):
         if self.hierarchical:
             rows = (length - 1) // self.input_dim + 1  # U's rows that the positions below length read
             return inputs + ops.cast(self._hierarchical(ops.arange(length), rows), inputs.dtype)[None]
-        positions = ops.slice(ops.convert_to_tensor(self.embeddings), (0, 0), (length, self.output_dim))
+        positions = ops.slice(ops.convert_to_tensor(self.embeddings), (self.offset, 0), (length, self.output_dim))
         return inputs + ops.cast(positions, inputs.dtype)[None]
 
     def at(self, positions):
@@ -250,7 +262,7 @@ class PositionEmbedding(_Width, keras.layers.Layer):
         """
         if self.hierarchical:
             return self._hierarchical(positions, self.input_dim)
-        return ops.take(ops.convert_to_tensor(self.embeddings), positions, axis=0)
+        return ops.take(ops.convert_to_tensor(self.embeddings), positions + self.offset, axis=0)
 
     def _hierarchical(self, positions, upper: int):
         """``α·U[p // P] + (1-α)·U[p % P]`` for the ``positions`` p, reading ``U[i]`` among its first ``upper`` rows."""
@@ -271,6 +283,7 @@ class PositionEmbedding(_Width, keras.layers.Layer):
             "output_dim": self.output_dim,
             "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
             "hierarchical": self.hierarchical,
+            **({"offset": self.offset} if self.offset else {}),
         }
 
 
@@ -443,7 +456,10 @@ class LayerNorm(_Width, keras.layers.LayerNormalization):
         return last and self.center and self.scale and not self.rms_scaling
 
     def param_formula(self) -> Formula:
-        return self._width_formula("2", int(self.gamma.shape[-1]))
+        width = int(self.gamma.shape[-1])
+        if not self.center:  # γ alone (ModernBERT's norms, norm_bias false): H
+            return Formula.of(self.width_symbol, **{self.width_symbol: width})
+        return self._width_formula("2", width)
 
 
 @register

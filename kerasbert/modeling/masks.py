@@ -77,16 +77,16 @@ class AttentionMask(keras.layers.Layer):
         return {**super().get_config(), "application": self.application, **padding}
 
 
-def attention_mask(application: str, token_ids, segment_ids):
-    """The mask every attention layer of an ``application`` reads: ``[B, S]`` padding keys for ``"encoder"``,
-    `AttentionMask`'s ``[B, S, S]`` for ``"lm"`` and ``"unilm"``."""
+def attention_mask(application: str, token_ids, segment_ids, pad_id: int = 0):
+    """The mask every attention layer of an ``application`` reads: ``[B, S]`` padding keys (``pad_id`` after the
+    first position) for ``"encoder"``, `AttentionMask`'s ``[B, S, S]`` for ``"lm"`` and ``"unilm"``."""
     if application == "encoder":
-        return PaddingMask(name=names.ATTENTION_MASK)(token_ids)
+        return PaddingMask(pad_id, name=names.ATTENTION_MASK)(token_ids)
     if application == "unilm" and segment_ids is None:
         raise fail(ConfigError, "application", 'a model with segment ids (type_vocab_size > 0) for "unilm"',
                    "type_vocab_size 0", 'UniLM tells source from target by segment; use application="lm"')
     segments = token_ids if segment_ids is None else segment_ids  # "lm" reads only the length of the second
-    return AttentionMask(application, name=MASK_LAYERS[application])([token_ids, segments])
+    return AttentionMask(application, pad_id, name=MASK_LAYERS[application])([token_ids, segments])
 
 
 def application_of(model: keras.Model) -> str:
@@ -128,6 +128,9 @@ def check_application(application, family: str) -> str:
         raise fail(ModelError, "application", f'"encoder" for model={family!r}', repr(application),
                    "T5's decoder is causal and reads its encoder through cross-attention; build the whole model "
                    "(model='t5.1.1') or its decoder (model='t5.1.1_decoder') with the default application")
+    if application != "encoder" and families.get(family).architecture == "deberta":
+        raise fail(ModelError, "application", f'"encoder" for model={family!r}', repr(application),
+                   "DeBERTa is an encoder only, pre-trained with a masked LM; generate with a BERT, NEZHA or RoFormer")
     if application != "encoder" and family == "electra":
         raise fail(ModelError, "application", f'"encoder" for model={family!r}', repr(application),
                    "ELECTRA's discriminator has no next-token output; generate with a BERT, NEZHA or RoFormer")

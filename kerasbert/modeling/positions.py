@@ -33,10 +33,23 @@ def sinusoids(positions, dim: int, base: float = 10000.0):
     return ops.reshape(ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1), (*ops.shape(angles)[:-1], dim))
 
 
-def rotate(x, sinusoid):
+def rotate(x, sinusoid, halves: bool = False):
     """RoFormer's rotary position embedding (Su et al. 2021, eq. 34) of ``x`` ``[..., S, d]``: each pair
     ``(x₂ᵢ, x₂ᵢ₊₁)`` turned by the angle of its position, ``sinusoid`` ``[1, S, d]`` (`sinusoids` of 0..S-1), or
-    ``[B, 1, S, d]`` where each row's positions are its own (`RotaryPositions.at`)."""
+    ``[B, 1, S, d]`` where each row's positions are its own (`RotaryPositions.at`). With ``halves`` the pairs are
+    ``(xᵢ, xᵢ₊d/₂)``, the two halves of x turned together (transformers' ``rotate_half``: ModernBERT's).
+
+    Example:
+    >>> s = sinusoids(ops.arange(2), 4)[None]
+    >>> x = ops.reshape(ops.arange(8, dtype="float32"), (1, 2, 4))
+    >>> bool(ops.all(rotate(x, s, halves=True)[0, 0] == x[0, 0]))
+    True
+    """
+    if halves:
+        cos = ops.concatenate([sinusoid[..., 1::2]] * 2, axis=-1)  # cos θ₀, cos θ₁, ..., cos θ₀, cos θ₁, ...
+        sin = ops.concatenate([sinusoid[..., ::2]] * 2, axis=-1)
+        first, second = ops.split(x, 2, axis=-1)
+        return x * ops.cast(cos, x.dtype) + ops.concatenate([-second, first], axis=-1) * ops.cast(sin, x.dtype)
     cos = ops.repeat(sinusoid[..., 1::2], 2, axis=-1)  # (1, S, d): cos θ₀, cos θ₀, cos θ₁, ...
     sin = ops.repeat(sinusoid[..., ::2], 2, axis=-1)
     turned = ops.reshape(ops.stack([-x[..., 1::2], x[..., ::2]], axis=-1), ops.shape(x))  # (-x₁, x₀, -x₃, x₂, ...)

@@ -48,6 +48,12 @@ def embed_arguments(parser: argparse.ArgumentParser) -> None:
                                                    "folder's, run's or export's own)")
     parser.add_argument("--batch-size", type=int, default=PREDICT_BATCH_SIZE,
                         help="texts the model runs at once (default: %(default)s)")
+    prompts = parser.add_mutually_exclusive_group()
+    prompts.add_argument("--prompt-name", metavar="NAME",
+                         help="put the folder's prompt NAME before each text (config_sentence_transformers.json's "
+                              "prompts, e.g. query for multilingual-e5; default: its default_prompt_name, if any)")
+    prompts.add_argument("--prompt", metavar="TEXT",
+                         help='put TEXT before each text, e.g. "query: " (--prompt "": none, the default left out)')
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -55,9 +61,10 @@ def check_embed(args: argparse.Namespace) -> None:
     """``kerasbert embed``'s checks that need no TensorFlow: the model folder, ``--input``, ``--output`` and the
     options."""
     from kerasbert.files import check_existing
-    from kerasbert.serving.embed import check_batch_size, check_output, check_source
+    from kerasbert.serving.embed import check_batch_size, check_output, check_prompt, check_source
 
     check_source(args.path, args.pooling, args.normalize, args.maxlen)
+    check_prompt(args.path, args.prompt_name, args.prompt)
     check_existing(args.input, "--input")
     check_output(args.output)
     check_batch_size(args.batch_size)
@@ -67,7 +74,8 @@ def run_embed(args: argparse.Namespace) -> int:
     from kerasbert.serving.embed import embed_file
 
     vectors = embed_file(args.path, args.input, args.output, args.pooling, args.normalize, args.maxlen,
-                         args.batch_size, verbose=progress_verbosity(args.quiet))
+                         args.batch_size, verbose=progress_verbosity(args.quiet), prompt_name=args.prompt_name,
+                         prompt=args.prompt)
     print(f"{len(vectors)} vectors of {vectors.shape[1]} written to {args.output}")
     return 0
 

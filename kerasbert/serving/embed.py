@@ -11,8 +11,10 @@
 
 A ``pooling`` or ``normalize`` that contradicts what a sentence-transformers folder, a run or an export holds is a
 ConfigError (a sentence-transformers folder's normalization may be turned on or off: it is a step after the
-model). Texts are encoded as one text each (segment 0), cut to ``maxlen`` word pieces, and run in batches of similar
-length; the vectors come back in the order of the texts, float32 ``[texts, hidden]``.
+model). A prompt goes before each text as in sentence-transformers (``prompt_name``, ``prompt``, a folder's
+``default_prompt_name``: `kerasbert.serving.prompts`). Texts are encoded as one text each (segment 0), cut to
+``maxlen`` word pieces, and run in batches of similar length; the vectors come back in the order of the texts,
+float32 ``[texts, hidden]``.
 
 It sits with the exports because it reads them too. Nothing here imports TensorFlow before a model is loaded, so
 an ONNX or OpenVINO export embeds without it.
@@ -32,11 +34,14 @@ from kerasbert.choices import EMBED_MAXLEN, EMBED_POOLING, PREDICT_BATCH_SIZE, S
 from kerasbert.errors import ConfigError, DataError, fail
 from kerasbert.serving.exported import open_export
 from kerasbert.serving.folder import EXPORT_INFO, VECTOR_TASK, read_info
+from kerasbert.serving.prompts import check_prompt_options, choose_prompt, declared_prompts
 from kerasbert.text.coverage import warn_unknown
 from kerasbert.text.tokenizer import Tokenizer, folder_lower_case
+from kerasbert.text.tokenizer_base import pad_id_of
+from kerasbert.text.tokenizer_files import load_tokenizer, vocabulary_file
 
-__all__ = ["Embedder", "check_maxlen", "checkpoint_tokenizer", "embed", "embed_file", "embedder_of_run", "folder_kind",
-           "model_maxlen", "open_embedder", "returns_vectors", "write_vectors"]
+__all__ = ["Embedder", "check_maxlen", "check_prompt", "checkpoint_tokenizer", "embed", "embed_file", "embedder_of_run",
+           "folder_kind", "model_maxlen", "open_embedder", "returns_vectors", "write_vectors"]
 
 KINDS = {"export": (EXPORT_INFO,), "run": ("args.json",), "sentence-transformers": ("modules.json",),
          "checkpoint": ("bert_config.json", "config.json")}  # a folder's kind, by the first of these files it holds
@@ -59,6 +64,11 @@ class Embedder:
         tokenizer: Tokenizer or None. the model's tokenizer (None for an export).
         served: the opened export (`kerasbert.serving.exported.open_export`), or None.
         run: LoadedRun or None. the opened run folder (`kerasbert.finetune.runs.open_run`).
+        prompts: dict. the prompts the folder declares, by name (`kerasbert.serving.prompts`).
+        default_prompt_name: str or None. the prompt put before each text when none is asked for.
+        prompts_file: str or None. the file that declares the prompts (the folder where none can).
+        include_prompt: bool. whether the pooling takes the prompt's tokens (false: only ``cls`` pooling runs with a
+            prompt, as its vector does not depend on it).
     """
 
     path: str
@@ -72,16 +82,35 @@ class Embedder:
     tokenizer: Tokenizer | None = None
     served: object = None
     run: object = None
+    prompts: dict = dataclasses.field(default_factory=dict)
+    default_prompt_name: str | None = None
+    prompts_file: str | None = None
+    include_prompt: bool = True
 
     @property
     def dimension(self) -> int:
         """H, the width of a vector."""
         return int(self.served.info["dimension"] if self.served is not None else self.model.outputs[0].shape[-1])
 
-    def __call__(self, texts: Sequence[str], batch_size: int = PREDICT_BATCH_SIZE, verbose: int = 0) -> np.ndarray:
-        """float32 vectors ``[len(texts), H]`` of the texts, in their order; ``verbose`` shows progress."""
+    def prompt(self, prompt_name: str | None = None, prompt: str | None = None) -> str:
+        """The text put before each text (`kerasbert.serving.prompts.choose_prompt`); a ConfigError for a prompt
+        name the folder does not declare, or a prompt its pooling would have to leave out."""
+        text = choose_prompt(self.prompts, self.default_prompt_name, prompt_name, prompt,
+                             self.prompts_file or self.path)
+        if text and not self.include_prompt and self.pooling != "cls":
+            raise fail(ConfigError, f"{self.path}: the Pooling module's include_prompt", "true (kerasbert pools the "
+                       "prompt's tokens with the text's)", f"false, with {self.pooling} pooling and the prompt "
+                       f"{text!r}", "embed without a prompt (prompt=\"\")")
+        return text
+
+    def __call__(self, texts: Sequence[str], batch_size: int = PREDICT_BATCH_SIZE, verbose: int = 0,
+                 prompt_name: str | None = None, prompt: str | None = None) -> np.ndarray:
+        """float32 vectors ``[len(texts), H]`` of the texts, in their order, each after its prompt (`prompt`);
+        ``verbose`` shows progress."""
         texts = _checked_texts(texts)
         check_batch_size(batch_size, "batch_size")
+        prefix = self.prompt(prompt_name, prompt)
+        texts = [prefix + text for text in texts] if prefix else texts
         if self.served is not None:
             return _export_vectors(self.served, texts, batch_size, verbose)
         return model_vectors(self.model, self.tokenizer, texts, self.maxlen, batch_size, verbose)
@@ -115,7 +144,7 @@ def model_vectors(model, tokenizer: Tokenizer, texts: list[str], maxlen: int, ba
     token_ids, segment_ids = tokenizer.encode_batch(texts, maxlen=maxlen)  # a long text read only as maxlen needs
     warn_unknown(tokenizer, token_ids, texts, "texts")
     order = np.argsort([len(ids) for ids in token_ids], kind="stable")
-    features = Features([token_ids[i] for i in order], [segment_ids[i] for i in order])
+    features = Features([token_ids[i] for i in order], [segment_ids[i] for i in order], pad_id=pad_id_of(tokenizer))
     batches = predict_batches(model, to_dataset(features, batch_size, labels=False),
                               verbose if len(texts) > batch_size else 0)  # a bar for more than one batch
     vectors = np.empty((len(texts), batches[0].shape[-1]), np.float32)
@@ -214,9 +243,10 @@ def _checkpoint(path: str, pooling: str | None, normalize: bool | None, maxlen: 
 
 
 def checkpoint_tokenizer(folder: str) -> tuple[bool, str, Tokenizer]:
-    """A checkpoint folder's case (`folder_lower_case`), its ``vocab.txt`` and their `Tokenizer`."""
-    lowercase, vocab = folder_lower_case(folder), os.path.join(folder, "vocab.txt")
-    return lowercase, vocab, Tokenizer(vocab, do_lower_case=lowercase)
+    """A checkpoint folder's case (`folder_lower_case`), its ``vocab.txt`` (else its ``tokenizer.json``) and their
+    tokenizer (`kerasbert.text.tokenizer_files.load_tokenizer`)."""
+    lowercase, vocab = folder_lower_case(folder), vocabulary_file(folder)
+    return lowercase, vocab, load_tokenizer(vocab, lowercase=lowercase)
 
 
 def _sentence_transformers(path: str, pooling: str | None, normalize: bool | None,
@@ -225,7 +255,7 @@ def _sentence_transformers(path: str, pooling: str | None, normalize: bool | Non
     then its pooling; its ``Normalize`` unless ``normalize`` says, its ``max_seq_length`` unless ``maxlen`` does."""
     from kerasbert.modeling import heads
     from kerasbert.modeling.models import build_transformer_model
-    from kerasbert.weights.sentence_transformers import read_sentence_transformers
+    from kerasbert.weights.sentence_transformers import PROMPTS, read_sentence_transformers
 
     folder = read_sentence_transformers(path)
     _check_same("pooling", pooling, folder.pooling, f"the sentence-transformers folder {path}")
@@ -233,10 +263,12 @@ def _sentence_transformers(path: str, pooling: str | None, normalize: bool | Non
     encoder = build_transformer_model(folder.transformer, folder.transformer, verbose=False)
     model = heads.embedding(encoder, folder.pooling, normalize=normalize)
     lowercase = bool(folder.lowercase) or folder_lower_case(folder.transformer)
-    vocab = os.path.join(folder.transformer, "vocab.txt")
+    vocab = vocabulary_file(folder.transformer)
     return Embedder(path, "sentence-transformers", folder.pooling, normalize,
                     model_maxlen(model, maxlen, folder.maxlen or EMBED_MAXLEN), lowercase, vocab, model,
-                    Tokenizer(vocab, do_lower_case=lowercase))
+                    load_tokenizer(vocab, lowercase=lowercase), prompts=folder.prompts,
+                    default_prompt_name=folder.default_prompt_name, prompts_file=os.path.join(path, PROMPTS),
+                    include_prompt=folder.include_prompt)
 
 
 def returns_vectors(loaded) -> bool:
@@ -266,7 +298,7 @@ def embedder_of_run(loaded, pooling: str | None = None, normalize: bool | None =
     _check_same("normalization", normalize, held, path)
     return Embedder(path, "run", getattr(loaded.args, "pooling", None), held,
                     model_maxlen(loaded.model, maxlen, loaded.args.maxlen or MAXLEN), bool(loaded.args.lowercase),
-                    loaded.run.file("vocab.txt"), loaded.model, loaded.tokenizer, run=loaded)
+                    loaded.run.vocab(), loaded.model, loaded.tokenizer, run=loaded)
 
 
 def _run(path: str, pooling: str | None, normalize: bool | None, maxlen: int | None) -> Embedder:
@@ -298,7 +330,9 @@ def _export(path: str, pooling: str | None, normalize: bool | None, maxlen: int 
                    str(maxlen), "leave --maxlen out, or export again")
     vocab = os.path.join(path, "vocab.txt")
     return Embedder(path, "export", info.get("pooling"), bool(info.get("normalize")), info["maxlen"],
-                    bool(info.get("lowercase")), vocab if os.path.isfile(vocab) else None, served=served)
+                    bool(info.get("lowercase")), vocab if os.path.isfile(vocab) else None, served=served,
+                    prompts=dict(info.get("prompts") or {}), default_prompt_name=info.get("default_prompt_name"),
+                    prompts_file=where, include_prompt=info.get("include_prompt", True))
 
 
 OPENERS = {"checkpoint": _checkpoint, "sentence-transformers": _sentence_transformers, "run": _run,
@@ -352,8 +386,9 @@ def check_source(path: str, pooling: str | None = None, normalize: bool | None =
 
 def embed(model: str | os.PathLike | Embedder, texts: Sequence[str], pooling: str | None = None,
           normalize: bool | None = None, batch_size: int = PREDICT_BATCH_SIZE, maxlen: int | None = None,
-          verbose: int = 0) -> np.ndarray:
-    """Sentence vectors of texts: float32 ``[len(texts), H]``, in the order of the texts.
+          verbose: int = 0, prompt_name: str | None = None, prompt: str | None = None) -> np.ndarray:
+    """Sentence vectors of texts: float32 ``[len(texts), H]``, in the order of the texts, as
+    ``SentenceTransformer.encode`` gives them.
 
     Args:
         model: str or Embedder. a checkpoint folder (Google or Hugging Face), a sentence-transformers folder, a run
@@ -364,6 +399,9 @@ def embed(model: str | os.PathLike | Embedder, texts: Sequence[str], pooling: st
         batch_size: int. texts the model runs at once.
         maxlen: int or None. the word pieces a text keeps (`open_embedder`).
         verbose: int. 1: a progress bar.
+        prompt_name: str or None. the name of a prompt the folder declares (``config_sentence_transformers.json``'s
+            ``prompts``, e.g. ``"query"``), put before each text; None: its ``default_prompt_name``, if any.
+        prompt: str or None. the text put before each text (``"query: "``); ``""``: none, the default left out.
 
     Example:
     >>> import tempfile
@@ -379,8 +417,22 @@ def embed(model: str | os.PathLike | Embedder, texts: Sequence[str], pooling: st
             raise fail(ConfigError, "embed", "pooling, normalize and maxlen left out with an open Embedder",
                        f"pooling={pooling!r}, normalize={normalize!r}, maxlen={maxlen!r}",
                        "pass them to open_embedder instead")
-        return model(texts, batch_size, verbose)
-    return open_embedder(model, pooling, normalize, maxlen)(texts, batch_size, verbose)
+        return model(texts, batch_size, verbose, prompt_name, prompt)
+    check_prompt(os.fspath(model), prompt_name, prompt)  # a name the folder lacks fails before the model loads
+    return open_embedder(model, pooling, normalize, maxlen)(texts, batch_size, verbose, prompt_name, prompt)
+
+
+def check_prompt(path: str, prompt_name: str | None = None, prompt: str | None = None) -> None:
+    """What `Embedder.prompt` checks that needs no model: the options, and that the folder declares
+    ``prompt_name`` (`kerasbert.serving.prompts`).
+
+    Example:
+    >>> check_prompt("/a/checkpoint", prompt="query: ")
+    """
+    check_prompt_options(prompt_name, prompt)
+    if prompt_name is not None:
+        prompts, default, where = declared_prompts(path, folder_kind(path))
+        choose_prompt(prompts, default, prompt_name, prompt, where)
 
 
 # ------------------------------------------------------------------------------------------- files
@@ -419,15 +471,18 @@ def write_vectors(path: str, rows: Sequence[dict], vectors: np.ndarray) -> None:
 
 
 def embed_file(model: str, input: str, output: str, pooling: str | None = None, normalize: bool | None = None,
-               maxlen: int | None = None, batch_size: int = PREDICT_BATCH_SIZE, verbose: int = 0) -> np.ndarray:
-    """``kerasbert embed``: the vectors of the texts of ``input`` (one a line, or ``.jsonl`` with ``"text"``)
-    written to ``output`` (`write_vectors`); the output is checked before the model loads. Returns the vectors."""
+               maxlen: int | None = None, batch_size: int = PREDICT_BATCH_SIZE, verbose: int = 0,
+               prompt_name: str | None = None, prompt: str | None = None) -> np.ndarray:
+    """``kerasbert embed``: the vectors of the texts of ``input`` (one a line, or ``.jsonl`` with ``"text"``), each
+    after its prompt (`embed`), written to ``output`` (`write_vectors`); the output and the prompt are checked
+    before the model loads. Returns the vectors."""
     from kerasbert.text.readers import read_texts
 
     check_output(output)
     check_pooling(pooling)
+    check_prompt(model, prompt_name, prompt)
     rows = read_texts(input)
     embedder = open_embedder(model, pooling, normalize, maxlen)
-    vectors = embedder([row["text"] for row in rows], batch_size, verbose)
+    vectors = embedder([row["text"] for row in rows], batch_size, verbose, prompt_name, prompt)
     write_vectors(output, rows, vectors)
     return vectors

@@ -45,7 +45,15 @@ from kerasbert.choices import EXPORT_FORMATS, LOSS_BOUND, MAXLEN
 from kerasbert.errors import ConfigError, ModelError, fail
 from kerasbert.log import logger
 from kerasbert.serving.extras import require
-from kerasbert.serving.folder import MODEL_FILES, data_file, kind_of, publish_export, unscored_why, vocab_checksum
+from kerasbert.serving.folder import (
+    MODEL_FILES,
+    data_file,
+    kind_of,
+    publish_export,
+    refuse_graph_tokenizer,
+    unscored_why,
+    vocab_checksum,
+)
 from kerasbert.serving.portable_decoder import PortableSeq2Seq, write_decoder
 from kerasbert.serving.precision import AUTO, BF16_TASKS, choose, in_bfloat16, int8_record
 from kerasbert.serving.runtime import PortableExport
@@ -69,6 +77,7 @@ def _info(run, args, labels: list[str], maxlen: int, fmt: str, int8: bool, preci
             "lowercase": bool(args.lowercase),
             "vocab_sha256": checksum, "source_run": os.path.abspath(run.path), "dev": metrics.get("dev", {}),
             "dev_run": metrics.get("dev", {}),
+            **({"vocab_file": vocab_name(args.vocab)} if vocab_name(args.vocab) == "tokenizer.json" else {}),
             **({"target_maxlen": args.target_maxlen, "beams": args.beams} if args.task == "seq2seq" else {})}
 
 
@@ -180,6 +189,7 @@ def export(run_dir: str | os.PathLike, out: str | os.PathLike, format: str = EXP
                    f"--pre-tokenize {args.pre_tokenize}", "the SavedModel's tokenizer runs in the graph and the ONNX "
                    "and OpenVINO exports' in kerasbert's runtime, and neither cuts words: generate or predict with "
                    "`kerasbert predict RUN` (or open_run in Python)")
+    refuse_graph_tokenizer(format, loaded.tokenizer, f"the run {run.path}")
     if args.task not in LOSS_BOUND:
         raise fail(ModelError, os.fspath(run_dir), f"a run of --task {' or '.join(LOSS_BOUND)} to export",
                    f"a {args.task} run", "generate with `kerasbert predict RUN` or kerasbert.generate")
@@ -350,6 +360,6 @@ def _calibration(loaded: LoadedRun, info: dict, path: str | None) -> list[tuple[
         raise fail(ConfigError, "--calibration", "a data file in the training format, to calibrate int8", found,
                    "pass --calibration FILE")
     examples = the_task.read(candidates[0], labels)[:CALIBRATION]
-    features = the_task.encode(tokenizer, examples, None, info["maxlen"], candidates[0])
+    features = the_task.encoded(tokenizer, examples, None, info["maxlen"], candidates[0])
     return [(np.array([ids], np.int32), np.array([segments], np.int32))
             for ids, segments in zip(features.token_ids, features.segment_ids, strict=True)]

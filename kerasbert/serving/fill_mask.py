@@ -10,7 +10,8 @@
   variables it lacks;
 - a pretraining run folder (``kerasbert pretrain``, or ``kerasbert train --task mlm``): its best model.
 
-The families with a masked LM are `FILL_MASK_FAMILIES` (BERT and RoBERTa, ALBERT, NEZHA, RoFormer, RoFormer-V2);
+The families with a masked LM are `FILL_MASK_FAMILIES` (BERT and RoBERTa, ALBERT, NEZHA, RoFormer, RoFormer-V2, and
+Hugging Face's RoBERTa, XLM-R and DistilBERT);
 ELECTRA's discriminator, GPT and T5 have none. A text holds `MASK_TOKEN` where a word piece is to be guessed (at
 most `MAX_MASKS`); the text between masks is cut into word pieces part by part, so the mask stays one piece, as
 Hugging Face keeps its special tokens whole. Each mask gets its ``top_k`` word pieces by softmax probability; each
@@ -43,8 +44,9 @@ __all__ = ["FILL_MASK_FAMILIES", "MASK_TOKEN", "MAX_MASKS", "MaskFiller", "Maske
 MASK_TOKEN = "[MASK]"  # the vocabulary's mask token, as a text writes it
 MAX_MASKS = 20  # the most masks of one text: beyond, so little of the text is left that the guesses mean little
 TOP_K = 5  # the guesses per mask unless told, as Hugging Face's pipeline
-# the bert4keras families whose checkpoints hold a masked LM (``with_mlm``), with the alias roberta
-FILL_MASK_FAMILIES = ("bert", "roberta", "albert", "albert_unshared", "nezha", "roformer", "roformer_v2")
+# the families whose checkpoints hold a masked LM (``with_mlm``), with the alias roberta
+FILL_MASK_FAMILIES = ("bert", "roberta", "albert", "albert_unshared", "nezha", "roformer", "roformer_v2", "roberta_en",
+                      "xlm_roberta", "distilbert")
 _MLM_LAYERS = (names.MLM_DENSE, names.MLM_NORM, names.MLM_BIAS, names.OUTPUT_MAPPING)  # the masked LM's weights
 _NO_MLM_HINTS = {  # what a family without a masked LM is used for instead
     "electra": "an ELECTRA discriminator tells replaced tokens from real ones; its generator is a small BERT: "
@@ -269,17 +271,26 @@ class MaskFiller:
 
     def probabilities(self, rows: Sequence[MaskedText], batch_size: int = PREDICT_BATCH_SIZE) -> list[np.ndarray]:
         """Each row's masked-LM probabilities at its masks, float32 ``[masks, V]``: rows sorted by length and run
-        in batches, padded with 0 (``[PAD]``; a padded position reads ``[CLS]``'s, then is dropped)."""
+        in batches, padded with the model's padding id (``[PAD]``, RoBERTa's ``<pad>``; a padded position reads
+        ``[CLS]``'s, then is dropped)."""
         check_batch_size(batch_size, "batch_size")
         order, out = np.argsort([len(row.token_ids) for row in rows], kind="stable"), [None] * len(rows)
         for begin in range(0, len(rows), batch_size):
             batch = [rows[i] for i in order[begin:begin + batch_size]]
-            ids = pad_ids([row.token_ids for row in batch])
+            ids = pad_ids([row.token_ids for row in batch], pad_id=self._pad_id)
             probs = np.asarray(self._predict(ids, np.zeros_like(ids), pad_ids([row.positions for row in batch])),
                                np.float32)
             for i, row, found in zip(order[begin:begin + batch_size], batch, probs, strict=True):
                 out[i] = found[:len(row.positions)]
         return out
+
+    @functools.cached_property
+    def _pad_id(self) -> int:
+        """The id the model masks as padding (`kerasbert.modeling.families.pad_id`)."""
+        from kerasbert.modeling import families
+        from kerasbert.modeling.config import config_of
+
+        return families.pad_id(families.of_model(self.model), config_of(self.model))
 
     @functools.cached_property
     def _predict(self):
@@ -290,7 +301,9 @@ class MaskFiller:
 
         @tf.function(input_signature=[spec] * 3)
         def predict(token_ids, segment_ids, positions):
-            outputs = self.model([token_ids, segment_ids, positions], training=False)
+            with_segments = len(self.model.inputs) == 3  # DistilBERT has none
+            inputs = [token_ids, segment_ids, positions] if with_segments else [token_ids, positions]
+            outputs = self.model(inputs, training=False)
             return outputs[-1] if isinstance(outputs, list | tuple) else outputs
 
         return predict
@@ -340,9 +353,10 @@ def check_source(path: str, family: str | None = None, maxlen: int | None = None
                        "a fine-tuned model has no masked LM: fill-mask the checkpoint it was trained from")
         if family is not None:
             raise fail(ConfigError, "model", "no family for a run folder (it holds its own)", repr(family))
-    elif not os.path.isfile(os.path.join(_folder(path), "vocab.txt")):
-        raise fail(ConfigError, path, "a checkpoint folder with its vocab.txt", "no vocab.txt",
-                   "copy the vocab.txt that came with the checkpoint beside it")
+    elif not any(os.path.isfile(os.path.join(_folder(path), name)) for name in ("vocab.txt", "tokenizer.json")):
+        raise fail(ConfigError, path, "a checkpoint folder with its vocab.txt (or tokenizer.json)",
+                   "no vocab.txt and no tokenizer.json",
+                   "copy the vocab.txt (or tokenizer.json) that came with the checkpoint beside it")
     return kind
 
 
@@ -387,12 +401,13 @@ def _checkpoint(path: str, family: str | None, maxlen: int | None) -> MaskFiller
     then its masked LM run at the masks alone (`kerasbert.modeling.heads.pretraining`)."""
     from kerasbert.modeling import families, heads
     from kerasbert.modeling.config import resolve_config
+    from kerasbert.modeling.final_layers import MLM_HEADS
     from kerasbert.modeling.models import build_transformer_model
 
     folder = _folder(path)
     config = resolve_config(_config_file(folder))
     found = families.resolve(family, config)
-    if found.heads not in ("bert", "roformer_v2") or found.architecture != "encoder":
+    if found.heads not in MLM_HEADS or found.architecture != "encoder":
         _refuse_family(found.name)
     _, vocab, tokenizer = checkpoint_tokenizer(folder)
     if tokenizer.token_to_id(MASK_TOKEN) in (None, tokenizer.token_to_id("[UNK]")):

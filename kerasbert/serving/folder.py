@@ -4,9 +4,9 @@ export (`MODEL_FILES`), the vocabulary's checksum, reading the information (`rea
 whole (`publish_export`).
 
 Every export records ``task``, ``labels`` and ``pairs``; ``format``, ``int8`` and ``precision`` say what the model
-computes in (`kind_of`); ``vocab_sha256`` ties ``vocab.txt`` (or a SentencePiece model's file: `vocab_file`) to the
-model; ``dev`` is the export's score, with ``dev_unscored`` saying why when there is none. Nothing here imports
-TensorFlow or a runtime.
+computes in (`kind_of`); ``vocab_sha256`` ties ``vocab.txt`` (or a SentencePiece model's file, or a Hugging Face
+``tokenizer.json``: `vocab_file`) to the model; ``dev`` is the export's score, with ``dev_unscored`` saying why
+when there is none. Nothing here imports TensorFlow or a runtime.
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ from kerasbert.log import logger
 from kerasbert.serving.precision import fall_back
 
 __all__ = ["EXPORT_INFO", "MODEL_FILES", "REJECTED", "VECTOR_TASK", "data_file", "kind_of", "publish_export",
-           "read_info", "unscored_why", "vocab_checksum", "vocab_file"]
+           "read_info", "refuse_graph_tokenizer", "unscored_why", "vocab_checksum", "vocab_file", "vocab_name_of"]
 
 EXPORT_INFO = "kerasbert-export.json"
 MODEL_FILES = {"onnx": "model.onnx", "openvino": "model.xml"}  # the model of an ONNX or OpenVINO export, by format
 VECTOR_TASK = "embedding"  # the task kerasbert-export.json records for every export that answers vectors
-VOCAB_FILES = ("vocab.txt", "spiece.model")  # the vocabulary beside a model: WordPiece's, or SentencePiece's
+# the vocabulary beside a model: WordPiece's, SentencePiece's, or a Hugging Face tokenizer.json
+VOCAB_FILES = ("vocab.txt", "spiece.model", "tokenizer.json")
 REJECTED = ".rejected"  # the suffix of an export kept aside for its loss
 
 
@@ -43,14 +44,38 @@ def vocab_file(info: dict) -> str:
     >>> vocab_file({"vocab_file": "../vocab.txt"})
     Traceback (most recent call last):
     ...
-    kerasbert.errors.ConfigError: kerasbert-export.json vocab_file: expected 'vocab.txt' or 'spiece.model', \
-found '../vocab.txt'. export the run again
+    kerasbert.errors.ConfigError: kerasbert-export.json vocab_file: expected 'vocab.txt' or 'spiece.model' or \
+'tokenizer.json', found '../vocab.txt'. export the run again
     """
     name = info.get("vocab_file", VOCAB_FILES[0])
     if name not in VOCAB_FILES:  # a name, never a path: an export reads nothing outside its folder
         raise fail(ConfigError, f"{EXPORT_INFO} vocab_file", " or ".join(map(repr, VOCAB_FILES)), repr(name),
                    "export the run again")
     return name
+
+
+def vocab_name_of(path: str) -> str:
+    """The name an export gives its copy of the vocabulary file ``path``: ``tokenizer.json`` for a Hugging Face
+    tokenizer's, else ``vocab.txt``.
+
+    Example:
+    >>> vocab_name_of("/models/xlm-roberta-base/tokenizer.json"), vocab_name_of("/models/bert/vocab.txt")
+    ('tokenizer.json', 'vocab.txt')
+    """
+    return VOCAB_FILES[2] if str(path).endswith(".json") else VOCAB_FILES[0]
+
+
+def refuse_graph_tokenizer(format: str, tokenizer, source: str) -> None:
+    """A ConfigError for a SavedModel export of a model whose tokenizer is a Hugging Face ``tokenizer.json``
+    (RoBERTa's, XLM-R's, DeBERTa-v3's, ModernBERT's): the SavedModel cuts BERT's word pieces of a ``vocab.txt`` in
+    its graph, and the ONNX and OpenVINO exports, which tokenize in Python, take any tokenizer."""
+    from kerasbert.text.hf_tokenizer import HfTokenizer
+
+    if format == "saved_model" and isinstance(tokenizer, HfTokenizer):
+        raise fail(ConfigError, "--format saved_model", "a model of a vocab.txt (the SavedModel cuts its word pieces "
+                   "in the graph with tensorflow-text)", f"{source}, whose tokenizer is the tokenizer.json "
+                   f"{tokenizer.path}", "export it with --format onnx or --format openvino, which tokenize with the "
+                   "tokenizer.json in Python")
 
 
 def vocab_checksum(path: str) -> str:

@@ -1,8 +1,9 @@
 """Run an ONNX or OpenVINO export: tokenize in Python, run the model in its runtime, read labels, entities or vectors.
 
 These exports hold the model without the tokenizer (``model.onnx``, or ``model.xml`` and ``model.bin``) beside
-``vocab.txt``; `PortableExport` tokenizes with `kerasbert.text.tokenizer.Tokenizer`, pads each batch to its
-longest row, runs the model, and makes the rows `kerasbert.predict` makes (`kerasbert.text.predictions`: a CRF
+``vocab.txt`` (or a Hugging Face ``tokenizer.json``); `PortableExport` tokenizes with the tokenizer of that file
+(`kerasbert.text.tokenizer_files.load_tokenizer`), pads each batch to its longest row with the tokenizer's padding
+id, runs the model, and makes the rows `kerasbert.predict` makes (`kerasbert.text.predictions`: a CRF
 head's Viterbi path in NumPy from the transitions ``kerasbert-export.json`` holds); `PortableVectors` gives the
 sentence vectors of an export of a vector model (`kerasbert.serving.vector_export`). Nothing here imports
 TensorFlow, so a server of such an export stays small.
@@ -19,14 +20,15 @@ import numpy as np
 
 from kerasbert.choices import PRECISIONS, PREDICT_BATCH_SIZE, input_fields
 from kerasbert.errors import ConfigError, DataError, fail
-from kerasbert.serving.folder import MODEL_FILES
+from kerasbert.serving.folder import MODEL_FILES, vocab_file
 from kerasbert.serving.precision import check_precision, openvino_config, runs_in, warn_int8_saturation
 from kerasbert.serving.task_exports import part
 from kerasbert.text.pipeline import encode_classification, encode_ner, text_example
 from kerasbert.text.predictions import entities_row, label_row, piece_tags
 from kerasbert.text.readers import ClassificationExample, LabelSet
 from kerasbert.text.span_data import SpanExample, encode_spans, found_spans, span_rows
-from kerasbert.text.tokenizer import Tokenizer, pad_ids
+from kerasbert.text.tokenizer_base import pad_ids
+from kerasbert.text.tokenizer_files import load_tokenizer
 from kerasbert.text.windows import encode_split, mean_by_document, merge_pieces
 
 __all__ = ["PortableExport", "PortableVectors", "check_texts", "length_batches", "load_runtime", "row_chunks",
@@ -138,7 +140,7 @@ class PortableExport:
     def __init__(self, path: str, info: dict) -> None:
         self.path, self.info = path, info
         self.labels = LabelSet(info["labels"])
-        self.tokenizer = Tokenizer(os.path.join(path, "vocab.txt"), do_lower_case=bool(info["lowercase"]))
+        self.tokenizer = load_tokenizer(os.path.join(path, vocab_file(info)), lowercase=bool(info["lowercase"]))
         self.run_model = load_runtime(info["format"], os.path.join(path, MODEL_FILES[info["format"]]),
                                       runs_in(info, path))
         warn_int8_saturation(info, path)
@@ -210,8 +212,8 @@ class PortableExport:
         for size in row_chunks(len(token_ids)):
             real = min(size, len(token_ids) - begin)
             chunk = [begin + i for i in range(real)] + [begin + real - 1] * (size - real)
-            ids, segments = (pad_ids([rows[i] for i in chunk], multiple=LENGTH_STEP)
-                             for rows in (token_ids, segment_ids))
+            ids, segments = (pad_ids([rows[i] for i in chunk], multiple=LENGTH_STEP, pad_id=pad)
+                             for rows, pad in ((token_ids, self.tokenizer.pad_id), (segment_ids, 0)))
             with self._lock:  # a copy of the real rows: the request reuses its output buffer
                 out.extend(np.array(self.run_model(ids, segments)[:real]))
             begin += size

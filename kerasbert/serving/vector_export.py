@@ -19,8 +19,10 @@ text is recorded beside it.
 ``kerasbert-export.json`` records ``task`` ``"embedding"`` (`kerasbert.serving.folder.VECTOR_TASK`), ``pooling``,
 ``normalize``, ``dimension`` (H), ``maxlen``, ``lowercase``, the vocabulary's SHA-256, the ``source`` folder and its
 ``source_kind``, the format, int8 and precision, and ``dev``: the ``cosine`` at worst and ``cosine_mean`` over the
-``dev_texts`` measured.
-Rows of `kerasbert.serving.exported.predict_export` and ``kerasbert serve`` carry ``"vector"``.
+``dev_texts`` measured; and a sentence-transformers folder's ``prompts``, ``default_prompt_name`` and
+``include_prompt`` (`kerasbert.serving.prompts`), which `kerasbert.embed` on the export applies as on the folder.
+Rows of `kerasbert.serving.exported.predict_export` and ``kerasbert serve`` carry ``"vector"``; they embed each
+text as it is sent, so a client of a model with prompts puts the prompt before its texts itself.
 """
 
 from __future__ import annotations
@@ -35,7 +37,16 @@ from kerasbert.errors import ConfigError, fail
 from kerasbert.log import logger
 from kerasbert.serving.embed import check_source, folder_kind, open_embedder
 from kerasbert.serving.extras import require
-from kerasbert.serving.folder import MODEL_FILES, VECTOR_TASK, data_file, kind_of, publish_export, vocab_checksum
+from kerasbert.serving.folder import (
+    MODEL_FILES,
+    VECTOR_TASK,
+    data_file,
+    kind_of,
+    publish_export,
+    refuse_graph_tokenizer,
+    vocab_checksum,
+    vocab_name_of,
+)
 from kerasbert.serving.precision import int8_record
 from kerasbert.serving.runtime import PortableVectors
 from kerasbert.text.windows import ONE_WINDOW_VECTORS
@@ -68,6 +79,9 @@ def describe(info: dict) -> str:
     norm = "unit length" if info["normalize"] else "not normalized"
     line = (f"sentence vectors ({info['pooling'] or 'trained'} pooling, {norm}, {info['dimension']} wide), "
             f"maxlen {info['maxlen']}, {kind_of(info)}")
+    if info.get("prompts"):
+        default = info.get("default_prompt_name")
+        line += f"; prompts {', '.join(info['prompts'])}" + (f" (default {default})" if default else "")
     dev = info.get("dev") or {}
     if "cosine" in dev:
         line += (f"; cosine to float32 {dev['cosine']:.4f} at worst, {dev['cosine_mean']:.4f} on average over "
@@ -174,7 +188,9 @@ def _info(embedder, fmt: str, int8: bool, precision: tuple[str, dict]) -> dict:
             "labels": [], "pooling": embedder.pooling, "normalize": embedder.normalize,
             "dimension": embedder.dimension, "maxlen": embedder.maxlen, "lowercase": embedder.lowercase,
             "vocab_sha256": vocab_checksum(embedder.vocab), "source": os.path.abspath(embedder.path),
-            "source_kind": embedder.kind, "dev": {}}
+            "source_kind": embedder.kind, "prompts": embedder.prompts,
+            "default_prompt_name": embedder.default_prompt_name, "include_prompt": embedder.include_prompt, "dev": {},
+            **({"vocab_file": vocab_name_of(embedder.vocab)} if vocab_name_of(embedder.vocab) != "vocab.txt" else {})}
 
 
 def export_vectors(embedder, out: str, format: str, int8: bool = False, calibration: str | None = None,
@@ -189,6 +205,7 @@ def export_vectors(embedder, out: str, format: str, int8: bool = False, calibrat
             kept at ``OUT.rejected``, which the message names.
     """
     portable, asked = format != "saved_model", precision[1]["asked"]
+    refuse_graph_tokenizer(format, embedder.tokenizer, embedder.path)
     texts, where = _texts(embedder, calibration, portable and (int8 or asked == "bf16"))
     if not texts and precision[0] == "bf16":  # chosen by auto: nothing to hold bf16 vectors to, so float32
         precision = (PRECISIONS[0], {"asked": asked, "why": "auto: no texts to hold bf16 vectors to float32 ones"})
@@ -211,7 +228,7 @@ def _write_portable(folder: str, embedder, info: dict, texts: list[str], where: 
 
     from kerasbert.serving.convert import to_onnx, to_openvino, weight_bits_of
 
-    shutil.copyfile(embedder.vocab, os.path.join(folder, "vocab.txt"))
+    shutil.copyfile(embedder.vocab, os.path.join(folder, vocab_name_of(embedder.vocab)))
     path = os.path.join(folder, MODEL_FILES[info["format"]])
     if info["format"] == "onnx":
         to_onnx(embedder.model, path, int8=info["int8"], weight_bits=weight_bits_of(info))
@@ -221,7 +238,7 @@ def _write_portable(folder: str, embedder, info: dict, texts: list[str], where: 
     if not texts:
         info["dev_unscored"] = "no texts to measure it on: pass --calibration FILE"
         return
-    cosine = cosines(PortableVectors(folder, info).vectors(texts), embedder(texts))
+    cosine = cosines(PortableVectors(folder, info).vectors(texts), embedder(texts, prompt=""))  # both as sent
     info["dev"] = {"cosine": float(cosine.min()), "cosine_mean": float(cosine.mean())}
     info["dev_texts"], info["dev_file"] = len(texts), where
 

@@ -64,6 +64,8 @@ class Features:
             the example's uncut row. None: one row per example.
         group: int. rows that stay together, in order, when `to_dataset` shuffles and batches them: 2 for
             sentence pairs (`kerasbert.finetune.sim`: a pair's two texts one after the other), else 1.
+        pad_id: int. the id `to_dataset` pads the token rows with: the tokenizer's padding id
+            (`kerasbert.text.tokenizer_base.pad_id_of`: 0, [PAD], in BERT's vocabularies).
     """
 
     token_ids: list[list[int]]
@@ -75,6 +77,7 @@ class Features:
     prompts: list[list[int]] | None = None
     windows: list | None = None
     group: int = 1
+    pad_id: int = 0
 
     def __len__(self) -> int:
         return len(self.token_ids)
@@ -272,10 +275,10 @@ def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, 
                prefetch: bool = True):
     """A ``tf.data.Dataset`` of ``({"Input-Token", "Input-Segment"}, labels[, weights])`` batches.
 
-    Each batch is padded with 0 to its own longest row. With ``seed`` the examples are shuffled in an
-    order drawn from ``(seed, epoch)``: the same order every time, so a resumed run sees the batches
-    it would have seen (``skip_batches`` skips those already trained on). Rows of a group (``features.group``)
-    stay together, in order, in one batch.
+    Each batch is padded to its own longest row: the token ids with ``features.pad_id``, all else with 0. With
+    ``seed`` the examples are shuffled in an order drawn from ``(seed, epoch)``: the same order every time, so a
+    resumed run sees the batches it would have seen (``skip_batches`` skips those already trained on). Rows of a
+    group (``features.group``) stay together, in order, in one batch.
 
     Args:
         features: Features. from `encode_classification` or `encode_ner`.
@@ -292,6 +295,9 @@ def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, 
     >>> features = Features([[2, 4, 3], [2, 4, 4, 4, 3], [2, 3]], [[0] * 3, [0] * 5, [0] * 2], [1, 0, 1])
     >>> [tuple(x["Input-Token"].shape) for x, y in to_dataset(features, 2)]
     [(2, 5), (1, 2)]
+    >>> features.pad_id = 1  # RoBERTa's <pad>
+    >>> next(iter(to_dataset(features, 2)))[0]["Input-Token"].numpy().tolist()
+    [[2, 4, 3, 1, 1], [2, 4, 4, 4, 3]]
     """
     import tensorflow as tf
 
@@ -326,15 +332,27 @@ def to_dataset(features: Features, batch_size: int, *, seed: int | None = None, 
         xs = tf.nest.map_structure(lambda x: x.to_tensor() if isinstance(x, tf.RaggedTensor) else x, xs)
         return xs if len(xs) > 1 else xs[0]
 
+    dataset = dataset.map(dense)
+    paddings = _padding_values(dataset.element_spec, features.pad_id)
     if bucket_boundaries:
-        dataset = dataset.map(dense).bucket_by_sequence_length(
+        dataset = dataset.bucket_by_sequence_length(
             lambda *xs: tf.shape(xs[0][ln.TOKEN_INPUT])[0], list(bucket_boundaries),
-            [batch_size] * (len(bucket_boundaries) + 1))
+            [batch_size] * (len(bucket_boundaries) + 1), padding_values=paddings)
     else:
-        dataset = dataset.map(dense).padded_batch(batch_size * features.group)
+        dataset = dataset.padded_batch(batch_size * features.group, padding_values=paddings)
     if skip_batches:
         dataset = dataset.skip(skip_batches)
     return dataset.prefetch(tf.data.AUTOTUNE) if prefetch else dataset
+
+
+def _padding_values(spec, pad_id: int):
+    """``padded_batch``'s padding values for elements of ``spec``: ``pad_id`` for the token ids, 0 elsewhere."""
+    import tensorflow as tf
+
+    values = tf.nest.map_structure(lambda s: tf.constant(0, s.dtype), spec)
+    inputs, specs = (values[0], spec[0]) if isinstance(values, tuple) else (values, spec)
+    inputs[ln.TOKEN_INPUT] = tf.constant(pad_id, specs[ln.TOKEN_INPUT].dtype)
+    return values
 
 
 def bucket_length(length: int, maxlen: int, smallest: int = 16) -> int:
@@ -358,8 +376,9 @@ def bucket_lengths(maxlen: int, smallest: int = 16) -> list[int]:
     return sorted({bucket_length(n, maxlen, smallest) for n in range(1, maxlen + 1)})
 
 
-def length_buckets(dataset, maxlen: int, smallest: int = 16):
-    """``dataset`` with each batch padded (with 0) to `bucket_length` of its own length.
+def length_buckets(dataset, maxlen: int, smallest: int = 16, pad_id: int = 0):
+    """``dataset`` with each batch padded to `bucket_length` of its own length: its token ids with ``pad_id`` (the
+    tokenizer's padding id), all else with 0.
 
     XLA compiles once per input shape; batches padded to their own longest row have up to ``maxlen``
     shapes, bucketed ones ``log2(maxlen / smallest) + 1``. Padding is masked everywhere (attention,
@@ -369,6 +388,7 @@ def length_buckets(dataset, maxlen: int, smallest: int = 16):
         dataset: a ``tf.data.Dataset`` of `to_dataset` (or ``prepared_dataset``) batches.
         maxlen: int. the longest bucket (the encoding's maxlen).
         smallest: int. the shortest bucket.
+        pad_id: int. the id the token ids are padded with (`Features.pad_id`).
 
     Example:
     >>> features = Features([[2, 4, 3], [2, 4, 4, 4, 3]], [[0] * 3, [0] * 5], [1, 0])
@@ -382,14 +402,16 @@ def length_buckets(dataset, maxlen: int, smallest: int = 16):
     def pad(*batch):
         batch = batch if len(batch) > 1 else batch[0]
 
-        def widen(x):  # [B, S, ...] -> [B, bucket of S, ...], each its own S (T5's sources and targets differ);
-            if x.shape.rank is None or x.shape.rank < 2:  # labels of classification ([B]) stay
+        def widen(x, value=0):  # [B, S, ...] -> [B, bucket of S, ...], each its own S (T5's sources and targets
+            if x.shape.rank is None or x.shape.rank < 2:  # differ); labels of classification ([B]) stay
                 return x
             length = tf.shape(x)[1]
             target = tf.maximum(sizes[tf.minimum(tf.searchsorted(sizes, [length])[0], len(sizes) - 1)], length)
             paddings = tf.concat([[[0, 0], [0, target - length]], tf.zeros([x.shape.rank - 2, 2], tf.int32)], 0)
-            return tf.pad(x, paddings)
+            return tf.pad(x, paddings, constant_values=tf.cast(value, x.dtype))
 
-        return tf.nest.map_structure(widen, batch)
+        inputs = batch[0] if isinstance(batch, tuple) else batch
+        tokens = inputs.get(ln.TOKEN_INPUT) if isinstance(inputs, dict) else None
+        return tf.nest.map_structure(lambda x: widen(x, pad_id) if x is tokens else widen(x), batch)
 
     return dataset.map(pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

@@ -313,7 +313,9 @@ def _answer_pieces(answer: Answer, offsets: list[tuple[int, int]]) -> tuple[int,
 
 def encode_qa(tokenizer: Tokenizer, examples: Sequence[QaExample], maxlen: int, stride: int | None = None,
               max_query_length: int = 64, labels: bool = False, what: str = "data") -> QaFeatures:
-    """Each example as the rows ``[CLS] question [SEP] window [SEP]`` of its context's windows (see the module).
+    """Each example as the rows ``[CLS] question [SEP] window [SEP]`` of its context's windows (see the module), or
+    the tokenizer's own pair layout (`kerasbert.text.tokenizer_base.BaseTokenizer.pair_row`: RoBERTa's
+    ``<s> question </s></s> window </s>``).
 
     Args:
         tokenizer: Tokenizer. the run's tokenizer.
@@ -325,26 +327,27 @@ def encode_qa(tokenizer: Tokenizer, examples: Sequence[QaExample], maxlen: int, 
         what: str. the data named in the logs.
     """
     stride = qa_stride(maxlen, stride)
-    room = question_room(maxlen, stride, max_query_length)
+    extra = len(tokenizer.pair_row([], [])[0]) - 3  # special tokens beyond BERT's three (RoBERTa's </s></s>)
+    room = question_room(maxlen - extra, stride, max_query_length)
     questions = piece_offsets(tokenizer, [example.question for example in examples])
     contexts = piece_offsets(tokenizer, [example.context for example in examples])
     warn_unknown(tokenizer, [ids for ids, _ in contexts], [example.context for example in examples], what)
-    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     features = QaFeatures([], [], [] if labels else None, windows=[], offsets=[offsets for _, offsets in contexts])
     for d, (example, (question, _), (context, offsets)) in enumerate(zip(examples, questions, contexts, strict=True)):
         question = question[:room]
-        first = len(question) + 2
+        empty, _, first = tokenizer.pair_row(question, [])  # the row without context; where the context starts
         target = _answer_pieces(example.answers[0], offsets) if labels and example.answers else None
         features.unplaced += bool(labels and example.answers and target is None)
-        for start, end in piece_ranges(len(context), maxlen - 1 - first, stride):
-            features.token_ids.append([cls, *question, sep, *context[start:end], sep])
-            features.segment_ids.append([0] * first + [1] * (end - start + 1))
+        for start, end in piece_ranges(len(context), maxlen - len(empty), stride):
+            ids, segments, _ = tokenizer.pair_row(question, context[start:end])  # the tokenizer's pair layout
+            features.token_ids.append(ids)
+            features.segment_ids.append(segments)
             features.windows.append(Window(d, start, end))
             features.context_starts.append(first)
             if labels:
                 inside = target is not None and start <= target[0] and target[1] < end
                 at = (first + target[0] - start, first + target[1] - start) if inside else (0, 0)
-                features.labels.append(pointer_labels(first + end - start + 1, *at))
+                features.labels.append(pointer_labels(len(ids), *at))
     if features.unplaced:
         logger.warning("%s: %d answers lie on no word piece and are trained as no answer", what, features.unplaced)
     if len(features) > len(examples):

@@ -108,7 +108,13 @@ def piece_offsets(tokenizer: Tokenizer, texts: Sequence[str]) -> list[tuple[list
     >>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "##s"])})
     >>> piece_offsets(tokenizer, ["Héllos hello"])
     [([4, 5, 4], [(0, 5), (5, 6), (7, 12)])]
+
+    A tokenizer that gives its pieces' offsets itself (a ``tokenizer.json``'s: `kerasbert.text.hf_tokenizer`) gives
+    them here.
     """
+    own = getattr(tokenizer, "piece_offsets", None)
+    if own is not None:
+        return own(texts)
     words = [tokenizer.split_words(text) for text in texts]
     pieces = tokenizer.encode_words([[text[a:b] for a, b in spans] for text, spans in zip(texts, words, strict=True)])
     out = []

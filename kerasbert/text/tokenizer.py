@@ -20,7 +20,6 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
-import numpy as np
 from tokenizers import Encoding
 from tokenizers import Tokenizer as _RustTokenizer
 from tokenizers.models import WordPiece
@@ -31,7 +30,7 @@ from kerasbert.text import cuts
 from kerasbert.text.decoding import decode_tokens, is_cjk, is_punctuation, is_special
 from kerasbert.text.normalization import normalize, normalize_character, rematch_character
 from kerasbert.text.pre_tokenize import PreTokenized
-from kerasbert.text.token_ids import refuse_bools
+from kerasbert.text.tokenizer_base import BaseTokenizer, pad_ids  # noqa: F401 (pad_ids: imported from here)
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 BATCH_CHUNK = 1024  # texts per Rust call in encode_batch
@@ -133,21 +132,6 @@ def _cut(ids: list, length: int, kept: int = 1) -> list:
     return ids if len(ids) <= length else ids[:max(length - kept, 0)] + ids[len(ids) - kept:]
 
 
-def pad_ids(rows: Sequence[Sequence[int]], length: int | None = None, multiple: int = 1) -> np.ndarray:
-    """Rows of ids as one int32 array, right-padded with 0 ([PAD]) to ``length`` (default: the longest row),
-    rounded up to ``multiple``.
-
-    Example:
-    >>> pad_ids([[2, 5, 3], [2, 3]], multiple=4).tolist()
-    [[2, 5, 3, 0], [2, 3, 0, 0]]
-    """
-    length = max(map(len, rows), default=0) if length is None else length
-    array = np.zeros((len(rows), -(-length // multiple) * multiple), np.int32)
-    for i, row in enumerate(rows):
-        array[i, :len(row)] = row
-    return array
-
-
 def folder_lower_case(path: str | os.PathLike) -> bool:
     """``do_lower_case`` from the ``tokenizer_config.json`` in a folder or beside a vocabulary (Hugging Face
     folders have one); True when there is none.
@@ -171,7 +155,7 @@ def folder_lower_case(path: str | os.PathLike) -> bool:
     return value
 
 
-class Tokenizer:
+class Tokenizer(BaseTokenizer):
     """BERT's WordPiece tokenizer with bert4keras's interface and ids, running on Rust ``tokenizers``.
 
     Args:
@@ -240,18 +224,8 @@ class Tokenizer:
         """The id of ``token``; the id of [UNK] for a token outside the vocabulary."""
         return self._token_dict.get(token, self._token_unk_id)
 
-    def id_to_token(self, index: int) -> str:
-        """The token of id ``index`` (``KeyError`` outside the vocabulary)."""
-        return self.ids_to_tokens([index])[0]
-
-    def tokens_to_ids(self, tokens: Sequence[str]) -> list[int]:
-        """``token_to_id`` of each token."""
-        return [self.token_to_id(token) for token in tokens]
-
-    def ids_to_tokens(self, ids: Sequence[int]) -> list[str]:
-        """``id_to_token`` of each id; a DataError for a bool, which Python would read as the id 0 or 1."""
-        refuse_bools(ids, "ids")
-        return [self._token_dict_inv[index] for index in ids]
+    def _token_of(self, index: int) -> str:
+        return self._token_dict_inv[index]
 
     def tokenize(self, text: str, maxlen: int | None = None) -> list[str]:
         """Word pieces of ``text`` between [CLS] and [SEP], cut to ``maxlen`` before [SEP].
@@ -265,65 +239,6 @@ class Tokenizer:
                        in zip(encoding.tokens, encoding.ids, encoding.offsets, strict=True)]
         tokens = self._wrapped(tokens, self._token_start, self._token_end)
         return tokens if maxlen is None else _cut(tokens, maxlen, self._token_end is not None)
-
-    def encode(self, first: str | Sequence[str], second: str | Sequence[str] | None = None,
-               maxlen: int | None = None) -> tuple[list[int], list[int]]:
-        """Token ids and segment ids of one text or a pair, as bert4keras's ``Tokenizer.encode``.
-
-        Args:
-            first: str or list of str. a text, or tokens already with [CLS] and [SEP].
-            second: str or list of str. the second text of a pair (segment 1), or None.
-            maxlen: int. the most ids; the longer sequence loses tokens from its end, before [SEP].
-
-        Returns:
-            ``(token_ids, segment_ids)``, two lists of int.
-        """
-        most = None if maxlen is None else maxlen + 1  # enough pieces to cut a row or a pair as whole texts cut
-        ids = self._full_ids(first, most)
-        return self._assemble(ids, None if second is None else self._full_ids(second, most), maxlen)
-
-    def encode_batch(self, firsts: Sequence[str], seconds: Sequence[str] | None = None, maxlen: int | None = None,
-                     padding: bool | str = False, most_pieces: int | None = None,
-                     ) -> tuple[list[list[int]], list[list[int]]] | tuple[np.ndarray, ...]:
-        """``encode`` of many texts (or pairs) at once with the Rust batch encoder: the fast path.
-
-        Args:
-            firsts: list of str. the texts.
-            seconds: list of str or None. the second texts of pairs.
-            maxlen: int or None. the most ids of a row, cut as ``encode`` cuts.
-            padding: bool or str. False: one unpadded list per row. True or ``"longest"``: two int32 arrays
-                ``[rows, longest row]`` padded with 0, ready for ``model.predict`` (Hugging Face's
-                ``padding=True``, bert4keras's ``sequence_padding``). 0 is [PAD] in BERT vocabularies and the
-                token id kerasbert's models mask. ``"max_length"``: arrays ``[rows, maxlen]``.
-
-        Returns:
-            ``(token_ids, segment_ids)``: two lists with one list of int per row, or two arrays.
-
-        Example:
-        >>> tokenizer = Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"])})
-        >>> tokenizer.encode_batch(["a b", "b"], ["a", "a a a"], maxlen=5)
-        ([[2, 4, 3, 4, 3], [2, 5, 3, 4, 3]], [[0, 0, 0, 1, 1], [0, 0, 0, 1, 1]])
-        >>> token_ids, segment_ids = tokenizer.encode_batch(["a b", "b"], padding=True)
-        >>> token_ids.tolist(), token_ids.dtype.name
-        ([[2, 4, 5, 3], [2, 5, 3, 0]], 'int32')
-        """
-        if padding not in (False, True, "longest", "max_length") or (padding == "max_length" and maxlen is None):
-            raise fail(ConfigError, "encode_batch: padding", 'False, True, "longest" or "max_length" with maxlen',
-                       repr(padding) + (" without maxlen" if padding == "max_length" else ""))
-        texts = list(firsts) + list(seconds or [])
-        if seconds is not None and len(seconds) != len(firsts):
-            raise fail(ConfigError, "encode_batch: seconds", f"{len(firsts)} texts, as many as firsts",
-                       f"{len(seconds)} texts")
-        most = most_pieces if most_pieces is not None or maxlen is None else maxlen + 1
-        pieces = self._batch_ids(texts, most)
-        n = len(firsts)
-        pairs = zip(pieces[:n], pieces[n:] if seconds is not None else [None] * n, strict=True)
-        rows = [self._assemble(first, second, maxlen) for first, second in pairs]
-        token_ids, segment_ids = [row[0] for row in rows], [row[1] for row in rows]
-        if not padding:
-            return token_ids, segment_ids
-        length = maxlen if padding == "max_length" else None
-        return pad_ids(token_ids, length), pad_ids(segment_ids, length)
 
     def truncate(self, token_ids: Sequence[int], segment_ids: Sequence[int],
                  maxlen: int) -> tuple[list[int], list[int]]:
@@ -440,6 +355,9 @@ class Tokenizer:
             for i, encoding in zip(chunk, encodings, strict=True):
                 rows[i] = self._wrapped(encoding.ids, self._token_start_id, self._token_end_id)
         return [self._full_ids(text, most) if row is None else row for row, text in zip(rows, texts, strict=True)]
+
+    def _wrap(self, pieces: list[int]) -> list[int]:
+        return self._wrapped(pieces, self._token_start_id, self._token_end_id)
 
     @staticmethod
     def _wrapped(items: Sequence, start, end) -> list:

@@ -132,7 +132,7 @@ def windowed(features: Features, maxlen: int, stride: int, what: str = "data") -
         labels = rows(labels) if labels and isinstance(labels[0], list) else [labels[w.document] for w in windows]
     out = Features(rows(features.token_ids), rows(features.segment_ids), labels,
                    None if features.weights is None else rows(features.weights), features.first_pieces,
-                   windows=windows)
+                   windows=windows, pad_id=features.pad_id)
     if len(windows) > len(features):
         longer = sum(len(row) > maxlen for row in features.token_ids)
         logger.info("%s: %d of %d texts are longer than maxlen=%d word pieces: split into %d windows sharing %d",

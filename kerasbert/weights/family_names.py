@@ -31,7 +31,10 @@ from kerasbert.weights.names import HF_NAMES, each, variable_shapes, with_one_bl
 # model_type -> the transformers class whose names save_hf_checkpoint and convert write
 ARCHITECTURES = {"bert": "BertForPreTraining", "albert": "AlbertForPreTraining", "nezha": "NezhaForPreTraining",
                  "electra": "ElectraForPreTraining", "roformer": "RoFormerForMaskedLM",
-                 "t5": "T5ForConditionalGeneration", "mt5": "MT5ForConditionalGeneration", "gpt2": "GPT2LMHeadModel"}
+                 "t5": "T5ForConditionalGeneration", "mt5": "MT5ForConditionalGeneration", "gpt2": "GPT2LMHeadModel",
+                 "deberta-v2": "DebertaV2ForMaskedLM",
+                 "roberta": "RobertaForMaskedLM", "xlm-roberta": "XLMRobertaForMaskedLM",
+                 "distilbert": "DistilBertForMaskedLM", "modernbert": "ModernBertForMaskedLM"}
 
 _QKV = ("query", "key", "value")
 _ALBERT_LAYER = "albert.encoder.albert_layer_groups.0.albert_layers.0"

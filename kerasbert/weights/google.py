@@ -47,7 +47,16 @@ def google_format(family: Family) -> Format:
     Example:
     >>> sorted(google_format(families.get("electra")).vocab_rows)
     ['cls/predictions/output_bias', 'electra/embeddings/word_embeddings']
+
+    A family without a Google TF1 form (`kerasbert.modeling.families.Family.checkpoint` ``""``: Hugging Face's
+    RoBERTa, XLM-R, DistilBERT, ...) is a CheckpointError that names the Hugging Face route.
     """
+    if not family.checkpoint:
+        having = [name for name in families.FAMILY_NAMES if families.get(name).checkpoint]
+        raise fail(CheckpointError, "model", f"a family with a Google TF1 checkpoint ({', '.join(having)})",
+                   f"model={family.name!r}, whose checkpoints are Hugging Face folders alone",
+                   "save it with kerasbert.save_hf_checkpoint and load it from that folder (config.json with "
+                   "model.safetensors or pytorch_model.bin)")
     if family.architecture == "gpt":  # each generative architecture's names in a table of its own
         from kerasbert.weights.gpt_names import gpt_format
 

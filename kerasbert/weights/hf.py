@@ -32,6 +32,7 @@ from kerasbert.modeling import families
 from kerasbert.modeling.config import BertConfig, config_of
 from kerasbert.modeling.families import Family, model_type
 from kerasbert.modeling.hf_configs import HF_ACTIVATIONS
+from kerasbert.weights.deberta_names import RENAMES as DEBERTA_RENAMES
 from kerasbert.weights.family_names import ARCHITECTURES, hf_names
 from kerasbert.weights.names import CLASSIFIERS, HF_NAMES
 from kerasbert.weights.table import Format
@@ -64,7 +65,12 @@ TORCH, TORCH_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"
 WEIGHT_FILES = (SAFETENSORS, SAFETENSORS_INDEX, TORCH, TORCH_INDEX)  # in order of preference
 _ENCODER_PARTS = ("embeddings.", "embeddings_project.", "encoder.", "pooler.")
 # model_type -> the prefix of the names a bare model's file lacks, and the names that lack it
-_BARE = {"gpt2": ("transformer", ("wte.", "wpe.", "h.", "ln_f.")), "t5": ("", ()), "mt5": ("", ())}
+_BARE = {"gpt2": ("transformer", ("wte.", "wpe.", "h.", "ln_f.")), "t5": ("", ()), "mt5": ("", ()),
+         "xlm-roberta": ("roberta", _ENCODER_PARTS), "distilbert": ("distilbert", ("embeddings.", "transformer.")),
+         "deberta-v2": ("deberta", ("embeddings.", "encoder.")),
+         "modernbert": ("model", ("embeddings.", "layers.", "final_norm."))}
+# model_type -> (pattern, replacement) pairs: other spellings of a family's names, read as its table's
+_RENAMES = {"deberta-v2": DEBERTA_RENAMES}
 
 
 def canonical_name(name: str, kind: str = "bert") -> str:
@@ -85,6 +91,8 @@ def canonical_name(name: str, kind: str = "bert") -> str:
         name = f"{prefix}.{name}"
     elif kind == "nezha" and name.startswith("bert."):
         name = "nezha." + name[len("bert."):]
+    for pattern, replacement in _RENAMES.get(kind, ()):
+        name = pattern.sub(replacement, name)
     return re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name))
 
 
@@ -179,14 +187,23 @@ class HFCheckpoint:
         return self._files[file].get(stored)
 
 
-# the architectures whose blocks are not BERT's -> the module of their Hugging Face tables, which gives
-# ``hf_format(family, base)`` (the format over `HF`'s reading rules) and ``hf_config(config, family)`` (the config.json)
-ARCHITECTURE_TABLES = {"gpt": "kerasbert.weights.hf_generative", "t5": "kerasbert.weights.hf_generative"}
+# the architectures whose blocks are not BERT's, and the encoder families whose transformers names are not BERT's
+# -> the module of their Hugging Face tables, which gives ``hf_format(family, base)`` (the format over `HF`'s
+# reading rules) and ``hf_config(config, family)`` (the config.json)
+ARCHITECTURE_TABLES = {"gpt": "kerasbert.weights.hf_generative", "t5": "kerasbert.weights.hf_generative",
+                       "deberta": "kerasbert.weights.deberta_names", "modernbert": "kerasbert.weights.modernbert_names",
+                       **dict.fromkeys(("roberta_en", "xlm_roberta", "distilbert"), "kerasbert.weights.hf_encoders")}
+
+
+def _own_tables(family: Family) -> bool:
+    """Whether a module of `ARCHITECTURE_TABLES` holds the family's Hugging Face tables (its family's row, else
+    its architecture's; BERT's encoder families read `kerasbert.weights.family_names`)."""
+    return family.name in ARCHITECTURE_TABLES or family.architecture != "encoder"
 
 
 def _tables(family: Family):
-    """The module of a non-BERT architecture's Hugging Face tables (`ARCHITECTURE_TABLES`)."""
-    return importlib.import_module(ARCHITECTURE_TABLES[family.architecture])
+    """The module of the family's own Hugging Face tables (`ARCHITECTURE_TABLES`)."""
+    return importlib.import_module(ARCHITECTURE_TABLES.get(family.name) or ARCHITECTURE_TABLES[family.architecture])
 
 
 def hf_format(family: Family) -> Format:
@@ -196,7 +213,7 @@ def hf_format(family: Family) -> Format:
     >>> sorted(hf_format(families.get("albert")).vocab_rows)
     ['albert.embeddings.word_embeddings.weight', 'predictions.bias']
     """
-    if family.architecture != "encoder":
+    if _own_tables(family):
         return _tables(family).hf_format(family, HF)
     names = hf_names(family)
     rows = {names.get((ln.EMBEDDING_TOKEN, "embeddings")), names.get((ln.MLM_BIAS, "bias"))} - {None}
@@ -361,7 +378,7 @@ def hf_config_dict(model) -> dict:
     ['ElectraForPreTraining']
     """
     config, family = config_of(model), families.of_model(model)
-    if family.architecture != "encoder":
+    if _own_tables(family):
         return _tables(family).hf_config(config, family)
     values = {"pad_token_id": 0, **config.to_dict()}
     values["hidden_act"] = HF_ACTIVATIONS[config.activation]
@@ -374,7 +391,8 @@ def save_hf_checkpoint(model, folder: str | os.PathLike, *, config: dict | None 
 
     Names are those of the family's transformers model (``BertForPreTraining``, ``AlbertForPreTraining``,
     ``ElectraForPreTraining``, ``NezhaForPreTraining``, ``RoFormerForMaskedLM``, ``T5ForConditionalGeneration``,
-    ``MT5ForConditionalGeneration``, ``GPT2LMHeadModel``), and ``config.json`` gives its ``model_type`` and
+    ``MT5ForConditionalGeneration``, ``GPT2LMHeadModel``, ``RobertaForMaskedLM``, ``XLMRobertaForMaskedLM``,
+    ``DistilBertForMaskedLM``), and ``config.json`` gives its ``model_type`` and
     ``architectures`` (T5's and GPT-2's in transformers' own keys, `kerasbert.weights.hf_generative.hf_config`), so
     transformers, keras-hub's Hugging Face loader (BERT, ALBERT, GPT-2) and kerasbert read the folder. The folder is
     created if needed, and its files appear all at once or not at all (written beside it, then renamed in). An

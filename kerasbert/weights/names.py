@@ -185,7 +185,9 @@ def looks_like(names) -> str:
     ``"gpt2_ml"`` (bert4keras's GPT names; ``"gpt2"`` for transformers' too), ``"t5"``, ``"t5.1.1"`` or ``"mt5.1.1"``
     (``"t5.1.1 or mt5.1.1"`` for transformers' gated T5, whose names are mT5's), ``"albert"`` (a shared group),
     ``"electra"``, ``"roformer_v2"`` (blocks without norm weights), ``"roformer"`` or ``"nezha"`` (Hugging Face
-    names say which), ``"nezha or roformer"`` (blocks, no position table), else ``"bert"``.
+    names say which), ``"nezha or roformer"`` (blocks, no position table), ``"distilbert"``, ``"roberta_en or
+    xlm_roberta"`` (transformers' ``roberta.`` names, both families'), ``"modernbert"`` (its fused ``Wqkv``), else
+    ``"bert"``.
 
     Example:
     >>> looks_like(["bert/encoder/transformer/group_0/inner_group_0/LayerNorm/gamma"])
@@ -211,6 +213,14 @@ def looks_like(names) -> str:
         return "albert"
     if any(n.startswith(("electra/", "electra.")) for n in names):
         return "electra"
+    if any(n.startswith("distilbert.") or ".attention.q_lin." in n for n in names):
+        return "distilbert"
+    if any(".rel_embeddings." in n or ".attention.self.query_proj." in n for n in names):
+        return "deberta_v3"
+    if any(".attn.Wqkv." in n or n.endswith("tok_embeddings.weight") for n in names):
+        return "modernbert"
+    if any(n.startswith(("roberta.", "lm_head.")) for n in names):
+        return "roberta_en or xlm_roberta"
     blocks = [n for n in names if "layer_0/" in n or "layer.0." in n]
     if blocks and not any("LayerNorm" in n for n in blocks):
         return "roformer_v2"

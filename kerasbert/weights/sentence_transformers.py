@@ -11,6 +11,11 @@ files in (``path``) and its class (``type``). kerasbert reads the three that mak
   ``word_embedding_dimension`` must be the encoder's hidden size;
 - ``Normalize`` (optional): unit-length vectors.
 
+The folder's ``config_sentence_transformers.json`` may declare ``prompts`` (``{"query": "query: ", ...}``: a text
+put before each text, as multilingual-e5 expects) and a ``default_prompt_name``, the prompt used when none is
+asked for (`read_prompts`); the Pooling module's ``include_prompt: false`` (the prompt's tokens left out of the
+pooling) is read too.
+
 Any other module (``Dense``, ``LayerNorm``, ...) or pooling mode (``max``, ``mean_sqrt_len``, ``weightedmean``,
 ``lasttoken``, or several modes concatenated) has no kerasbert layer: a ConfigError naming the file, what it asks
 for and what kerasbert has, rather than vectors that differ from the folder's.
@@ -30,11 +35,12 @@ import os
 from kerasbert.errors import CheckpointError, ConfigError, fail
 from kerasbert.files import json_value
 
-__all__ = ["MODULES", "POOLING_MODES", "SentenceTransformersFolder", "is_sentence_transformers",
-           "read_sentence_transformers"]
+__all__ = ["MODULES", "POOLING_MODES", "PROMPTS", "SentenceTransformersFolder", "is_sentence_transformers",
+           "read_prompts", "read_sentence_transformers"]
 
 MODULES = "modules.json"
 SETTINGS = "sentence_bert_config.json"  # the Transformer module's settings, in its folder
+PROMPTS = "config_sentence_transformers.json"  # the folder's prompts and default prompt, beside modules.json
 KNOWN = ("Transformer", "Pooling", "Normalize")  # the modules kerasbert builds, in this order
 # sentence-transformers' pooling modes -> kerasbert's pooling (None: kerasbert has none); a mode a config leaves
 # out takes the default of sentence-transformers' Pooling: mean on, every other mode off
@@ -54,6 +60,10 @@ class SentenceTransformersFolder:
         normalize: bool. whether a ``Normalize`` module follows.
         maxlen: int or None. ``max_seq_length`` of ``sentence_bert_config.json``.
         lowercase: bool or None. its ``do_lower_case`` (None: not given).
+        prompts: dict. the prompts of ``config_sentence_transformers.json``, by name (empty: none).
+        default_prompt_name: str or None. the prompt used when none is asked for.
+        include_prompt: bool. whether the prompt's tokens are pooled with the text's (the Pooling module's
+            ``include_prompt``, true unless it says).
     """
 
     path: str
@@ -62,6 +72,9 @@ class SentenceTransformersFolder:
     normalize: bool
     maxlen: int | None
     lowercase: bool | None
+    prompts: dict = dataclasses.field(default_factory=dict)
+    default_prompt_name: str | None = None
+    include_prompt: bool = True
 
 
 def is_sentence_transformers(path: str | os.PathLike) -> bool:
@@ -116,8 +129,9 @@ def _modules(folder: str) -> dict[str, str]:
     return out
 
 
-def _pooling(folder: str) -> tuple[str, int | None]:
-    """The Pooling module's kerasbert pooling and its ``word_embedding_dimension``, from its ``config.json``."""
+def _pooling(folder: str) -> tuple[str, int | None, bool]:
+    """The Pooling module's kerasbert pooling, its ``word_embedding_dimension`` and ``include_prompt``, from its
+    ``config.json``."""
     where = os.path.join(folder, "config.json")
     config = _json(where, "a JSON object of pooling modes")
     if not isinstance(config, dict):
@@ -131,7 +145,10 @@ def _pooling(folder: str) -> tuple[str, int | None]:
     dimension = config.get("word_embedding_dimension")
     if dimension is not None and (isinstance(dimension, bool) or not isinstance(dimension, int)):
         raise fail(ConfigError, f"{where}: word_embedding_dimension", "an integer", repr(dimension))
-    return POOLING_MODES[modes[0]], dimension
+    include = config.get("include_prompt", True)
+    if not isinstance(include, bool):
+        raise fail(ConfigError, f"{where}: include_prompt", "true or false", repr(include))
+    return POOLING_MODES[modes[0]], dimension, include
 
 
 def _settings(folder: str) -> tuple[int | None, bool | None]:
@@ -151,6 +168,33 @@ def _settings(folder: str) -> tuple[int | None, bool | None]:
     return maxlen, lowercase
 
 
+def read_prompts(path: str | os.PathLike) -> tuple[dict[str, str], str | None]:
+    """The ``prompts`` and ``default_prompt_name`` a sentence-transformers folder's
+    ``config_sentence_transformers.json`` declares (``{}`` and None without the file or the keys).
+
+    Raises:
+        ConfigError: prompts that are not a JSON object of strings, or a default prompt name it does not declare.
+
+    Example:
+    >>> read_prompts("/no/such/folder")
+    ({}, None)
+    """
+    where = os.path.join(os.fspath(path), PROMPTS)
+    if not os.path.isfile(where):
+        return {}, None
+    config = _json(where, "a JSON object")
+    if not isinstance(config, dict):
+        raise fail(ConfigError, where, "a JSON object", type(config).__name__)
+    prompts, default = config.get("prompts") or {}, config.get("default_prompt_name")
+    if not isinstance(prompts, dict) or not all(isinstance(text, str) for text in prompts.values()):
+        raise fail(ConfigError, f"{where}: prompts", 'a JSON object of names and texts, e.g. {"query": "query: "}',
+                   json.dumps(prompts)[:80])
+    if default is not None and default not in prompts:
+        raise fail(ConfigError, f"{where}: default_prompt_name", "one of its prompts: " + (
+                   ", ".join(prompts) or "it declares none"), repr(default))
+    return dict(prompts), default
+
+
 def read_sentence_transformers(path: str | os.PathLike) -> SentenceTransformersFolder:
     """Read and check what a sentence-transformers folder declares, without loading weights.
 
@@ -168,12 +212,13 @@ def read_sentence_transformers(path: str | os.PathLike) -> SentenceTransformersF
 
     folder = os.fspath(path)
     modules = _modules(folder)
-    pooling, dimension = _pooling(modules["Pooling"])
+    pooling, dimension, include_prompt = _pooling(modules["Pooling"])
     hidden = BertConfig.from_json(modules["Transformer"]).hidden_size
     if dimension is not None and dimension != hidden:
         raise fail(ConfigError, os.path.join(modules["Pooling"], "config.json") + ": word_embedding_dimension",
                    f"the encoder's hidden_size, {hidden}", str(dimension),
                    "the pooling belongs to another model: download the folder again")
     maxlen, lowercase = _settings(modules["Transformer"])
+    prompts, default = read_prompts(folder)
     return SentenceTransformersFolder(folder, modules["Transformer"], pooling, "Normalize" in modules, maxlen,
-                                      lowercase)
+                                      lowercase, prompts, default, include_prompt)

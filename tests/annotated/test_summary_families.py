@@ -20,7 +20,8 @@ FAMILIES_PAGE, SUMMARY_PAGE = os.path.join(DOCS, "families.md"), os.path.join(DO
 WITH_E = {"albert", "albert_unshared", "electra", "roformer_v2"}  # families built here with embedding_size 16 ≠ H 32
 # the pre-training layers each family has, built one at a time
 FLAGS = {"bert": ({"with_pool": True}, {"with_nsp": True, "with_mlm": True}),
-         "electra": ({"with_discriminator": True},), "roformer_v2": ({"with_mlm": True},)}
+         "electra": ({"with_discriminator": True},), "roformer_v2": ({"with_mlm": True},),
+         "roberta": ({"with_pool": True, "with_mlm": True},), "distilbert": ({"with_mlm": True},)}
 # row name -> formula symbols, per family (tiny config; E 16 where the family has one)
 EMBEDDING_ROWS = {"Embedding-Token": "V·E", "Embedding-Segment": "T·E", "Embedding-Position": "P·E",
                   "Embedding-Norm": "2·E", "Embedding-Mapping": "E·H+H"}

@@ -132,10 +132,11 @@ QUICK = "matmul,kerasbert,bert4keras,keras-hub,kerasbert-train"
 
 
 def test_quick_benchmark_runs_every_worker_and_writes_its_section(tmp_path):
+    """BERT's workers, and with ``--families all`` each Hugging Face family's pair against keras-hub's backbone."""
     results = tmp_path / "RESULTS.md"
     results.write_text("# results\n\n<!-- other -->\nkept\n<!-- /other -->\n")
     command = [sys.executable, os.path.join(ROOT, "benchmarks", "bench.py"), "--quick", "--results", str(results),
-               "--variants", QUICK]
+               "--variants", QUICK, "--families", "all"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     text = results.read_text()
@@ -152,6 +153,27 @@ def test_quick_benchmark_runs_every_worker_and_writes_its_section(tmp_path):
             assert ratio == "1.00"
     assert re.search(r"Matmul peak measured by the same run \(.*?\): float32 \d+ GFLOP/s", text)
     assert "infer: kerasbert vs bert4keras:" in text and "`kerasbert train` step / bare model step:" in text
+    families = re.findall(r"^\| (\w+) \| (\w+Backbone) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
+    assert [(family, backbone) for family, backbone, *_ in families] == [
+        ("roberta_en", "RobertaBackbone"), ("xlm_roberta", "XLMRobertaBackbone"), ("distilbert", "DistilBertBackbone"),
+        ("deberta_v3", "DebertaV3Backbone")]
+    assert all(float(value) > 0 for *_, mine, hub, ratio in families for value in (mine, hub, ratio))
+    for family, backbone, *_ in families:
+        assert re.search(rf"^- infer, {family}: kerasbert vs keras-hub's {backbone}: [\d.]+× \(target ≥ 1.0×\)",
+                         text, re.M), family
+
+
+def test_families_are_checked_before_any_worker_starts(capsys):
+    from benchmarks.bench import main
+    from benchmarks.bench_families import family_config, variant_names
+
+    with pytest.raises(SystemExit):
+        main(["--quick", "--families", "roberta_en,bart"])
+    assert "--families: expected all or some of roberta_en, xlm_roberta, distilbert, deberta_v3, found bart" in \
+        capsys.readouterr().err
+    assert variant("kerasbert-xlm_roberta") == ("kerasbert_family", {"model": "xlm_roberta"})
+    assert variant(variant_names("deberta_v3")[1]) == ("keras_hub_family", {"model": "deberta_v3"})
+    assert family_config("xlm_roberta", quick=False)["vocab_size"] == 250002
 
 
 def test_quick_benchmark_runs_on_the_jax_backend_without_bert4keras(tmp_path):

@@ -60,8 +60,9 @@ def test_to_json_round_trip(tmp_path):
     ({"num_hidden_layers": "12"}, "num_hidden_layers: expected a positive integer, found '12'"),
     ({"hidden_act": "mish"}, "hidden_act: expected one of .*found 'mish'"),
     ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob: expected a number in \[0, 1\), found 1.5"),
-    ({"model_type": "roberta"}, "model_type: expected one of 'bert', 'albert', 'electra', 'nezha', 'roformer', "
-                                "'t5', 'mt5', 'gpt2', found 'roberta'"),
+    ({"model_type": "bart"}, "model_type: expected one of 'bert', 'albert', 'electra', 'nezha', 'roformer', "
+                             "'t5', 'mt5', 'gpt2', 'roberta', 'xlm-roberta', 'distilbert', 'deberta-v2', "
+                             "'modernbert', found 'bart'"),
 ])
 def test_invalid_values_name_the_file_and_key(tmp_path, change, message):
     path = write(tmp_path, dict(GOOGLE, **change))

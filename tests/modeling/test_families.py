@@ -139,8 +139,9 @@ def test_a_checkpoint_of_another_family_says_which(oracle):
 
 def test_unknown_family_lists_those_that_exist():
     with pytest.raises(ModelError, match="model: expected one of bert, albert, albert_unshared, nezha, electra, "
-                                         "roformer, roformer_v2, gpt, gpt2, gpt2_ml, t5, t5.1.1, mt5.1.1, roberta, "
-                                         "t5.1.0, found 'gpt5'. did you mean model='gpt'"):
+                                         "roformer, roformer_v2, gpt, gpt2, gpt2_ml, t5, t5.1.1, mt5.1.1, roberta_en, "
+                                         "xlm_roberta, distilbert, deberta_v3, modernbert, roberta, t5.1.0, found "
+                                         "'gpt5'. did you mean model='gpt'"):
         build_transformer_model("tiny", model="gpt5")
 
 

@@ -154,8 +154,9 @@ def test_masks_stay_one_piece_and_long_texts_keep_them():
 
 def test_the_families_with_a_masked_lm():
     from kerasbert.modeling import families
+    from kerasbert.modeling.final_layers import MLM_HEADS
 
-    with_mlm = {name for name in families.ENCODER_NAMES if families.get(name).heads in ("bert", "roformer_v2")}
+    with_mlm = {name for name in families.ENCODER_NAMES if families.get(name).heads in MLM_HEADS}
     assert set(FILL_MASK_FAMILIES) == with_mlm | {"roberta"}
 
 
