@@ -43,6 +43,7 @@ from kerasbert.text import corpus, masking, pairs
 from kerasbert.text.pipeline import Features, to_dataset
 from kerasbert.text.readers import LabelSet, write_text
 from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.text.tokenizer_base import pad_id_of
 
 __all__ = ["DEV_SEED", "MaskedLmTask", "PiecesPerSecond", "row_sums"]
 
@@ -122,11 +123,13 @@ class MaskedLmTask(Task):
 
         specials = _special_ids(tokenizer)
 
+        pad_id = pad_id_of(tokenizer)
+
         def mask(ids: np.ndarray, words: np.ndarray, draw: np.ndarray) -> tuple[np.ndarray, ...]:
-            self.pieces += int(np.count_nonzero(ids))
+            self.pieces += int(np.count_nonzero(ids != pad_id))
             inputs, labels = masking.mask_batch(ids, words, self.rule, seed=tuple(int(x) for x in draw),
                                                 mask_id=specials["[MASK]"], vocab_size=tokenizer.vocab_size,
-                                                special_ids=sorted(specials.values()))
+                                                special_ids=sorted(set(specials.values())))
             predicted = masking.predicted_positions(labels, masking.most_predictions(self.rule, ids.shape[1]))
             return inputs.astype(np.int32), *(x.astype(np.int32) for x in predicted)
 
@@ -270,9 +273,13 @@ def _labels(row: corpus.PackedRow) -> list[int]:
 
 
 def _special_ids(tokenizer: Tokenizer) -> dict[str, int]:
-    """The ids of the special pieces in the vocabulary; a vocabulary without ``[MASK]`` cannot be pretrained."""
+    """The ids never masked nor drawn as random pieces: the special pieces (BERT's names stand for a
+    ``tokenizer.json``'s own: ``<s>``, ``<pad>``, ``<mask>``...), a ``tokenizer.json``'s other special tokens, and
+    id 0, which the labels keep for "not predicted"; a vocabulary without a mask token cannot be pretrained."""
     found = {token: tokenizer.token_to_id(token) for token in SPECIAL_TOKENS}
     if found["[MASK]"] is None or found["[MASK]"] == found["[UNK]"]:
         raise fail(ConfigError, "--vocab", "a vocabulary with [MASK] (masked-LM pretraining replaces pieces by it)",
                    "no [MASK]", "use the checkpoint's vocab.txt, which has it")
-    return {token: index for token, index in found.items() if index is not None}
+    found = {token: index for token, index in found.items() if index is not None}
+    others = getattr(tokenizer, "special_ids", ())
+    return {**{f"special:{index}": index for index in (0, *others)}, **found}

@@ -20,9 +20,11 @@ Example:
 
 from __future__ import annotations
 
+import os
+
 from kerasbert.files import copy_file
 from kerasbert.finetune.args import check_corpus, pretrain_options
-from kerasbert.finetune.runs import Run
+from kerasbert.finetune.runs import VOCAB_FILES, Run, vocab_name
 from kerasbert.finetune.training import train
 from kerasbert.modeling.models import build_transformer_model
 from kerasbert.weights.google import save_google_checkpoint
@@ -60,15 +62,30 @@ def pretrain(data: str, out: str, *, checkpoint: str | None = None, dev: str | N
 
 
 def _write_checkpoints(run: Run) -> dict[str, str]:
-    """The run's best model as a Google checkpoint (``google/``) and a Hugging Face folder (``hf/``), with the
-    pooler the run started from (masked-LM training leaves it as it was; BERT checkpoints and keras-hub have one)."""
+    """The run's best model as a Google checkpoint (``google/``, where its family has that form) and a Hugging Face
+    folder (``hf/``, with the run's ``vocab.txt`` or ``tokenizer.json``), with the pooler the run started from
+    (masked-LM training leaves it as it was; BERT checkpoints and keras-hub have one)."""
+    from kerasbert.modeling import families
+    from kerasbert.modeling.config import resolve_config
+    from kerasbert.modeling.final_layers import FLAGS
+
     args = run.read_json("args.json")
+    family = families.resolve(args.get("model"), resolve_config(run.file("bert_config.json")))
     full = build_transformer_model(run.file("bert_config.json"), args.get("checkpoint"), model=args.get("model"),
-                                   with_pool=True, with_nsp=bool(args.get("nsp")), with_mlm=True, verbose=False)
+                                   with_pool="with_pool" in FLAGS[family.heads], with_nsp=bool(args.get("nsp")),
+                                   with_mlm=True, verbose=False)
     for layer in run.load_model().layers:
         if layer.weights:
             full.get_layer(layer.name).set_weights(layer.get_weights())
-    save_google_checkpoint(full, run.file("google"))
-    for name in ("bert_config.json", "vocab.txt"):
-        copy_file(run.file(name), run.file(f"google/{name}"))
-    return {"google": run.file("google"), "hf": save_hf_checkpoint(full, run.file("hf"), vocab=run.file("vocab.txt"))}
+    vocab = vocab_name(args.get("vocab") or VOCAB_FILES[0])
+    written = {}
+    if families.of_model(full).checkpoint:  # the Hugging Face families have no Google TF1 form
+        save_google_checkpoint(full, run.file("google"))
+        for name in ("bert_config.json", vocab):
+            copy_file(run.file(name), run.file(f"google/{name}"))
+        written["google"] = run.file("google")
+    if vocab == VOCAB_FILES[0]:
+        return {**written, "hf": save_hf_checkpoint(full, run.file("hf"), vocab=run.file(vocab))}
+    folder = save_hf_checkpoint(full, run.file("hf"))
+    copy_file(run.file(vocab), os.path.join(folder, vocab))
+    return {**written, "hf": folder}

@@ -65,7 +65,7 @@ def check_pretrain(args: argparse.Namespace) -> None:
         check_corpus(args.data)
     checked = train_args("mlm", args.data, args.out, args.resume, args.overwrite,
                          pretrain_options(args.resume, _options(args)))
-    if checked.whole_word:
+    if checked.whole_word and not str(checked.vocab or "").endswith(".json"):  # a tokenizer.json marks its words
         require_segmenter()
 
 

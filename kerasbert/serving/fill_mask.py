@@ -11,10 +11,13 @@
 - a pretraining run folder (``kerasbert pretrain``, or ``kerasbert train --task mlm``): its best model.
 
 The families with a masked LM are `FILL_MASK_FAMILIES` (BERT and RoBERTa, ALBERT, NEZHA, RoFormer, RoFormer-V2, and
-Hugging Face's RoBERTa, XLM-R and DistilBERT);
-ELECTRA's discriminator, GPT and T5 have none. A text holds `MASK_TOKEN` where a word piece is to be guessed (at
-most `MAX_MASKS`); the text between masks is cut into word pieces part by part, so the mask stays one piece, as
-Hugging Face keeps its special tokens whole. Each mask gets its ``top_k`` word pieces by softmax probability; each
+Hugging Face's RoBERTa, XLM-R, DistilBERT, DeBERTa-v3 and ModernBERT);
+ELECTRA's discriminator, GPT and T5 have none. A text holds `MASK_TOKEN` (or RoBERTa's ``<mask>``: `MASK_MARKS`, each
+the model's own mask token) where a word piece is to be guessed (at most `MAX_MASKS`); with a ``vocab.txt`` the text
+between masks is cut into word pieces part by part, so the mask stays one piece, and a ``tokenizer.json`` encodes the
+whole text with the marks written as its own mask token, which it keeps whole (and which takes the space before it
+where the file says so, as RoBERTa's ``<mask>``). A guess reads as the tokenizer decodes it (a byte-level ``Ġ`` is a
+space, ``##`` is dropped). Each mask gets its ``top_k`` word pieces by softmax probability; each
 run of two or more adjacent masks (a Chinese word masked one character a mask, as whole-word-masking checkpoints
 were trained) also gets its ``top_k`` whole words: the pieces' probabilities are each read from the one masked input,
 independent given it, and a word's score is their product, the best ``top_k`` found exactly by a k-best merge
@@ -28,6 +31,7 @@ import dataclasses
 import functools
 import heapq
 import os
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,15 +42,17 @@ from kerasbert.errors import ConfigError, DataError, ModelError, fail
 from kerasbert.serving.embed import check_batch_size, check_maxlen, checkpoint_tokenizer, folder_kind, model_maxlen
 from kerasbert.text.tokenizer import Tokenizer, pad_ids
 
-__all__ = ["FILL_MASK_FAMILIES", "MASK_TOKEN", "MAX_MASKS", "MaskFiller", "MaskedText", "check_source",
+__all__ = ["FILL_MASK_FAMILIES", "MASK_MARKS", "MASK_TOKEN", "MAX_MASKS", "MaskFiller", "MaskedText", "check_source",
            "check_texts", "check_top_k", "fill_mask", "filled_row", "open_filler", "top_words"]
 
 MASK_TOKEN = "[MASK]"  # the vocabulary's mask token, as a text writes it
+MASK_MARKS = (MASK_TOKEN, "<mask>")  # what a text may write for the model's own mask token (BERT's, RoBERTa's)
+_MARK = re.compile("|".join(re.escape(mark) for mark in MASK_MARKS))
 MAX_MASKS = 20  # the most masks of one text: beyond, so little of the text is left that the guesses mean little
 TOP_K = 5  # the guesses per mask unless told, as Hugging Face's pipeline
 # the families whose checkpoints hold a masked LM (``with_mlm``), with the alias roberta
 FILL_MASK_FAMILIES = ("bert", "roberta", "albert", "albert_unshared", "nezha", "roformer", "roformer_v2", "roberta_en",
-                      "xlm_roberta", "distilbert")
+                      "xlm_roberta", "distilbert", "deberta_v3", "modernbert")
 _MLM_LAYERS = (names.MLM_DENSE, names.MLM_NORM, names.MLM_BIAS, names.OUTPUT_MAPPING)  # the masked LM's weights
 _NO_MLM_HINTS = {  # what a family without a masked LM is used for instead
     "electra": "an ELECTRA discriminator tells replaced tokens from real ones; its generator is a small BERT: "
@@ -77,7 +83,7 @@ class MaskedText:
     @property
     def parts(self) -> list[str]:
         """The text before, between and after the masks (one more than the masks)."""
-        return self.text.split(MASK_TOKEN)
+        return _MARK.split(self.text)
 
 
 def check_texts(texts, where: Sequence[str] | None = None) -> list[str]:
@@ -99,7 +105,7 @@ def check_texts(texts, where: Sequence[str] | None = None) -> list[str]:
         name = where[i] if where is not None else f"texts[{i}]"
         if not isinstance(text, str):
             raise fail(DataError, name, "a string", f"a {type(text).__name__} {str(text)[:40]}")
-        count = text.count(MASK_TOKEN)
+        count = len(_MARK.findall(text))
         if count == 0:
             lower = MASK_TOKEN.lower() in text.lower()
             raise fail(DataError, name, f"a text with {MASK_TOKEN} where a word piece is to be guessed",
@@ -128,14 +134,20 @@ def check_top_k(top_k: int, vocab_size: int | None = None) -> None:
 def encode_masked(tokenizer: Tokenizer, text: str, maxlen: int, where: str) -> MaskedText:
     """``text``'s word pieces with each mask one piece: the parts between masks cut into pieces one by one; a
     text longer than ``maxlen`` loses its end, and a DataError names ``where`` when a mask would go with it."""
-    mask_id, parts, offsets = tokenizer.token_to_id(MASK_TOKEN), text.split(MASK_TOKEN), []
-    ids, positions = [tokenizer.token_to_id("[CLS]")], []
-    for part in parts[:-1]:
-        offsets.append((offsets[-1] + len(MASK_TOKEN) if offsets else 0) + len(part))
-        ids += tokenizer.encode(part)[0][1:-1]
-        positions.append(len(ids))
-        ids.append(mask_id)
-    ids += [*tokenizer.encode(parts[-1])[0][1:-1], tokenizer.token_to_id("[SEP]")]
+    mask_id, offsets = tokenizer.token_to_id(MASK_TOKEN), [match.start() for match in _MARK.finditer(text)]
+    if _hf(tokenizer):
+        ids = tokenizer.encode(_MARK.sub(lambda _: tokenizer.id_to_token(mask_id), text))[0]
+        positions = [i for i, index in enumerate(ids) if index == mask_id]
+        if len(positions) != len(offsets):
+            raise fail(DataError, where, f"each mask one {tokenizer.id_to_token(mask_id)} token", f"{len(positions)} "
+                       f"for {len(offsets)} masks in {text[:40]!r}", "write each mask apart from the words around it")
+    else:
+        ids, positions = [tokenizer.token_to_id("[CLS]")], []
+        for part in _MARK.split(text)[:-1]:
+            ids += tokenizer.encode(part)[0][1:-1]
+            positions.append(len(ids))
+            ids.append(mask_id)
+        ids += [*tokenizer.encode(_MARK.split(text)[-1])[0][1:-1], tokenizer.token_to_id("[SEP]")]
     if len(ids) <= maxlen:
         return MaskedText(text, ids, positions, offsets)
     if positions[-1] >= maxlen - 1:
@@ -177,9 +189,31 @@ def top_words(log_probs: np.ndarray, k: int) -> list[tuple[tuple[int, ...], floa
     return [(ids, float(score)) for ids, score in beams]
 
 
-def _surface(token: str) -> str:
-    """A word piece as it reads in a text: ``##`` dropped."""
-    return token[2:] if token.startswith("##") else token
+def _hf(tokenizer) -> bool:
+    """Whether ``tokenizer`` reads a ``tokenizer.json`` (`kerasbert.text.hf_tokenizer.HfTokenizer`)."""
+    from kerasbert.text.hf_tokenizer import HfTokenizer
+
+    return isinstance(tokenizer, HfTokenizer)
+
+
+def _tokens(tokenizer, ids: Sequence[int]) -> list[str]:
+    """Each id's token as a guess names it: a word piece as it is (``##`` kept, as Hugging Face's pipeline), a
+    ``tokenizer.json``'s piece as it decodes (`_surfaces`)."""
+    return _surfaces(tokenizer, ids) if _hf(tokenizer) else tokenizer.ids_to_tokens([int(i) for i in ids])
+
+
+def _surfaces(tokenizer, ids: Sequence[int]) -> list[str]:
+    """Each id's piece as it reads in a text: ``##`` dropped from a word piece; a ``tokenizer.json``'s piece as it
+    decodes (a byte-level ``Ġ`` a space), a special token as itself."""
+    tokens = tokenizer.ids_to_tokens([int(i) for i in ids])
+    if not _hf(tokenizer):
+        return [token[2:] if token.startswith("##") else token for token in tokens]
+    return [tokenizer.decode([int(i)]) or token for i, token in zip(ids, tokens, strict=True)]
+
+
+def _fill(before: str, surface: str) -> str:
+    """``surface`` written after ``before``: one space where both bring one (a mask that takes the space before it)."""
+    return surface[1:] if surface.startswith(" ") and (not before or before[-1].isspace()) else surface
 
 
 def _runs(positions: list[int]) -> list[list[int]]:
@@ -210,12 +244,14 @@ def filled_row(masked: MaskedText, probs: np.ndarray, tokenizer: Tokenizer, top_
     """
     known = np.asarray(probs, np.float64)[:, :tokenizer.vocab_size]  # ids past the vocabulary have no piece
     best = [_best(row, top_k) for row in known]
-    tokens = [tokenizer.ids_to_tokens([int(i) for i in ids]) for ids in best]
+    tokens = [_tokens(tokenizer, ids) for ids in best]
     masks = [{"position": offset, "candidates": [{"token": token, "score": float(row[i]), "token_id": int(i)}
                                                  for token, i in zip(pieces, ids, strict=True)]}
              for offset, row, ids, pieces in zip(masked.offsets, known, best, tokens, strict=True)]
     parts = masked.parts
-    filled = parts[0] + "".join(_surface(pieces[0]) + part for pieces, part in zip(tokens, parts[1:], strict=True))
+    filled = parts[0]
+    for surface, part in zip(_surfaces(tokenizer, [ids[0] for ids in best]), parts[1:], strict=True):
+        filled += _fill(filled, surface) + part
     words = [] if not whole_word else [_word_row(masked, known, run, tokenizer, top_k)
                                        for run in _runs(masked.positions) if len(run) > 1]
     return {"text": masked.text, "masks": masks, "words": words, "filled": filled}
@@ -228,8 +264,10 @@ def _word_row(masked: MaskedText, known: np.ndarray, run: list[int], tokenizer: 
         log_probs = np.log(known[run])
     candidates = []
     for ids, score in top_words(log_probs, top_k):
-        pieces = [_surface(token) for token in tokenizer.ids_to_tokens(list(ids))]
+        pieces = _surfaces(tokenizer, ids)
         word = pieces[0] + "".join(space + piece for space, piece in zip(between, pieces[1:], strict=True))
+        if _hf(tokenizer) and not "".join(between).strip():  # the pieces as the tokenizer joins them
+            word = tokenizer.decode(list(ids)).strip() or word
         candidates.append({"word": word, "score": float(np.exp(score)), "token_ids": list(ids)})
     return {"position": masked.offsets[run[0]], "masks": len(run), "candidates": candidates}
 
@@ -301,7 +339,7 @@ class MaskFiller:
 
         @tf.function(input_signature=[spec] * 3)
         def predict(token_ids, segment_ids, positions):
-            with_segments = len(self.model.inputs) == 3  # DistilBERT has none
+            with_segments = len(self.model.inputs) == 3  # DistilBERT and ModernBERT have none
             inputs = [token_ids, segment_ids, positions] if with_segments else [token_ids, positions]
             outputs = self.model(inputs, training=False)
             return outputs[-1] if isinstance(outputs, list | tuple) else outputs
@@ -407,7 +445,7 @@ def _checkpoint(path: str, family: str | None, maxlen: int | None) -> MaskFiller
     folder = _folder(path)
     config = resolve_config(_config_file(folder))
     found = families.resolve(family, config)
-    if found.heads not in MLM_HEADS or found.architecture != "encoder":
+    if found.heads not in MLM_HEADS:
         _refuse_family(found.name)
     _, vocab, tokenizer = checkpoint_tokenizer(folder)
     if tokenizer.token_to_id(MASK_TOKEN) in (None, tokenizer.token_to_id("[UNK]")):

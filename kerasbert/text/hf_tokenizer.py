@@ -195,6 +195,14 @@ class HfTokenizer(BaseTokenizer):
                          "[UNK]": self._token_unk_id, "[MASK]": self._token_mask_id}
 
     @property
+    def special_ids(self) -> list[int]:
+        """The ids of the file's special tokens (its added tokens marked special) and of the padding, unknown and
+        mask tokens, sorted."""
+        added = [index for index, token in self._rust.get_added_tokens_decoder().items() if token.special]
+        own = (self._token_pad_id, self._token_unk_id, self._token_mask_id)
+        return sorted({*added, *self._specials, *(index for index in own if index is not None)})
+
+    @property
     def vocab_size(self) -> int:
         """The number of tokens, added tokens included."""
         return self._rust.get_vocab_size(with_added_tokens=True)

@@ -16,7 +16,9 @@ Where kerasbert departs from Google's script, and why:
 
 Words come from `word_pieces`: Chinese words as jieba cuts them (each cut of two or more CJK characters is one
 word), other words as BERT's tokenizer cuts them (a run of letters and digits with its ``##`` pieces, each
-punctuation mark). NumPy only: no TensorFlow here.
+punctuation mark); with a Hugging Face ``tokenizer.json`` (`hf_word_pieces`) as its pieces mark them (byte-level
+BPE's ``Ġ`` and SentencePiece's ``▁`` begin a word, WordPiece's ``##`` continues one). NumPy only: no TensorFlow
+here.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ def word_pieces(tokenizer: Tokenizer, text: str, segment: Segment | None = None)
     >>> word_pieces(tokenizer, "我们去北京大学，playing", segment=list)[1]
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 8]
     """
+    if hasattr(tokenizer, "model_type"):  # a tokenizer.json (`kerasbert.text.hf_tokenizer.HfTokenizer`)
+        return hf_word_pieces(tokenizer, text, whole_word=segment is not list)
     tokens = tokenizer.tokenize(text)[1:-1]
     groups = _cjk_groups(text, (_whole_words if segment is None else segment)(text))
     word_ids: list[int] = []
@@ -101,6 +105,43 @@ def word_pieces(tokenizer: Tokenizer, text: str, segment: Segment | None = None)
         words += not joins
         previous = group
     return tokenizer.tokens_to_ids(tokens), word_ids
+
+
+WORD_MARKS = ("Ġ", "▁")  # byte-level BPE's and SentencePiece's mark of a piece that follows a space
+
+
+def hf_word_pieces(tokenizer, text: str, whole_word: bool = True) -> tuple[list[int], list[int]]:
+    """`word_pieces` with a Hugging Face ``tokenizer.json``: its piece ids of ``text`` (no special tokens) and the
+    word of each piece. A piece begins a word at the start of the text, where it is marked as following a space
+    (byte-level BPE's ``Ġ``, SentencePiece's ``▁``), where there is text skipped before it (a space that a
+    WordPiece pre-tokenizer drops), and at each CJK character (one a word, as BERT's); otherwise it continues the
+    word before it (WordPiece: a piece not ``##`` begins a word). ``whole_word`` False: each piece its own word.
+
+    Example:
+    >>> from tokenizers import Tokenizer as Rust, models, pre_tokenizers
+    >>> import os, tempfile
+    >>> from kerasbert.text.hf_tokenizer import HfTokenizer
+    >>> pieces = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "▁play", "ing", "▁go"]
+    >>> rust = Rust(models.Unigram([(piece, -1.0) for piece in pieces], unk_id=3))
+    >>> rust.pre_tokenizer = pre_tokenizers.Metaspace()
+    >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+    >>> rust.save(path)
+    >>> hf_word_pieces(HfTokenizer(path), "playing go")
+    ([5, 6, 7], [0, 0, 1])
+    """
+    [(ids, spans)] = tokenizer.offsets([text])
+    tokens, word_ids, end, was_cjk = tokenizer.ids_to_tokens(ids), [], 0, False
+    wordpiece = tokenizer.model_type == "wordpiece"
+    for token, (start, stop) in zip(tokens, spans, strict=True):
+        cjk = start < len(text) and _is_cjk(text[start])
+        if wordpiece:
+            joins = token.startswith("##")
+        else:
+            joins = not token.startswith(WORD_MARKS) and start <= end and not (cjk or was_cjk)
+        joins = joins and whole_word and bool(word_ids)
+        word_ids.append(word_ids[-1] if joins else (word_ids[-1] + 1 if word_ids else 0))
+        end, was_cjk = max(end, stop), cjk
+    return list(ids), word_ids
 
 
 @dataclasses.dataclass(frozen=True)

@@ -156,7 +156,7 @@ def test_the_families_with_a_masked_lm():
     from kerasbert.modeling import families
     from kerasbert.modeling.final_layers import MLM_HEADS
 
-    with_mlm = {name for name in families.ENCODER_NAMES if families.get(name).heads in MLM_HEADS}
+    with_mlm = {name for name in families.FAMILY_NAMES if families.get(name).heads in MLM_HEADS}
     assert set(FILL_MASK_FAMILIES) == with_mlm | {"roberta"}
 
 
