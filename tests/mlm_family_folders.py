@@ -5,18 +5,15 @@ BERT's special tokens (``[MASK]``), DistilBERT's ``vocab.txt``; random weights i
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
-import hf_encoder_folders
-import hf_tokenizer_files
-import modernbert_folders
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights"))  # DeBERTa's test writer
-import test_deberta_weights  # noqa: E402
+import deberta_folders
+import hf_encoder_folders
+import hf_tokenizer_files
+import modernbert_folders
 
 FAMILIES = ("roberta_en", "xlm_roberta", "deberta_v3", "modernbert", "distilbert")
 MASKS = {"roberta_en": "<mask>", "xlm_roberta": "<mask>", "deberta_v3": "[MASK]", "modernbert": "[MASK]",
@@ -60,7 +57,7 @@ def _tokenizer(folder: str, family: str) -> tuple[int, int]:
 
 def _weights(family: str, cfg: dict, seed: int) -> dict[str, np.ndarray]:
     if family == "deberta_v3":
-        return test_deberta_weights.deberta_tensors(cfg, seed, head="lm_predictions")
+        return deberta_folders.deberta_tensors(cfg, seed, head="lm_predictions")
     if family == "modernbert":
         return modernbert_folders.modernbert_tensors(cfg, seed)
     if family == "distilbert":
@@ -71,7 +68,7 @@ def _weights(family: str, cfg: dict, seed: int) -> dict[str, np.ndarray]:
 def config(family: str, vocab_size: int, pad: int) -> dict:
     """The family's tiny test config with the tokenizer's vocabulary size and padding id."""
     if family == "deberta_v3":
-        base = test_deberta_weights.CONFIG
+        base = deberta_folders.CONFIG
     elif family == "modernbert":
         base = {**modernbert_folders.CONFIG, "max_position_embeddings": 64}
         base = {key: value for key, value in base.items() if not key.endswith(("bos_token_id", "eos_token_id",
@@ -91,16 +88,3 @@ def folder(path, family: str, seed: int = 0) -> tuple[str, dict[str, np.ndarray]
     values = _weights(family, cfg, seed)
     hf_encoder_folders.write(path, cfg, values)
     return path, values
-
-
-def _main() -> None:  # pragma: no cover - a manual look
-    import sys
-    import tempfile
-
-    for family in FAMILIES:
-        path, _ = folder(os.path.join(tempfile.mkdtemp(), family), family)
-        print(family, json.load(open(os.path.join(path, "config.json")))["vocab_size"], file=sys.stderr)
-
-
-if __name__ == "__main__":
-    _main()

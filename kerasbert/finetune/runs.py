@@ -143,6 +143,10 @@ def check_writable(path: str, what: str) -> None:
         raise fail(ConfigError, f"{what} {path}", "an existing folder before each '..'",
                    f"'..' after {os.path.join(ancestor, missing[-1])}, which does not exist",
                    "create that folder first, or write the path without '..'")
+    if not missing and os.path.isfile(ancestor):  # the path itself, an earlier output written over
+        if not os.access(ancestor, os.W_OK):
+            raise fail(ConfigError, f"{what} {path}", "a writable file", "no permission to write it")
+        return
     if not os.path.isdir(ancestor):
         raise fail(ConfigError, f"{what} {path}", "a path under a folder", f"{ancestor}, a file, on the way")
     if not os.access(ancestor, os.W_OK | os.X_OK):

@@ -114,8 +114,11 @@ class WindowedSelfAttention(MultiHeadSelfAttention):
 
     def _global(self, q, k, v, seen, training):
         """Every query's context over every key ``[B, A, Q, d]``: at once up to `QUERY_BLOCK` queries, past it
-        `QUERY_BLOCK` queries at a time, one block after another."""
+        `QUERY_BLOCK` queries at a time, one block after another; in training at once (the gradient keeps every
+        block's scores anyway, and the blocks' slice update has no gradient outside XLA)."""
         length = q.shape[2]
+        if training:
+            return self.attend(q, k, v, seen, training=training)
         if isinstance(length, int):
             return self.attend(q, k, v, seen, training=training) if length <= QUERY_BLOCK else self._blocks(
                 q, k, v, seen, training)

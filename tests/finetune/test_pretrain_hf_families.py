@@ -9,8 +9,6 @@ import json
 import math
 import os
 
-import hf_tokenizer_files
-import mlm_family_folders as mlm
 import numpy as np
 import pytest
 
@@ -18,6 +16,9 @@ from kerasbert import build_transformer_model, fill_mask
 from kerasbert.finetune.mlm import _special_ids
 from kerasbert.text import masking
 from kerasbert.text.hf_tokenizer import HfTokenizer
+
+import hf_tokenizer_files
+import mlm_family_folders as mlm
 
 WRITERS = {"bpe": lambda folder: hf_tokenizer_files.write_bpe(folder, vocab_size=400),
            "unigram": lambda folder: hf_tokenizer_files.write_unigram(folder, "xlm_roberta", 200),

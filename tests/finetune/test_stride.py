@@ -213,7 +213,8 @@ def test_a_stride_a_window_cannot_hold_or_a_task_that_cannot_merge_is_refused(da
             train("ner", data["long_train"], str(tmp_path / f"run{stride}"), maxlen=MAXLEN, stride=stride, **common)
         assert found in str(error.value)
     assert not os.path.exists(tmp_path / "run22" / "args.json")  # refused before anything was written
-    with pytest.raises(ConfigError, match="--stride: expected --task cls, ner, span, qa or multilabel, found --task seq2seq"):
+    with pytest.raises(ConfigError, match="--stride: expected --task cls, ner, span, qa or multilabel, found "
+                                          "--task seq2seq"):
         train("seq2seq", data["cls_train"], str(tmp_path / "s2s"), stride=4, **common)
     with pytest.raises(ConfigError, match="found --task sim. a sentence vector is of one window, as "
                                           "sentence-transformers truncates at max_seq_length: leave --stride out"):

@@ -9,13 +9,14 @@ import filecmp
 import json
 import os
 
-import hf_tokenizer_files as files
 import numpy as np
 import pytest
 
 from kerasbert import cli
 from kerasbert.finetune.demo_data import write_demo_data
 from kerasbert.text.hf_tokenizer import HfTokenizer
+
+import hf_tokenizer_files as files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 
-import hf_encoder_folders as hf
 import numpy as np
 import pytest
 
 from kerasbert import BertConfig, ConfigError, ModelError, build_transformer_model, heads, summary
 from kerasbert.generation.cache import CachedModel
 from kerasbert.modeling import families
+
+import hf_encoder_folders as hf
 
 FAMILIES = ("roberta_en", "xlm_roberta", "distilbert")
 

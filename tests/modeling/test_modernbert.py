@@ -10,7 +10,6 @@ import os
 import keras
 import numpy as np
 import pytest
-from modernbert_folders import BIASES, CONFIG, batch
 
 from kerasbert import ConfigError, ModelError, build_transformer_model, heads
 from kerasbert.annotated.collect import summary
@@ -19,6 +18,8 @@ from kerasbert.modeling.blocks import MultiHeadSelfAttention
 from kerasbert.modeling.modernbert import ModernBert
 from kerasbert.modeling.modernbert_layers import ThetaRotaryPositions, WindowedSelfAttention
 from kerasbert.modeling.positions import rotate
+
+from modernbert_folders import BIASES, CONFIG, batch
 
 QUIET = {"print_fn": lambda text: None}
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 
-import mlm_family_folders as mlm
 import numpy as np
 import pytest
 from tokenizers import Tokenizer as RustTokenizer
@@ -16,6 +15,8 @@ from tokenizers import Tokenizer as RustTokenizer
 from kerasbert import build_transformer_model, fill_mask
 from kerasbert.cli import main
 from kerasbert.text.tokenizer_files import load_tokenizer
+
+import mlm_family_folders as mlm
 
 TEXTS = ["hello {} world", "the {}{} quick"]
 

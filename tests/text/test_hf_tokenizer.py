@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 
-import hf_tokenizer_files as files
 import numpy as np
 import pytest
 from tokenizers import Tokenizer as RustTokenizer
@@ -17,6 +16,8 @@ from kerasbert.text.hf_tokenizer import HfTokenizer
 from kerasbert.text.tokenizer import Tokenizer, _pair_lengths
 from kerasbert.text.tokenizer_base import pad_id_of, pad_ids
 from kerasbert.text.tokenizer_files import check_family, load_tokenizer, vocabulary_file
+
+import hf_tokenizer_files as files
 
 KINDS = ("roberta_bpe", "roberta_processing", "xlm_roberta_unigram", "deberta_unigram", "wordpiece")
 SENTENCES = files.mixed_sentences(1000, seed=2024)

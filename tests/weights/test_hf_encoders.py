@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 
-import hf_encoder_folders as hf
 import keras
 import numpy as np
 import pytest
@@ -19,6 +18,8 @@ from kerasbert import CheckpointError, ConfigError, build_transformer_model, sav
 from kerasbert.weights.checkpoint import load_checkpoint
 from kerasbert.weights.convert import convert_checkpoint
 from kerasbert.weights.hf import save_hf_checkpoint
+
+import hf_encoder_folders as hf
 
 ATOL = 1e-5
 FAMILIES = ("roberta_en", "xlm_roberta", "distilbert")

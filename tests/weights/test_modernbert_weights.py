@@ -15,13 +15,14 @@ import os
 
 import numpy as np
 import pytest
-from modernbert_folders import BIASES, CONFIG, batch, modernbert_tensors, numpy_mlm, numpy_modernbert
 from safetensors.numpy import load_file
 from test_hf_generative import write_folder
 
 from kerasbert import CheckpointError, build_transformer_model
 from kerasbert.weights.checkpoint import load_checkpoint
 from kerasbert.weights.hf import save_hf_checkpoint
+
+from modernbert_folders import BIASES, CONFIG, batch, modernbert_tensors, numpy_mlm, numpy_modernbert
 
 ATOL = 1e-5
 
