@@ -71,7 +71,7 @@ class ClassificationTask(Task):
 
     def encode(self, tokenizer: Tokenizer, examples, labels: LabelSet | None, maxlen: int, what: str) -> Features:
         return encode_split(lambda cut: encode_classification(tokenizer, examples, labels, cut, what), maxlen,
-                            self.stride, what)
+                            self.stride, what, examples)
 
     def head(self, backbone, labels: LabelSet):
         return heads.cls(backbone, len(labels), dropout=self.dropout)

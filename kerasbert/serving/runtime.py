@@ -176,7 +176,7 @@ class PortableExport:
         maxlen, cls = self.info["maxlen"], self.info["task"] == "cls"
         features = encode_split(lambda cut: encode_classification(self.tokenizer, examples, None, cut, "input") if cls
                                 else encode_ner(self.tokenizer, examples, None, cut, bool(self.info["crf"]), "input"),
-                                maxlen, self.info.get("stride"), "input")
+                                maxlen, self.info.get("stride"), "input", examples)
         rows = self.run_features(features, batch_size)
         if not cls:
             rows = [piece_tags(row[:len(ids)], self.trans) for row, ids in zip(rows, features.token_ids, strict=True)]

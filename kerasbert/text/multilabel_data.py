@@ -237,7 +237,7 @@ def encode_multilabel(tokenizer: Tokenizer, examples: Sequence[MultiLabelExample
             features.labels = list(multi_hot([example.labels for example in examples], labels))
         return features
 
-    return encode_split(encode, maxlen, stride, what)
+    return encode_split(encode, maxlen, stride, what, examples)
 
 
 # ---------------------------------------------------------------------------- predictions and scores

@@ -120,8 +120,7 @@ def windowed(features: Features, maxlen: int, stride: int, what: str = "data") -
     """
     check_stride(stride, maxlen)
     if any(any(row) for row in features.segment_ids):
-        raise fail(ConfigError, "--stride", "single texts", "text pairs (--text-b-field)",
-                   "a pair's second text is not windowed: leave --stride out to cut pairs at --maxlen")
+        raise _pairs_refused()
     windows = split([len(row) - 2 for row in features.token_ids], maxlen, stride)
 
     def rows(values: list) -> list:
@@ -140,9 +139,16 @@ def windowed(features: Features, maxlen: int, stride: int, what: str = "data") -
     return out
 
 
+def _pairs_refused() -> ConfigError:
+    return fail(ConfigError, "--stride", "single texts", "text pairs (--text-b-field)",
+                "a pair's second text is not windowed: leave --stride out to cut pairs at --maxlen")
+
+
 def encode_split(encode: Callable[[int | None], Features], maxlen: int, stride: int | None,
-                 what: str = "data") -> Features:
+                 what: str = "data", examples: Sequence = ()) -> Features:
     """``encode(maxlen)`` (rows cut at ``maxlen``) without a stride; ``encode(None)`` split into windows with one.
+    With a stride, a ConfigError where one of ``examples`` has a second text (``text_b``): tokenizers whose segment
+    ids are all 0 (RoBERTa's, XLM-R's) leave no other sign of the pair in the rows.
 
     Example:
     >>> from kerasbert.text.pipeline import encode_classification
@@ -153,6 +159,8 @@ def encode_split(encode: Callable[[int | None], Features], maxlen: int, stride: 
     >>> encode_split(lambda cut: encode_classification(tokenizer, rows, maxlen=cut), 5, 1).token_ids
     [[2, 4, 5, 4, 3], [2, 4, 5, 3]]
     """
+    if stride is not None and any(getattr(example, "text_b", None) is not None for example in examples):
+        raise _pairs_refused()
     return encode(maxlen) if stride is None else windowed(encode(None), maxlen, stride, what)
 
 
