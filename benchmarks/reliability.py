@@ -42,7 +42,8 @@ AREAS = {"config": "configs", "preset": "configs", "summary": "configs", "google
          "overwrite": "runs/exports", "evaluate": "runs/exports", "export": "runs/exports", "predict": "serving",
          "serve": "serving", "application": "generation", "generate": "generation", "decoder": "generation",
          "seq2seq": "generation", "sim": "data", "embed": "vectors", "sentence": "vectors",
-         "pretrain": "pretraining"}
+         "pretrain": "pretraining", "qa": "data", "multilabel": "data", "relation": "data", "rerank": "data",
+         "fill": "serving"}
 PROFILES = ("kerasbert", "slow")  # test_properties.py's default profile and HYPOTHESIS_PROFILE=slow
 OUTCOMES = ("passed", "xfailed", "xpassed", "skipped", "failed", "error")
 
