@@ -17,7 +17,7 @@ from kerasbert.annotated.formulas import Formula
 from kerasbert.errors import ModelError, fail
 from kerasbert.modeling.positions import checked_length
 from kerasbert.modeling.registry import register
-from kerasbert.perf import graph_gradients, kernels
+from kerasbert.perf import kernels
 
 WIDTH_SYMBOLS = ("H", "E")  # a layer's width in its formula: the hidden size, or the embedding size E ≠ H
 
@@ -96,10 +96,6 @@ def lookup(table, ids):
     [2.0, 2.0, 1.0]
     """
 
-    ids = ops.cast(ids, "int32")
-    if keras.config.backend() == "tensorflow":  # one gradient registered for every trace (`graph_gradients`)
-        return graph_gradients.dense_gather(table, ids)
-
     @ops.custom_gradient
     def gather(table, ids):
         def grad(*args, upstream=None):
@@ -109,7 +105,8 @@ def lookup(table, ids):
 
         return ops.take(table, ids, axis=0), grad
 
-    return gather(ops.copy(table), ids)
+    # a tensor, not the variable: TensorFlow's custom gradient of a function that reads a variable needs more
+    return gather(ops.copy(table), ops.cast(ids, "int32"))
 
 
 @register

@@ -45,8 +45,6 @@ import keras
 import numpy as np
 from keras import ops
 
-from kerasbert.perf.graph_gradients import with_gradient
-
 SQRT_HALF = 0.7071067811865476  # 1/√2
 INV_SQRT_TWO_PI = 0.3989422804014327  # 1/√(2π) = φ(0)
 _LOWBIAS32 = (np.uint32(0x7FEB352D), np.uint32(0x846CA68B))  # C. Wellons's hash-prospector, "lowbias32"
@@ -166,9 +164,9 @@ def _xla_dropout(rate: float):
 
     kernel = tf.function(functools.partial(dropout_with_bits, rate=rate), jit_compile=True)
 
-    def dropout(x, seed):  # the gradient: the same mask, recomputed from the seed
-        return with_gradient(f"kerasbert_xla_dropout_{rate!r}", lambda t, s: kernel(t, seed=s),
-                             lambda xs, dy: [kernel(dy, seed=xs[1]), None], x, seed)
+    @tf.custom_gradient
+    def dropout(x, seed):
+        return kernel(x, seed=seed), lambda dy: (kernel(dy, seed=seed), None)  # the same mask, recomputed
 
     return dropout
 
@@ -200,9 +198,9 @@ def _xla_layer_norm(epsilon: float):
 
     forward, backward = (tf.function(f, jit_compile=True) for f in (forward, backward))
 
+    @tf.custom_gradient
     def norm(x, gamma, beta):
-        return with_gradient(f"kerasbert_xla_layer_norm_{epsilon!r}", forward,
-                             lambda xs, dy: list(backward(xs[0], xs[1], dy)), x, gamma, beta)
+        return forward(x, gamma, beta), lambda dy: backward(x, gamma, dy)
 
     return norm
 
@@ -214,7 +212,8 @@ def _xla_gelu():
     forward = tf.function(_in_float32(gelu_erf_composed), jit_compile=True)
     backward = tf.function(_in_float32(gelu_erf_gradient), jit_compile=True)
 
+    @tf.custom_gradient
     def gelu(x):
-        return with_gradient("kerasbert_xla_gelu", forward, lambda xs, dy: [backward(xs[0], dy)], x)
+        return forward(x), lambda dy: backward(x, dy)
 
     return gelu
