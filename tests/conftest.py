@@ -91,6 +91,19 @@ def oracle(tmp_path_factory, tiny_ckpt, base2_ckpt, saved_ckpt):
     return cases, helpers.run_oracle(tasks, work)
 
 
+def _drop_traced_gradients() -> None:
+    """TensorFlow keeps every custom gradient a graph traced (``tf.custom_gradient``: kerasbert's dense lookup, the
+    all_reduce in each of Keras's train steps) in its gradient registry for good, and with it the traced step's
+    graph: tens of MB a trained model. The files before have finished their traces (a step's gradients are taken
+    when it is traced), so their entries go; a step traced again registers its own."""
+    ops = sys.modules.get("tensorflow.python.framework.ops")
+    if ops is None:
+        return
+    registry = ops._gradient_registry._registry
+    for name in [name for name in registry if name.startswith("CustomGradient-")]:
+        del registry[name]
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _free_models_between_modules():
     """Before each test file, collect what the files before it left and hand the freed pages back, so that a
@@ -100,6 +113,7 @@ def _free_models_between_modules():
     are left out, and a collection walks only what was made since. The collection runs here rather than after the
     file, because pytest drops the file's last test's arguments (its fixtures' models) only after its teardown.
     After each file, Keras's global state is dropped."""
+    _drop_traced_gradients()
     gc.collect()
     if sys.platform == "linux":
         ctypes.CDLL(None).malloc_trim(0)  # glibc's: free pages back to the system
