@@ -4,6 +4,7 @@ a tagger's per-piece scores of chunks of different lengths come back row by row,
 from __future__ import annotations
 
 import threading
+import types
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from kerasbert.serving.runtime import LENGTH_STEP, PortableExport
 def test_chunks_padded_to_different_lengths_come_back_row_by_row():
     served = object.__new__(PortableExport)  # the model alone: a tagger scoring piece i of row r as r * 100 + i
     served._lock, shapes = threading.Lock(), []
+    served.tokenizer = types.SimpleNamespace(pad_id=0)  # BERT's [PAD]
 
     def run_model(ids: np.ndarray, segments: np.ndarray) -> np.ndarray:
         shapes.append(ids.shape)
